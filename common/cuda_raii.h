@@ -1,0 +1,152 @@
+// cuda_raii.h: move-only owners for CUDA resources: Stream, Event, DeviceBuffer, PinnedBuffer
+// (cudaMallocHost / cudaHostAlloc with flags), ManagedBuffer, CublasHandle.
+// No raw cudaFree / cudaFreeHost outside common/.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "common/cuda_check.h"
+
+namespace memstrat {
+
+class Stream {
+ public:
+  Stream() = default;
+  /// Non-blocking: never implicitly synchronises with the legacy default stream.
+  static Stream create(unsigned flags = cudaStreamNonBlocking) {
+    Stream s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.s_, flags));
+    return s;
+  }
+  ~Stream() { reset(); }
+  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    if (this != &o) { reset(); s_ = std::exchange(o.s_, nullptr); }
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+  operator cudaStream_t() const { return s_; }
+  void reset() {
+    if (s_) CUDA_CHECK_NOTHROW(cudaStreamDestroy(s_));
+    s_ = nullptr;
+  }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() = default;
+  static Event create(unsigned flags = cudaEventDefault) {
+    Event e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e.e_, flags));
+    return e;
+  }
+  /// An event used only for ordering between streams (cheaper: no timestamp).
+  static Event create_sync_only() { return create(cudaEventDisableTiming); }
+  ~Event() { reset(); }
+  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event& operator=(Event&& o) noexcept {
+    if (this != &o) { reset(); e_ = std::exchange(o.e_, nullptr); }
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+  operator cudaEvent_t() const { return e_; }
+  void reset() {
+    if (e_) CUDA_CHECK_NOTHROW(cudaEventDestroy(e_));
+    e_ = nullptr;
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+/// Milliseconds between two recorded timing events (both must have completed).
+inline float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
+  float ms = 0.f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms;
+}
+
+namespace detail {
+enum class MemKind { Device, Pinned, Managed };
+void* alloc(MemKind k, std::size_t bytes, unsigned flags);
+void release(MemKind k, void* p) noexcept;
+}  // namespace detail
+
+/// Typed owner of `count` elements of memory of one kind.
+template <typename T, detail::MemKind K>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t count, unsigned flags = 0)
+      : p_(static_cast<T*>(detail::alloc(K, count * sizeof(T), flags))), n_(count) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  T* data() const { return p_; }
+  std::size_t size() const { return n_; }
+  std::size_t bytes() const { return n_ * sizeof(T); }
+  bool empty() const { return n_ == 0; }
+  T& operator[](std::size_t i) const { return p_[i]; }  // host-visible kinds only
+  void reset() noexcept {
+    if (p_) detail::release(K, p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// cudaMalloc
+template <typename T>
+using DeviceBuffer = Buffer<T, detail::MemKind::Device>;
+/// cudaHostAlloc(flags): flags 0 = plain pinned (== cudaMallocHost), cudaHostAllocMapped for zero-copy
+template <typename T>
+using PinnedBuffer = Buffer<T, detail::MemKind::Pinned>;
+/// cudaMallocManaged(flags = cudaMemAttachGlobal)
+template <typename T>
+using ManagedBuffer = Buffer<T, detail::MemKind::Managed>;
+
+class CublasHandle {
+ public:
+  CublasHandle() = default;
+  static CublasHandle create();
+  ~CublasHandle() { reset(); }
+  CublasHandle(CublasHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  CublasHandle& operator=(CublasHandle&& o) noexcept {
+    if (this != &o) { reset(); h_ = std::exchange(o.h_, nullptr); }
+    return *this;
+  }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return h_; }
+  void reset() noexcept;
+
+ private:
+  cublasHandle_t h_ = nullptr;
+};
+
+/// True when at least one CUDA device is usable. Never throws.
+bool cuda_device_available(std::string* reason = nullptr);
+
+}  // namespace memstrat

@@ -1,0 +1,38 @@
+// gemm.h: Gemm, the GEMM backend the MLP calls: cuBLAS (default) or the custom tiled kernels.
+// Same row-major contract as kernels.h; the cuBLAS path applies epilogues with bias_act /
+// relu_backward.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string_view>
+
+#include "common/cuda_raii.h"
+#include "kernels/kernels.h"
+
+namespace memstrat::kernels {
+
+enum class GemmBackend { Cublas, Tiled };
+std::string_view to_string(GemmBackend b);
+
+class Gemm {
+ public:
+  /// tf32: allow TF32 tensor-core math in cuBLAS (ignored by the tiled kernels).
+  Gemm(GemmBackend backend, bool tf32, cudaStream_t stream);
+  GemmBackend backend() const { return backend_; }
+  /// C[M×N] = A[M×K]·B[K×N] (+bias)(ReLU)
+  void nn(const float* A, const float* B, float* C, int M, int N, int K, const float* bias,
+          Epilogue ep) const;
+  /// C[M×N] = A[M×K]·B[N×K]^T (⊙ 1[mask>0])
+  void nt(const float* A, const float* B, float* C, int M, int N, int K,
+          const float* relu_mask) const;
+  /// C[M×N] = A[K×M]^T·B[K×N]
+  void tn(const float* A, const float* B, float* C, int M, int N, int K) const;
+
+ private:
+  GemmBackend backend_;
+  cudaStream_t stream_;
+  CublasHandle cublas_;  // only for the cuBLAS backend
+};
+
+}  // namespace memstrat::kernels

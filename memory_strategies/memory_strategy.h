@@ -1,0 +1,101 @@
+// memory_strategy.h: the MemoryStrategy interface (where the training set lives and how a
+// batch becomes readable on the compute stream), its options, BatchView and StrategyStats.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/host_dataset.h"
+
+namespace memstrat {
+
+/// What crosses the bus: raw pixels (normalised on the GPU) or pre-normalised floats (4x bytes).
+enum class Transfer { U8, F32 };
+/// static: the training data never changes. refresh: the host rewrites it every epoch
+/// (seeded ±2 px shift augmentation + reshuffle), so every byte must move every epoch.
+enum class Scenario { Static, Refresh };
+
+std::string_view to_string(Transfer t);
+std::string_view to_string(Scenario s);
+
+/// cudaMemAdvise hints for um-advise, each selectable.
+struct AdviseSet {
+  bool read_mostly = true;       // cudaMemAdviseSetReadMostly
+  bool preferred_device = true;  // cudaMemAdviseSetPreferredLocation = the GPU
+  bool accessed_by = true;       // cudaMemAdviseSetAccessedBy = the GPU
+  std::string to_string() const;  // "read-mostly,preferred-device,accessed-by" or "none"
+};
+
+struct StrategyOptions {
+  int batch = 256;
+  Transfer transfer = Transfer::U8;
+  Scenario scenario = Scenario::Static;
+  int depth = 2;         // double-buffer: device batch buffers in flight (>= 2)
+  int copy_streams = 1;  // double-buffer: copy streams, used round-robin
+  AdviseSet advise;      // um-advise
+  std::uint64_t seed = 1;
+};
+
+/// A batch as the compute stream sees it. Exactly one of x_u8 / x_f32 is set (per Transfer);
+/// rows x features, row-major. Pointers are device-readable once the work acquire() enqueued
+/// on the compute stream has run.
+struct BatchView {
+  const std::uint8_t* x_u8 = nullptr;
+  const float* x_f32 = nullptr;
+  const std::int32_t* y = nullptr;
+  int rows = 0;
+  std::int64_t first_sample = 0;  // index of row 0 in this epoch's order
+};
+
+/// Per-epoch figures a strategy knows about itself (the last finished epoch).
+struct StrategyStats {
+  std::uint64_t h2d_bytes = 0;         // bytes it moved or prefetched host->device (explicit)
+  std::optional<double> copy_ms;       // GPU time of its copies/prefetches (events); none if it issues none
+  double host_ms = 0.0;                // host time spent inside acquire/release (e.g. blocking copies)
+};
+
+/// Device properties the strategies' supported() checks look at.
+struct DeviceCaps {
+  int device = 0;
+  bool concurrent_managed_access = false;
+  bool managed_memory = false;
+  bool can_map_host_memory = false;
+  int async_engine_count = 0;
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  static DeviceCaps query(int device);
+};
+
+/// One memory strategy. Life cycle per run:
+///   attach -> { begin_epoch -> (acquire b, release b) for every batch -> end_epoch }* -> dtor.
+/// The strategy decides *how* data moves; the trainer decides *what* moves and never branches
+/// on which strategy it holds.
+class MemoryStrategy {
+ public:
+  virtual ~MemoryStrategy() = default;
+  virtual std::string_view name() const = 0;
+
+  /// Allocate everything this strategy will ever need; write the (static) data. No allocation
+  /// after this. `compute` is the stream the MLP runs on.
+  virtual void attach(const HostDataset& data, const StrategyOptions& opt,
+                      cudaStream_t compute) = 0;
+  /// Called with the GPU idle (previous epoch finished). Refresh: rewrite host data here.
+  virtual void begin_epoch(int epoch) = 0;
+  /// Enqueue what makes batch `b` readable on the compute stream; return its view.
+  virtual BatchView acquire(int b) = 0;
+  /// Compute work reading batch `b` has been enqueued (not waited for).
+  virtual void release(int b) = 0;
+  /// All batches enqueued. Strategies may record their end-of-epoch events here.
+  virtual void end_epoch() = 0;
+  /// Figures for the last epoch; valid after the compute stream finished that epoch.
+  virtual StrategyStats stats() const = 0;
+  /// True when acquire/release enqueue only stream-ordered async work with fixed addresses,
+  /// so a whole epoch can be captured into one CUDA graph and replayed.
+  virtual bool graph_capturable() const { return false; }
+};
+
+}  // namespace memstrat
