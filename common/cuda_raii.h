@@ -150,3 +150,31 @@ class CublasHandle {
 bool cuda_device_available(std::string* reason = nullptr);
 
 }  // namespace memstrat
+
+namespace memstrat {
+
+/// Owner of an instantiated CUDA graph.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  explicit GraphExec(cudaGraphExec_t g) : g_(g) {}
+  ~GraphExec() { reset(); }
+  GraphExec(GraphExec&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+  GraphExec& operator=(GraphExec&& o) noexcept {
+    if (this != &o) { reset(); g_ = std::exchange(o.g_, nullptr); }
+    return *this;
+  }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  cudaGraphExec_t get() const { return g_; }
+  explicit operator bool() const { return g_ != nullptr; }
+  void reset() {
+    if (g_) CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(g_));
+    g_ = nullptr;
+  }
+
+ private:
+  cudaGraphExec_t g_ = nullptr;
+};
+
+}  // namespace memstrat

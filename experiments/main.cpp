@@ -1,2 +1,24 @@
-// Placeholder while the CLI is written (replaced in the same working session).
-int main() { return 0; }
+// main.cpp: the thin `memstrat` executable: parse, dispatch, turn escaped exceptions into a
+// message and a non-zero exit.
+#include <exception>
+#include <iostream>
+
+#include "experiments/cli.h"
+#include "experiments/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace memstrat;
+  CliRequest req;
+  if (auto code = parse_cli(argc, argv, req, std::cout, std::cerr)) return *code;
+  try {
+    switch (req.command) {
+      case Command::List: return run_list(std::cout);
+      case Command::Info: return run_info(req.train, std::cout, std::cerr);
+      case Command::Train: return run_train(req, std::cout, std::cerr);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "memstrat: error: " << e.what() << "\n";
+    return kExitRunFailed;
+  }
+  return kExitRunFailed;
+}

@@ -1,0 +1,20 @@
+// commands.h: what `memstrat list`, `memstrat info` and `memstrat train` do. Each returns the
+// process exit code: 0 ok, 1 the run failed, 2 bad usage or input, 3 no GPU / strategy waived.
+#pragma once
+
+#include <iosfwd>
+
+#include "experiments/cli.h"
+
+namespace memstrat {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRunFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNoDevice = 3;
+
+int run_list(std::ostream& out);
+int run_info(const TrainArgs& a, std::ostream& out, std::ostream& err);
+int run_train(const CliRequest& req, std::ostream& out, std::ostream& err);
+
+}  // namespace memstrat

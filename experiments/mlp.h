@@ -1,0 +1,64 @@
+// mlp.h: Mlp, the multilayer perceptron every strategy trains: configurable hidden layers
+// (default 784-256-10), ReLU, softmax cross-entropy, SGD with optional momentum. All parameters,
+// gradients and workspaces are allocated once in the constructor; a training step only enqueues
+// kernels on the given stream (no allocation, no synchronisation).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/cuda_raii.h"
+#include "kernels/gemm.h"
+#include "memory_strategies/memory_strategy.h"
+
+namespace memstrat {
+
+struct MlpConfig {
+  std::vector<int> layers = {784, 256, 10};  // input, hidden..., classes
+  int max_batch = 256;
+  kernels::GemmBackend gemm = kernels::GemmBackend::Cublas;
+  bool tf32 = false;
+  float lr = 0.05f;
+  float momentum = 0.9f;
+  std::uint64_t seed = 1;
+};
+
+class Mlp {
+ public:
+  Mlp(const MlpConfig& cfg, cudaStream_t stream);
+
+  /// Forward, backward and SGD update on one batch. Writes each row's loss and correctness to
+  /// sample_loss[first_sample + r] / sample_correct[first_sample + r] (device arrays).
+  void train_step(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
+  /// Forward only on device-resident floats; per-row loss and correctness as above (offset 0).
+  void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
+                std::int32_t* sample_correct);
+
+  const MlpConfig& config() const { return cfg_; }
+  std::size_t parameter_count() const { return params_.size(); }
+  /// Offsets of W_l and b_l in the flat parameter vector (W_l is [in x out], row-major).
+  std::size_t weight_offset(int l) const { return w_off_[l]; }
+  std::size_t bias_offset(int l) const { return b_off_[l]; }
+  int layer_count() const { return static_cast<int>(cfg_.layers.size()) - 1; }
+  std::vector<float> parameters() const;  // synchronises the stream
+  void set_parameters(const std::vector<float>& p);
+  /// FLOPs of one training step per sample (forward + weight/input gradients), for floors.
+  double train_flops_per_sample() const;
+
+ private:
+  void forward(const float* x, int rows);
+  MlpConfig cfg_;
+  cudaStream_t stream_;
+  kernels::Gemm gemm_;
+  std::vector<std::size_t> w_off_, b_off_;
+  DeviceBuffer<float> params_, grads_, velocity_;
+  DeviceBuffer<float> xbuf_;              // normalised input when the batch arrives as uint8
+  std::vector<DeviceBuffer<float>> act_;  // act_[l] = output of layer l (post-ReLU; logits last)
+  std::vector<DeviceBuffer<float>> dz_;   // dz_[l] = dLoss/dz of layer l
+};
+
+/// "256" or "512,256" -> {512, 256}; throws std::invalid_argument on anything else.
+std::vector<int> parse_hidden(const std::string& s);
+
+}  // namespace memstrat

@@ -1,0 +1,41 @@
+// copy_on_compute.h: CopyOnComputeStream, the shared body of `pageable` and `pinned`: the epoch's
+// data lives in host memory the derived class owns; each batch is copied with cudaMemcpyAsync on
+// the compute stream into one device batch buffer (stream order keeps the next copy from
+// overwriting data the previous step still reads; nothing overlaps).
+#pragma once
+
+#include <chrono>
+
+#include "memory_strategies/strategy_common.h"
+
+namespace memstrat {
+
+class CopyOnComputeStream : public MemoryStrategy {
+ public:
+  void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
+  void begin_epoch(int epoch) override;
+  BatchView acquire(int b) override;
+  void release(int) override {}
+  void end_epoch() override {}
+  StrategyStats stats() const override;
+
+ protected:
+  /// Allocate host storage for `image_bytes` + `labels` samples and return the pointers.
+  virtual void allocate_host(std::size_t image_bytes, std::size_t samples, void** images,
+                             std::int32_t** labels) = 0;
+
+ private:
+  std::optional<EpochWriter> writer_;
+  BatchGeometry geom_;
+  Transfer transfer_ = Transfer::U8;
+  cudaStream_t compute_ = nullptr;
+  void* host_images_ = nullptr;
+  std::int32_t* host_labels_ = nullptr;
+  DeviceBuffer<std::uint8_t> dev_images_;  // one batch, raw bytes of the transfer format
+  DeviceBuffer<std::int32_t> dev_labels_;
+  CopyTimeline timeline_;
+  std::uint64_t bytes_ = 0;
+  double host_ms_ = 0.0;
+};
+
+}  // namespace memstrat

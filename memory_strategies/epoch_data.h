@@ -1,0 +1,58 @@
+// epoch_data.h: EpochWriter, the host-side producer of one epoch's training data: sample
+// order (seeded shuffle), the refresh scenario's ±2 px shift augmentation, and the transfer
+// format (raw uint8 or normalised float). Every strategy writes its host copy through it, so
+// all strategies see exactly the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/host_dataset.h"
+#include "memory_strategies/memory_strategy.h"
+
+namespace memstrat {
+
+/// splitmix64: tiny, portable, well-mixed; also reproducible from Python for baselines.
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Fisher-Yates permutation of [0, n) from splitmix64(seed). Documented in docs/strategies.md
+/// so a baseline can reproduce it.
+std::vector<std::int32_t> shuffled_order(std::int64_t n, std::uint64_t seed);
+
+class EpochWriter {
+ public:
+  EpochWriter(const HostDataset& data, const StrategyOptions& opt);
+
+  /// True when the data changes between epochs (refresh scenario).
+  bool refreshes() const { return opt_.scenario == Scenario::Refresh; }
+  std::int64_t samples() const { return data_->n_train(); }
+  int features() const { return data_->features(); }
+  /// Bytes of one sample's image in the transfer format (features or 4*features).
+  std::size_t image_bytes_per_sample() const;
+  std::size_t image_bytes() const { return image_bytes_per_sample() * samples(); }
+  std::size_t label_bytes() const { return sizeof(std::int32_t) * samples(); }
+
+  /// Write epoch `epoch`'s images (transfer format) and labels into host-writable memory.
+  /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch.
+  /// Multi-threaded over samples; deterministic regardless of thread count.
+  void write(int epoch, void* images, std::int32_t* labels) const;
+
+  /// The sample order epoch `epoch` uses (index into the original training set).
+  std::vector<std::int32_t> order(int epoch) const;
+
+ private:
+  const HostDataset* data_;
+  StrategyOptions opt_;
+};
+
+/// Number of batches of `batch` rows over n samples (the last one may be partial).
+inline int batch_count(std::int64_t n, int batch) {
+  return static_cast<int>((n + batch - 1) / batch);
+}
+
+}  // namespace memstrat

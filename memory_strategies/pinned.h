@@ -1,0 +1,22 @@
+// pinned.h: PinnedStrategy (`pinned`): data in page-locked host memory (cudaMallocHost), one
+// cudaMemcpyAsync DMA per batch on the compute stream (fast copies, but no overlap).
+#pragma once
+
+#include "memory_strategies/copy_on_compute.h"
+
+namespace memstrat {
+
+class PinnedStrategy final : public CopyOnComputeStream {
+ public:
+  std::string_view name() const override { return "pinned"; }
+
+ protected:
+  void allocate_host(std::size_t image_bytes, std::size_t samples, void** images,
+                     std::int32_t** labels) override;
+
+ private:
+  PinnedBuffer<std::uint8_t> images_;
+  PinnedBuffer<std::int32_t> labels_;
+};
+
+}  // namespace memstrat

@@ -1,0 +1,35 @@
+// resident.h: ResidentStrategy (`resident`): the whole training set lives in device memory,
+// uploaded once (static) or once per epoch before its first batch (refresh); a batch is a
+// pointer offset. The upper bound every other strategy is measured against.
+#pragma once
+
+#include "memory_strategies/strategy_common.h"
+
+namespace memstrat {
+
+class ResidentStrategy final : public MemoryStrategy {
+ public:
+  std::string_view name() const override { return "resident"; }
+  void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
+  void begin_epoch(int epoch) override;
+  BatchView acquire(int b) override;
+  void release(int) override {}
+  void end_epoch() override {}
+  StrategyStats stats() const override;
+
+ private:
+  void upload();
+  std::optional<EpochWriter> writer_;
+  BatchGeometry geom_;
+  Transfer transfer_ = Transfer::U8;
+  cudaStream_t compute_ = nullptr;
+  PinnedBuffer<std::uint8_t> host_images_;  // staging for the (re)uploads
+  PinnedBuffer<std::int32_t> host_labels_;
+  DeviceBuffer<std::uint8_t> dev_images_;
+  DeviceBuffer<std::int32_t> dev_labels_;
+  CopyTimeline timeline_;
+  bool upload_pending_ = false;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace memstrat

@@ -1,0 +1,18 @@
+// um_hints.h: the one place that calls cudaMemPrefetchAsync and cudaMemAdvise. CUDA 13 changed
+// both to take a cudaMemLocation; everything else in memstrat calls these helpers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace memstrat {
+
+/// Migrate [ptr, ptr+bytes) of managed memory to `device`, ordered on `stream`.
+void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStream_t stream);
+
+enum class UmAdvice { ReadMostly, PreferredLocationDevice, AccessedByDevice };
+/// cudaMemAdvise(ptr, bytes, advice, location = device) for one advice.
+void advise(const void* ptr, std::size_t bytes, UmAdvice advice, int device);
+
+}  // namespace memstrat

@@ -1,0 +1,80 @@
+// Results-record helpers: statistics, run ids, atomic JSON Lines append.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "common/run_record.h"
+
+using namespace memstrat;
+
+TEST(RunRecord, SpreadOfKnownValues) {
+  const Spread s = spread_of({5, 1, 3, 2, 4});
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.p25, 2);
+  EXPECT_DOUBLE_EQ(s.p75, 4);
+  const Spread e = spread_of({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(e.median, 2.5);
+  EXPECT_DOUBLE_EQ(e.p25, 1.75);
+  const Spread z = spread_of({});
+  EXPECT_DOUBLE_EQ(z.median, 0);
+}
+
+TEST(RunRecord, RunIdsAreUniqueAndSortable) {
+  const std::string a = make_run_id(), b = make_run_id();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.size(), std::string("20261121T233012Z-4f3a9c1e").size()) << a;
+  EXPECT_EQ(a[8], 'T');
+  const std::string t = iso_utc_now();
+  EXPECT_EQ(t.size(), 20u) << t;
+  EXPECT_EQ(t.back(), 'Z');
+}
+
+TEST(RunRecord, AppendWritesWholeLinesEvenFromConcurrentWriters) {
+  char tmpl[] = "/tmp/memstrat_rec_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string path = tmpl;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        nlohmann::json j = {{"schema_version", kSchemaVersion}, {"t", t}, {"i", i},
+                            {"pad", std::string(5000, 'x')}};
+        append_jsonl(path, j);
+      }
+    });
+  for (auto& th : ts) th.join();
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);  // throws on a torn line
+    EXPECT_EQ(j["schema_version"], kSchemaVersion);
+    ++n;
+  }
+  EXPECT_EQ(n, 100);
+  std::remove(path.c_str());
+}
+
+TEST(RunRecord, AppendToAnUnwritablePathThrowsWithThePath) {
+  try {
+    append_jsonl("/nonexistent-dir/x.jsonl", {{"a", 1}});
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.jsonl"), std::string::npos);
+  }
+}
+
+TEST(RunRecord, HostEnvironmentNeedsNoGpu) {
+  const auto env = host_environment_json();
+  EXPECT_TRUE(env.contains("host"));
+  EXPECT_TRUE(env.contains("git_sha"));
+  EXPECT_TRUE(env["git_dirty"].is_boolean());
+}

@@ -1,0 +1,178 @@
+// Every strategy changes where bytes live and when they move, never the math: for the same seed
+// they must produce bitwise-identical per-sample loss curves to `resident`.
+#include <cstring>
+
+#include "gpu_test_support.h"
+#include "memory_strategies/strategy_common.h"
+
+using namespace memstrat;
+using namespace memstrat::testing;
+
+namespace {
+struct Combo {
+  Transfer transfer;
+  Scenario scenario;
+};
+std::string combo_name(const ::testing::TestParamInfo<Combo>& i) {
+  return std::string(to_string(i.param.transfer)) + "_" + std::string(to_string(i.param.scenario));
+}
+class AllStrategies : public ::testing::TestWithParam<Combo> {};
+}  // namespace
+
+TEST_P(AllStrategies, BitwiseIdenticalLossCurvesToResident) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec base;
+  base.transfer = GetParam().transfer;
+  base.scenario = GetParam().scenario;
+  const RunOutput ref = train_run(base);
+  ASSERT_EQ(ref.sample_loss.size(), 2u);
+  const DeviceCaps caps = DeviceCaps::query(0);
+  for (const auto& e : strategy_registry()) {
+    if (e.name == "resident") continue;
+    if (const std::string why = e.unsupported(caps); !why.empty()) {
+      std::cout << "[ WAIVED ] " << e.name << ": " << why << "\n";
+      continue;
+    }
+    RunSpec r = base;
+    r.strategy = std::string(e.name);
+    const RunOutput got = train_run(r);
+    EXPECT_EQ(first_difference(ref, got), "") << e.name << " differs from resident";
+    EXPECT_EQ(got.test.acc, ref.test.acc) << e.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TransferScenario, AllStrategies,
+                         ::testing::Values(Combo{Transfer::U8, Scenario::Static},
+                                           Combo{Transfer::F32, Scenario::Static},
+                                           Combo{Transfer::U8, Scenario::Refresh},
+                                           Combo{Transfer::F32, Scenario::Refresh}),
+                         combo_name);
+
+TEST(Strategies, U8AndF32TransfersGiveTheSameMath) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec a, b;
+  b.transfer = Transfer::F32;  // the GPU normalises exactly like the host
+  EXPECT_EQ(first_difference(train_run(a), train_run(b)), "");
+}
+
+TEST(Strategies, GraphsOnAndOffAreBitwiseIdentical) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const char* s : {"resident", "double-buffer", "um-prefetch"}) {
+    RunSpec on, off;
+    on.strategy = off.strategy = s;
+    off.graphs = false;
+    EXPECT_EQ(first_difference(train_run(on), train_run(off)), "") << s;
+  }
+}
+
+TEST(Strategies, DoubleBufferDepthsAndCopyStreamsAreBitwiseIdentical) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec ref;
+  ref.strategy = "double-buffer";
+  ref.scenario = Scenario::Refresh;
+  const RunOutput base = train_run(ref);
+  for (auto [depth, streams] : {std::pair{3, 1}, {3, 2}, {4, 3}, {8, 2}}) {
+    RunSpec r = ref;
+    r.depth = depth;
+    r.copy_streams = streams;
+    r.batch = 256;
+    EXPECT_EQ(first_difference(base, train_run(r)), "") << "depth " << depth << " streams " << streams;
+  }
+}
+
+TEST(Strategies, SmallAndOddBatchesIdenticalAcrossExplicitStrategies) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec ref;
+  ref.batch = 1000 + 7;  // last batch partial
+  ref.epochs = 1;
+  const RunOutput base = train_run(ref);
+  for (const char* s : {"pageable", "pinned", "double-buffer", "zero-copy", "um"}) {
+    RunSpec r = ref;
+    r.strategy = s;
+    EXPECT_EQ(first_difference(base, train_run(r)), "") << s;
+  }
+}
+
+TEST(Strategies, TiledGemmBackendIsAlsoStrategyIndependent) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec ref;
+  ref.gemm = kernels::GemmBackend::Tiled;
+  ref.transfer = Transfer::F32;
+  const RunOutput base = train_run(ref);
+  for (const char* s : {"pinned", "zero-copy", "um-advise"}) {
+    RunSpec r = ref;
+    r.strategy = s;
+    EXPECT_EQ(first_difference(base, train_run(r)), "") << s;
+  }
+}
+
+TEST(Determinism, SameCommandTwiceGivesABitwiseIdenticalCurve) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const char* s : {"resident", "double-buffer", "um"}) {
+    RunSpec r;
+    r.strategy = s;
+    r.scenario = Scenario::Refresh;
+    EXPECT_EQ(first_difference(train_run(r), train_run(r)), "") << s;
+  }
+}
+
+TEST(Training, ResidentLearnsMnistInTwoEpochs) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const RunOutput r = train_run(RunSpec{});
+  EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
+  EXPECT_GT(r.test.acc, 0.95) << "test accuracy after 2 epochs";
+  std::cout << "resident 2 epochs: test acc " << r.test.acc << ", epoch 2 gpu " << r.epochs[1].gpu_ms
+            << " ms\n";
+}
+
+TEST(Strategies, ReportTheBytesTheyMove) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const HostDataset& d = mnist();
+  const std::uint64_t u8_epoch = static_cast<std::uint64_t>(d.n_train()) * (784 + 4);
+  RunSpec r;
+  r.strategy = "pinned";
+  EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, u8_epoch);
+  r.strategy = "double-buffer";
+  r.transfer = Transfer::F32;
+  const RunOutput db = train_run(r);
+  EXPECT_EQ(db.epochs[1].strategy.h2d_bytes, static_cast<std::uint64_t>(d.n_train()) * (4 * 784 + 4));
+  ASSERT_TRUE(db.epochs[1].strategy.copy_ms.has_value());
+  EXPECT_GT(*db.epochs[1].strategy.copy_ms, 0.0);
+  r = RunSpec{};
+  const RunOutput res = train_run(r);
+  EXPECT_EQ(res.epochs[1].strategy.h2d_bytes, 0u) << "static resident uploads once, at set-up";
+  r.scenario = Scenario::Refresh;
+  EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, u8_epoch);
+  r = RunSpec{};
+  r.strategy = "zero-copy";
+  EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, 0u);
+}
+
+TEST(Strategies, StallIsWhereTheDataWaitIs) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunSpec r;
+  r.transfer = Transfer::F32;
+  r.batch = 1024;
+  const RunOutput res = train_run(r);
+  r.strategy = "pinned";
+  const RunOutput pin = train_run(r);
+  // pinned copies on the compute stream: ~all of its copy time is stall; resident has none.
+  EXPECT_LT(res.epochs[1].stall_ms, 0.5);
+  ASSERT_TRUE(pin.epochs[1].strategy.copy_ms.has_value());
+  EXPECT_GT(pin.epochs[1].stall_ms, 0.8 * *pin.epochs[1].strategy.copy_ms);
+}
+
+TEST(ManagedGuard, RefusesMoreManagedMemoryThanIsFree) {
+  std::string why;
+  if (!cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  std::size_t free_b = 0, total_b = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  try {
+    check_managed_fits(free_b + (1ull << 30), "um");
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("refusing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MiB free"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_managed_fits(64ull << 20, "um"));
+}
