@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# device_session.sh STAGE...: one batched session on a GPU machine (the project's lent H100/H200,
+# or your own). Builds once, then runs the named stages; logs and JSON go to $OUT (default
+# ./device-out). Stages:
+#   build     configure + build (Release, native arch)
+#   gputest   every GoogleTest (cpu + gpu labels)
+#   accuracy  default config (resident, 10 epochs) -> test accuracy
+#   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
+#   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
+#   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
+#   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
+#   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
+#   torch     PyTorch baseline + side-by-side benchmark
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+OUT="${OUT:-$REPO/device-out}"
+mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH
+MS=build/memstrat
+DATA="$REPO/data/mnist"
+[ -d "$DATA" ] || DATA="$REPO/../shared/data/mnist"
+J="$OUT/runs.jsonl"
+log() { echo "[$(date +%H:%M:%S)] $*"; }
+
+stage_build() {
+  log "build"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMEMSTRAT_CUDA_ARCH=native >"$OUT/build.log" 2>&1 &&
+    cmake --build build -j"$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; return 1; }
+  $MS info | tee "$OUT/info.txt"
+}
+
+stage_gputest() {
+  log "gputest"
+  ctest --test-dir build --output-on-failure -j1 --timeout 600 >"$OUT/ctest.log" 2>&1
+  local rc=$?
+  grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | tail -25
+  return $rc
+}
+
+train() { $MS train --data "$DATA" "$@"; }
+
+stage_accuracy() {
+  log "accuracy: default config"
+  train --strategy resident --epochs 10 --json "$J" --run-tag accuracy --loss-curve "$OUT/curve_resident.csv" | tee "$OUT/accuracy.txt" | tail -16
+}
+
+stage_sweep() {
+  log "sweep: batch x {resident,pageable,pinned}"
+  for b in 8 64 256 1024; do
+    for s in resident pageable pinned; do
+      e=6; [ "$b" = 8 ] && e=4
+      train --strategy $s --batch $b --epochs $e --quiet --json "$J" --run-tag "sweep-$s-$b" | grep summary
+    done
+  done
+}
+
+stage_grid() {
+  log "grid: strategies x transfer x scenario x batch"
+  for b in 256 1024; do for t in u8 f32; do for sc in static refresh; do
+    for s in $($MS list | awk '{print $1}'); do
+      train --strategy $s --batch $b --transfer $t --scenario $sc --epochs 6 --quiet --json "$J" \
+            --run-tag "grid-$s-$b-$t-$sc" | grep summary
+    done
+    for d in 3 4; do
+      train --strategy double-buffer --depth $d --batch $b --transfer $t --scenario $sc --epochs 6 --quiet \
+            --json "$J" --run-tag "grid-db$d-$b-$t-$sc" | grep summary
+    done
+  done; done; done
+}
+
+stage_mallocs() {
+  log "mallocs: built-in counts vs nsys"
+  for s in $($MS list | awk '{print $1}'); do
+    for e in 1 5 20; do
+      train --strategy $s --epochs $e --quiet --json "$OUT/mallocs.jsonl" --run-tag "mallocs-$s-$e" >/dev/null || echo "FAILED $s $e"
+    done
+  done
+  for s in resident pinned um-prefetch; do for e in 1 5; do
+    experiments/nsys_run -o "$OUT/nsys-$s-$e" -- $MS train --data "$DATA" --strategy $s --epochs $e --quiet \
+      --json "$OUT/mallocs_nsys.jsonl" --run-tag "nsys-$s-$e" >"$OUT/nsys-$s-$e.log" 2>&1 || tail -5 "$OUT/nsys-$s-$e.log"
+  done; done
+  rm -f "$OUT"/*.nsys-rep "$OUT"/*.sqlite "$OUT"/*.qdstrm
+}
+
+stage_sanitize() {
+  log "sanitize"
+  local args="--data $DATA --train-samples 2048 --test-samples 512 --epochs 2 --batch 256 --quiet"
+  : >"$OUT/sanitize.txt"
+  for tool in memcheck racecheck synccheck initcheck; do
+    for s in $($MS list | awk '{print $1}'); do
+      extra=""; [ "$s" = double-buffer ] && extra="--depth 3"
+      r=$(compute-sanitizer --tool $tool --error-exitcode 99 $MS train --strategy $s $args $extra --no-profile 2>&1)
+      rc=$?
+      summary=$(echo "$r" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
+      echo "$tool $s rc=$rc $summary" | tee -a "$OUT/sanitize.txt"
+    done
+  done
+}
+
+for st in "$@"; do
+  "stage_$st" || echo "STAGE $st FAILED"
+done
+
+if [ -s "$J" ]; then
+python3 - "$J" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(f"\n{'tag':<34}{'median ms':>10}{'min':>8}{'max':>8}{'ep1 ms':>9}{'stall':>8}{'copy':>8}{'test%':>7}")
+for r in rows:
+    if r.get("status") != "ok": print(r["config"].get("run_tag"), "FAILED", r.get("error")); continue
+    s, ep = r["summary"], (r["epochs"][1:] or r["epochs"])
+    med = lambda k: sorted((e[k] or 0) for e in ep)[len(ep)//2]
+    print(f"{r['config'].get('run_tag') or r['config']['strategy']:<34}{s['wall_ms_median']:>10.2f}{s['wall_ms_min']:>8.2f}"
+          f"{s['wall_ms_max']:>8.2f}{s['epoch1_wall_ms']:>9.2f}{med('stall_ms'):>8.2f}{med('copy_ms'):>8.2f}{100*r['final']['test_acc']:>7.2f}")
+PY
+fi
