@@ -20,7 +20,7 @@
 namespace memstrat::testing {
 
 inline std::string mnist_dir() {
-  for (const std::string d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
+  for (const std::string& d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
                               std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"})
     if (std::filesystem::exists(d + "/train-images-idx3-ubyte.gz") ||
         std::filesystem::exists(d + "/train-images-idx3-ubyte"))
