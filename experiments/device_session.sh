@@ -5,6 +5,7 @@
 #   build     configure + build (Release, native arch)
 #   gputest   every GoogleTest (cpu + gpu labels)
 #   accuracy  default config (resident, 10 epochs) -> test accuracy
+#   quick     every strategy once, batch 256 u8 static, 4 epochs
 #   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
 #   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
@@ -26,7 +27,8 @@ log() { echo "[$(date +%H:%M:%S)] $*"; }
 stage_build() {
   log "build"
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMEMSTRAT_CUDA_ARCH=native >"$OUT/build.log" 2>&1 &&
-    cmake --build build -j"$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; return 1; }
+    cmake --build build -j"$(nproc)" -- -k >>"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -40; }
+  [ -x $MS ] || return 1
   $MS info | tee "$OUT/info.txt"
 }
 
@@ -43,6 +45,13 @@ train() { $MS train --data "$DATA" "$@"; }
 stage_accuracy() {
   log "accuracy: default config"
   train --strategy resident --epochs 10 --json "$J" --run-tag accuracy --loss-curve "$OUT/curve_resident.csv" | tee "$OUT/accuracy.txt" | tail -16
+}
+
+stage_quick() {
+  log "quick: every strategy once (batch 256, u8, static, 4 epochs, profiler on)"
+  for s in $($MS list | awk '{print $1}'); do
+    train --strategy $s --epochs 4 --quiet --json "$J" --run-tag "quick-$s" 2>&1 | tail -3
+  done
 }
 
 stage_sweep() {
