@@ -9,6 +9,7 @@
 #   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
 #   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
+#   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
 #   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
 #   torch     PyTorch baseline + side-by-side benchmark
@@ -90,6 +91,24 @@ stage_mallocs() {
       --json "$OUT/mallocs_nsys.jsonl" --run-tag "nsys-$s-$e" >"$OUT/nsys-$s-$e.log" 2>&1 || tail -5 "$OUT/nsys-$s-$e.log"
   done; done
   rm -f "$OUT"/*.nsys-rep "$OUT"/*.sqlite "$OUT"/*.qdstrm
+}
+
+stage_kernels() {
+  log "kernels: per-kernel GPU time (nsys cuda_gpu_kern_sum), resident batch 256 and 8"
+  for b in 256 8; do
+    e=3; experiments/nsys_run -o "$OUT/k$b" -- $MS train --data "$DATA" --batch $b --epochs $e --quiet --no-profile >/dev/null 2>"$OUT/k$b.err" || tail -3 "$OUT/k$b.err"
+    NSYS=$(ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
+    LD_LIBRARY_PATH="$REPO/.nsyslibs:${LD_LIBRARY_PATH:-}" "${NSYS:-nsys}" stats --report cuda_gpu_kern_sum --format csv "$OUT/k$b.nsys-rep" 2>/dev/null \
+      | python3 -c "
+import csv,sys
+rows=[r for r in csv.reader(sys.stdin) if r]
+h=[i for i,r in enumerate(rows) if r and r[0].startswith('Time')]
+if not h: sys.exit(print('no kernel summary'))
+rows=rows[h[0]:]; hdr=rows[0]; ix=hdr.index('Instances'); iavg=hdr.index('Avg (ns)'); it=hdr.index('Total Time (ns)'); iname=hdr.index('Name')
+print('batch $b: instances  avg_us  total_ms  name')
+for r in rows[1:16]: print(f'{r[ix]:>10} {float(r[iavg])/1e3:8.2f} {float(r[it])/1e6:9.2f}  {r[iname][:90]}')"
+  done
+  rm -f "$OUT"/k*.nsys-rep "$OUT"/k*.sqlite
 }
 
 stage_sanitize() {

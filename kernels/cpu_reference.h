@@ -1,0 +1,57 @@
+// cpu_reference.h: plain C++ references of every kernel in kernels.h (namespace
+// memstrat::cpu_ref) and compare(), the atol + rtol·|ref| checker the tests use.
+// GEMMs and reductions accumulate in double; the elementwise ops use the same float
+// expressions as the GPU, so their results are bitwise identical to the kernels'.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/kernels.h"
+
+namespace memstrat::cpu_ref {
+
+/// u8 pixel -> [0,1]. The GPU kernel normalize_u8 uses this exact expression, so host
+/// and device normalisation are bitwise identical (tests check all 256 values).
+inline float normalize_pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
+
+/// C[M×N] = A[M×K]·B[K×N] (+bias[N]) (ReLU), double accumulation.
+void gemm_nn(const float* A, const float* B, float* C, int M, int N, int K, const float* bias,
+             kernels::Epilogue ep);
+/// C[M×N] = A[M×K]·B[N×K]^T, then C = (relu_mask > 0 ? C : 0) when relu_mask != nullptr.
+void gemm_nt(const float* A, const float* B, float* C, int M, int N, int K, const float* relu_mask);
+/// C[M×N] = A[K×M]^T·B[K×N].
+void gemm_tn(const float* A, const float* B, float* C, int M, int N, int K);
+
+void normalize_u8(const std::uint8_t* in, float* out, std::size_t n);
+/// C[i][j] = C[i][j] + bias[j] (bias may be nullptr), then ReLU (x < 0 ? 0 : x) if relu.
+void bias_act(float* C, const float* bias, int M, int N, bool relu);
+/// dA[i] = A[i] > 0 ? dA[i] : 0
+void relu_backward(float* dA, const float* A, std::size_t n);
+/// db[j] = sum_i dZ[i][j] (double accumulation).
+void bias_grad(const float* dZ, float* db, int M, int N);
+/// Same contract as kernels::softmax_xent, computed in double. Any output may be nullptr.
+/// A label outside [0, C) gives loss NaN, correct 0 and no -1 term in the gradient.
+void softmax_xent(const float* logits, const std::int32_t* labels, float* dlogits,
+                  float* sample_loss, std::int32_t* sample_correct, int M, int C, float grad_scale);
+/// Same float fma expressions as the kernel (bitwise identical):
+/// momentum == 0: p = fma(-lr, g, p); else v = fma(momentum, v, g), p = fma(-lr, v, p).
+void sgd_update(float* params, const float* grads, float* velocity, std::size_t n, float lr,
+                float momentum);
+
+/// Result of compare(): element i mismatches when !(|got-ref| <= atol + rtol·|ref|)
+/// (so a NaN in `got` always mismatches; NaN vs NaN and equal infinities match).
+struct CompareResult {
+  std::size_t n = 0;
+  std::size_t mismatches = 0;
+  double max_abs_err = 0.0;      // over elements where both are finite
+  double max_rel_err = 0.0;      // |got-ref| / |ref|, over finite elements with ref != 0
+  std::string first_mismatches;  // "  [i] got=... ref=... |err|=... tol=...\n" lines
+  bool ok() const { return mismatches == 0; }
+};
+
+CompareResult compare(const float* got, const float* ref, std::size_t n, double atol, double rtol,
+                      std::size_t max_listed = 10);
+
+}  // namespace memstrat::cpu_ref
