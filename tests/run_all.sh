@@ -31,7 +31,7 @@ ctest --test-dir build --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest.log
 count_ctest build/ctest.log
 
 echo "== pytest (analysis/, experiments/run_matrix.py) =="
-python3 -m pytest -q tests/analysis 2>&1 | tee build/pytest.log
+python3 -m pytest -q 2>&1 | tee build/pytest.log
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
 p=$(grep -Eo '[0-9]+ passed' build/pytest.log | tail -1 | grep -Eo '[0-9]+'); passed=$((passed + ${p:-0}))
