@@ -88,6 +88,10 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
     return code == 0 ? 0 : 2;
   }
   if (req.command == Command::Train) {
+    if (!a.trace.empty() && !a.profile) {
+      err << "memstrat: --trace needs the CUPTI profiler; drop --no-profile\n";
+      return 2;
+    }
     try {
       make_train_config(a);
     } catch (const std::invalid_argument& e) {

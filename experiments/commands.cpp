@@ -362,6 +362,7 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
     rec["final"] = {{"test_loss", fin.loss},
                     {"test_acc", fin.acc},
                     {"samples_per_s", rec["summary"]["samples_per_s"]}};
+    rec["api_totals"] = a.profile ? json(prof.api_totals().calls) : json(nullptr);
     json notes = json::array();
     for (const auto& n : prof.notes()) notes.push_back(n);
     rec["profiler_notes"] = notes;
@@ -390,6 +391,7 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
     }
     out << "\n";
     for (const auto& n : rec["profiler_notes"]) out << "profiler: " << n.get<std::string>() << "\n";
+    if (a.profile) out << prof.table();
   }
   const json& s = rec["summary"];
   out << "summary: " << a.strategy << " " << a.scenario << " " << a.transfer << " batch " << a.batch

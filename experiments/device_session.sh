@@ -12,6 +12,7 @@
 #   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
 #   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
+#   (matrix writes report_quick.tgz)
 #   torch     PyTorch baseline + side-by-side benchmark
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -124,6 +125,32 @@ stage_sanitize() {
       echo "$tool $s rc=$rc $summary" | tee -a "$OUT/sanitize.txt"
     done
   done
+}
+
+stage_matrix() {
+  log "matrix: quick.toml end to end, killed once mid-run and restarted"
+  rm -rf results/quick
+  timeout -s KILL 45 python3 experiments/run_matrix.py experiments/matrices/quick.toml --out results/quick \
+    --memstrat $MS --extra-args="--data=$DATA" >"$OUT/matrix1.log" 2>&1
+  n1=$(grep -c . results/quick/records.jsonl 2>/dev/null || echo 0)
+  echo "killed after 45 s with $n1 records"
+  python3 experiments/run_matrix.py experiments/matrices/quick.toml --out results/quick \
+    --memstrat $MS --extra-args="--data=$DATA" >"$OUT/matrix2.log" 2>&1 || tail -5 "$OUT/matrix2.log"
+  python3 - <<'PY'
+import json, collections
+rows=[json.loads(l) for l in open("results/quick/records.jsonl") if l.strip()]
+tags=collections.Counter(r["config"].get("run_tag") for r in rows if r.get("status")=="ok")
+print(f"records: {len(rows)}, ok: {sum(tags.values())}, distinct cells: {len(tags)}, duplicated cells: {sum(1 for t,c in tags.items() if c>1)}, failed: {sum(1 for r in rows if r.get('status')!='ok')}")
+PY
+  tail -2 "$OUT/matrix2.log"
+  python3 analysis/report.py results/quick --out reports/quick >"$OUT/report.log" 2>&1 || tail -5 "$OUT/report.log"
+  (cd reports && tar czf "$OUT/report_quick.tgz" quick) && cp results/quick/records.jsonl "$OUT/quick_records.jsonl"
+}
+
+stage_torch() {
+  log "torch: memstrat vs PyTorch eager, same GPU"
+  python3 experiments/benchmark_vs_pytorch.py --memstrat $MS --data "$DATA" --out-dir results/vs_pytorch \
+    --out-md "$OUT/vs_pytorch.md" --out-jsonl "$OUT/vs_pytorch.jsonl" ${TORCH_ARGS:-} 2>&1 | tail -45
 }
 
 for st in "$@"; do

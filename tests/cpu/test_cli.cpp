@@ -108,6 +108,7 @@ TEST(Cli, BadInputIsAUsageErrorWithAMessage) {
       {"train", "--advise", "read-mostly,telepathy"},
       {"train", "--no-such-option"},
       {"train", "--lr", "-1"},
+      {"train", "--trace", "t.json", "--no-profile"},  // the trace comes from CUPTI
   };
   for (const auto& args : bad) {
     auto p = parse(args);
