@@ -322,6 +322,12 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
       const WindowCounters w = prof.end_window();
       const EvalResult ev = trainer->evaluate();
       json ej = CuptiProfiler::to_json(w);
+      // The design promises no allocation after set-up; say so loudly if anything broke it.
+      for (const char* fn : {"cudaMalloc", "cudaMallocAsync", "cudaMallocHost", "cudaHostAlloc",
+                             "cudaMallocManaged"})
+        if (w.api_available && w.api.count(fn) > 0)
+          err << "memstrat: warning: " << w.api.count(fn) << " call(s) to " << fn << " during epoch "
+              << e << " (allocation after set-up)\n";
       ej["epoch"] = e;
       ej["wall_ms"] = r.wall_ms;
       ej["gpu_ms"] = r.gpu_ms;

@@ -53,6 +53,8 @@ Gemm::Gemm(GemmBackend backend, bool tf32, cudaStream_t stream)
   if (backend_ == GemmBackend::Cublas) {
     cublas_ = CublasHandle::create();
     CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_));
+    workspace_ = DeviceBuffer<unsigned char>(kCublasWorkspaceBytes);
+    CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.data(), workspace_.bytes()));
     CUBLAS_CHECK(cublasSetPointerMode(cublas_.get(), CUBLAS_POINTER_MODE_HOST));
     // DEFAULT_MATH keeps cublasSgemm in full fp32 (no TF32, no fp32 emulation).
     CUBLAS_CHECK(

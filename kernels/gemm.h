@@ -17,6 +17,8 @@ std::string_view to_string(GemmBackend b);
 
 class Gemm {
  public:
+  /// cuBLAS workspace size: NVIDIA recommends 32 MiB on Hopper (cublasSetWorkspace docs).
+  static constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
   /// tf32: allow TF32 tensor-core math in cuBLAS (ignored by the tiled kernels).
   Gemm(GemmBackend backend, bool tf32, cudaStream_t stream);
   GemmBackend backend() const { return backend_; }
@@ -33,6 +35,9 @@ class Gemm {
   GemmBackend backend_;
   cudaStream_t stream_;
   CublasHandle cublas_;  // only for the cuBLAS backend
+  // cuBLAS's workspace, owned here: without one, cuBLAS takes it per call with
+  // cudaMallocAsync (seen on an H200: 2 per training step, inside the captured graphs).
+  DeviceBuffer<unsigned char> workspace_;
 };
 
 }  // namespace memstrat::kernels
