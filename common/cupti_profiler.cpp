@@ -355,12 +355,14 @@ const char* memory_kind_name(std::uint8_t k) {
 
 const char* migration_cause_name(std::uint32_t flags) {
   switch (flags) {
+    // CUPTI: USER = "an explicit call from the user e.g. cudaMemPrefetchAsync";
+    // PREFETCH = the driver's own speculative migration ahead of an access.
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER:
-      return "user";
+      return "prefetch";
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE:
       return "coherence (fault)";
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH:
-      return "prefetch";
+      return "speculative (driver)";
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION:
       return "eviction";
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS:
@@ -1357,7 +1359,7 @@ nlohmann::json CuptiProfiler::Impl::build_trace(ChromeTrace& tr) {
     devices[dev] = true;
     int base_tid = htod ? kUmHtoDTid : kUmDtoHTid;
     std::string track = htod ? "UM migrations HtoD" : "UM migrations DtoH";
-    if (htod && u.flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH) {
+    if (htod && u.flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER) {
       std::uint32_t s = prefetch_stream(u);
       if (s != UINT32_MAX) {
         base_tid = static_cast<int>(s % 20'000'000) * 100 + 50;
