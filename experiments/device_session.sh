@@ -114,15 +114,17 @@ for r in rows[1:16]: print(f'{r[ix]:>10} {float(r[iavg])/1e3:8.2f} {float(r[it])
 
 stage_sanitize() {
   log "sanitize"
-  local args="--data $DATA --train-samples 2048 --test-samples 512 --epochs 2 --batch 256 --quiet"
+  local args="--data $DATA --train-samples 1024 --test-samples 256 --epochs 2 --batch 256 --quiet --scenario ${SAN_SCENARIO:-refresh}"
   : >"$OUT/sanitize.txt"
   for tool in memcheck racecheck synccheck initcheck; do
-    for s in $($MS list | awk '{print $1}'); do
-      extra=""; [ "$s" = double-buffer ] && extra="--depth 3"
-      r=$(compute-sanitizer --tool $tool --error-exitcode 99 $MS train --strategy $s $args $extra --no-profile 2>&1)
+    for s in $($MS list | awk '{print $1}') double-buffer:3 double-buffer:4:2; do
+      IFS=: read -r name depth streams <<<"$s"
+      extra=""; [ -n "$depth" ] && extra="--depth $depth --copy-streams ${streams:-1}"
+      r=$(compute-sanitizer --tool $tool --error-exitcode 99 $MS train --strategy $name $args $extra --no-profile 2>&1)
       rc=$?
       summary=$(echo "$r" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
       echo "$tool $s rc=$rc $summary" | tee -a "$OUT/sanitize.txt"
+      [ $rc -ne 0 ] && echo "$r" | grep -E "=========" | head -20 >>"$OUT/sanitize_findings.txt"
     done
   done
 }
