@@ -124,7 +124,7 @@ stage_sanitize() {
       rc=$?
       summary=$(echo "$r" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
       echo "$tool $s rc=$rc $summary" | tee -a "$OUT/sanitize.txt"
-      [ $rc -ne 0 ] && echo "$r" | grep -E "=========" | head -20 >>"$OUT/sanitize_findings.txt"
+      if [ $rc -ne 0 ]; then echo "$r" | grep -E "=========" | head -20 >>"$OUT/sanitize_findings.txt"; fi
     done
   done
 }
