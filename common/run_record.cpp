@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <stdexcept>
 
 #include "common/cuda_check.h"
@@ -92,17 +93,13 @@ nlohmann::json environment_json(int device) {
   CUDA_CHECK(cudaRuntimeGetVersion(&rt));
   env["driver_version"] = version_string(drv);
   env["runtime_version"] = version_string(rt);
-  // The kernel module's release, e.g. "580.159.04" (Linux only; null elsewhere).
+  // The kernel module's release, e.g. "580.159.04", from a line like "NVRM version: NVIDIA UNIX
+  // x86_64 Kernel Module for x86_64  580.159.04  Release Build ..." (null where absent).
+  env["driver_release"] = nullptr;
   const std::string nv = read_first_line("/proc/driver/nvidia/version");
-  const auto k = nv.find("Kernel Module");
-  if (k != std::string::npos) {
-    std::string rest = nv.substr(k + 13);
-    rest.erase(0, rest.find_first_not_of(" \t"));
-    rest = rest.substr(0, rest.find_first_of(" \t"));
-    env["driver_release"] = rest;
-  } else {
-    env["driver_release"] = nullptr;
-  }
+  std::smatch m;
+  if (std::regex_search(nv, m, std::regex(R"(\b(\d{2,4}\.\d{1,4}(\.\d{1,4})?)\b)")))
+    env["driver_release"] = m[1].str();
   add_pcie(env, device);
   int v = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, device));
