@@ -26,6 +26,7 @@ struct TrainArgs {
   std::string gemm = "cublas";
   bool tf32 = false;
   std::string graphs = "on";
+  std::string fused = "on";
   int depth = 2;
   int copy_streams = 1;
   std::string advise = "read-mostly,preferred-device,accessed-by";

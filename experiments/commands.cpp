@@ -300,6 +300,9 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
       compute = Stream::create();
       nvtx_name_stream(compute, "compute");
       mlp = std::make_unique<Mlp>(cfg.mlp, compute);
+      rec["config"]["fused"] = mlp->fused();
+      rec["config"]["fused_off_reason"] =
+          mlp->fused() ? json(nullptr) : json(mlp->fused_off_reason());
       strategy = entry->make();
       strategy->attach(data, cfg.strategy, compute);
       trainer = std::make_unique<Trainer>(*mlp, *strategy, data, a.batch, cfg.graphs, compute);

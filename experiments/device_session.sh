@@ -9,6 +9,8 @@
 #   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
 #   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
+#   fused     fused step vs layer-by-layer
+#   overhead  --profile vs --no-profile
 #   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
 #   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
@@ -92,6 +94,29 @@ stage_mallocs() {
       --json "$OUT/mallocs_nsys.jsonl" --run-tag "nsys-$s-$e" >"$OUT/nsys-$s-$e.log" 2>&1 || tail -5 "$OUT/nsys-$s-$e.log"
   done; done
   rm -f "$OUT"/*.nsys-rep "$OUT"/*.sqlite "$OUT"/*.qdstrm
+}
+
+stage_fused() {
+  log "fused: fused step vs layer-by-layer (resident, u8, static)"
+  for b in 8 64 256 1024; do for h in 256 1024; do
+    [ "$b" = 8 ] && [ "$h" = 1024 ] && continue
+    e=6; [ "$b" = 8 ] && e=4
+    for f in on off; do
+      train --strategy resident --batch $b --hidden $h --epochs $e --fused $f --quiet --json "$J" \
+            --run-tag "fused-b$b-h$h-$f" | grep summary
+    done
+  done; done
+}
+
+stage_overhead() {
+  log "overhead: --profile vs --no-profile"
+  for s in resident pinned double-buffer um-prefetch; do for b in 8 256; do
+    e=6; [ "$b" = 8 ] && e=4
+    for p in on off; do
+      flag=--profile; [ $p = off ] && flag=--no-profile
+      train --strategy $s --batch $b --epochs $e $flag --quiet --json "$J" --run-tag "overhead-$s-b$b-$p" | grep summary
+    done
+  done; done
 }
 
 stage_kernels() {

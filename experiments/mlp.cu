@@ -1,3 +1,21 @@
+// mlp.cu: Mlp (see mlp.h): parameters, initialisation, and the two implementations of the
+// training step.
+//
+// The fused one-hidden-layer step (train_step_fused), per batch of `rows` rows:
+//   [u8 only] normalize_u8                       X = x_u8 / 255                (1 launch)
+//   GEMM   H = relu(X·W1 + b1)                   cuBLASLt, RELU_BIAS epilogue  (1 launch*)
+//   fused_head: logits, loss, correct, dlogits, dH = (dlogits·W2^T) ⊙ 1[H > 0] (1 launch)
+//   GEMM   gW1 = X^T·dH                          cuBLASLt                      (1 launch*)
+//   fused_update: dW2, db2, db1 and the momentum SGD step of W2, b2, b1, W1   (1 launch)
+// (* plus a split-K reduction kernel if the algorithm cuBLASLt picked uses one.)
+// The cuBLASLt algorithms are chosen in the constructor (cuBLASLt's heuristic query must not
+// run inside a CUDA-graph capture) for every row count 1..max_batch when max_batch <=
+// kLtPlanAllRowsUpTo (else for max_batch only), with the batch X declared only 4-byte aligned,
+// so one algorithm per row count serves every strategy's pointer (device, offset into a
+// dataset, mapped host, managed). A row count without a plan (only possible when max_batch >
+// kLtPlanAllRowsUpTo: the partial last batch) runs the two GEMMs on classic cuBLAS
+// (cublasSgemm + bias_act, safe inside a capture). Which route a step takes depends only on
+// rows and max_batch, so results never depend on timing, capture or pointers.
 #include "experiments/mlp.h"
 
 #include <cmath>
@@ -6,9 +24,28 @@
 #include <stdexcept>
 
 #include "common/nvtx.h"
+#include "kernels/fused_mlp.h"
+#include "kernels/gemm_lt.h"
 #include "kernels/kernels.h"
 
 namespace memstrat {
+
+namespace {
+
+// X may live anywhere (see the file comment); W1 / W2 / H / dH / gW1 are our own allocations.
+constexpr kernels::LtAlignment kXAnyAlignment{4, 16, 16};
+// Up to this max_batch every row count gets a cuBLASLt plan at construction (2 heuristic
+// queries each, microseconds apiece).
+constexpr int kLtPlanAllRowsUpTo = 1024;
+
+std::string fused_off(const MlpConfig& c) {
+  if (!c.fused) return "off in the configuration";
+  if (c.layers.size() != 3) return "the fused step needs exactly one hidden layer";
+  if (c.gemm != kernels::GemmBackend::Cublas) return "the fused step needs the cuBLAS backend";
+  return kernels::fused_mlp_unsupported(c.layers[1], c.layers[2]);
+}
+
+}  // namespace
 
 Mlp::Mlp(const MlpConfig& cfg, cudaStream_t stream)
     : cfg_(cfg), stream_(stream), gemm_(cfg.gemm, cfg.tf32, stream) {
@@ -46,7 +83,22 @@ Mlp::Mlp(const MlpConfig& cfg, cudaStream_t stream)
     for (std::size_t i = 0; i < cnt; ++i) h[w_off_[l] + i] = dist(rng);
   }
   set_parameters(h);
+
+  fused_off_reason_ = fused_off(cfg_);
+  if (fused_off_reason_.empty()) {
+    lt_ = std::make_unique<kernels::GemmLt>(cfg_.tf32, stream_);
+    const int F = cfg_.layers[0], Hd = cfg_.layers[1];
+    // Plan (choose the algorithms) now: never during a graph capture.
+    lt_min_rows_ = cfg_.max_batch <= kLtPlanAllRowsUpTo ? 1 : cfg_.max_batch;
+    for (int rows = lt_min_rows_; rows <= cfg_.max_batch; ++rows) {
+      lt_->prepare_nn(rows, Hd, F, params_.data() + b_off_[0], kernels::Epilogue::BiasRelu,
+                      kXAnyAlignment);
+      lt_->prepare_tn(F, Hd, rows, kXAnyAlignment);
+    }
+  }
 }
+
+Mlp::~Mlp() = default;
 
 void Mlp::forward(const float* x, int rows) {
   const int L = layer_count();
@@ -61,6 +113,13 @@ void Mlp::forward(const float* x, int rows) {
 }
 
 void Mlp::train_step(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  if (b.rows < 0 || b.rows > cfg_.max_batch)
+    throw std::invalid_argument("Mlp::train_step: " + std::to_string(b.rows) +
+                                " rows (max_batch is " + std::to_string(cfg_.max_batch) + ")");
+  if (lt_) {
+    train_step_fused(b, sample_loss, sample_correct);
+    return;
+  }
   const int rows = b.rows;
   const int L = layer_count();
   const int C = cfg_.layers.back();
@@ -97,8 +156,84 @@ void Mlp::train_step(const BatchView& b, float* sample_loss, std::int32_t* sampl
   }
 }
 
+void Mlp::forward_fused(const float* x, int rows) {
+  const int F = cfg_.layers[0], Hd = cfg_.layers[1];
+  const float* W1 = params_.data() + w_off_[0];
+  const float* b1 = params_.data() + b_off_[0];
+  if (rows >= lt_min_rows_) {  // planned (rows <= max_batch is checked by the callers)
+    lt_->nn(x, W1, act_[1].data(), rows, Hd, F, b1, kernels::Epilogue::BiasRelu, kXAnyAlignment);
+  } else {
+    gemm_.nn(x, W1, act_[1].data(), rows, Hd, F, b1, kernels::Epilogue::BiasRelu);
+  }
+}
+
+void Mlp::train_step_fused(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  const int rows = b.rows;
+  const int F = cfg_.layers[0], Hd = cfg_.layers[1], C = cfg_.layers[2];
+  float* P = params_.data();
+  float* V = velocity_.data();
+  float* H = act_[1].data();
+  float* dH = dz_[1].data();
+  float* dlogits = dz_[2].data();
+  float* gW1 = grads_.data() + w_off_[0];
+  const float* x = b.x_f32;
+  {
+    NvtxRange r(Phase::Forward, "forward");
+    if (!x) {
+      kernels::normalize_u8(b.x_u8, xbuf_.data(), static_cast<std::size_t>(rows) * F, stream_);
+      x = xbuf_.data();
+    }
+    forward_fused(x, rows);
+    // Loss, dlogits (with the 1/rows factor of the mean loss) and dH from the old W2.
+    kernels::fused_head(H, P + w_off_[1], P + b_off_[1], b.y, dlogits, dH,
+                        sample_loss + b.first_sample, sample_correct + b.first_sample, rows, Hd, C,
+                        1.0f / static_cast<float>(rows), stream_);
+  }
+  {
+    NvtxRange r(Phase::Backward, "backward");
+    if (rows >= lt_min_rows_) {
+      lt_->tn(x, dH, gW1, F, Hd, rows, 0.f, kXAnyAlignment);
+    } else {
+      gemm_.tn(x, dH, gW1, F, Hd, rows);
+    }
+  }
+  {
+    NvtxRange r(Phase::Update, "update");
+    kernels::FusedUpdateArgs u;
+    u.H = H;
+    u.dlogits = dlogits;
+    u.dH = dH;
+    u.W2 = P + w_off_[1];
+    u.b2 = P + b_off_[1];
+    u.b1 = P + b_off_[0];
+    u.vW2 = V + w_off_[1];
+    u.vb2 = V + b_off_[1];
+    u.vb1 = V + b_off_[0];
+    u.W1 = P + w_off_[0];
+    u.gW1 = gW1;
+    u.vW1 = V + w_off_[0];
+    u.n_w1 = static_cast<std::size_t>(F) * Hd;
+    u.rows = rows;
+    u.hidden = Hd;
+    u.classes = C;
+    u.lr = cfg_.lr;
+    u.momentum = cfg_.momentum;
+    kernels::fused_update(u, stream_);
+  }
+}
+
 void Mlp::evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                    std::int32_t* sample_correct) {
+  if (rows < 0 || rows > cfg_.max_batch)
+    throw std::invalid_argument("Mlp::evaluate: " + std::to_string(rows) + " rows (max_batch is " +
+                                std::to_string(cfg_.max_batch) + ")");
+  if (lt_) {
+    forward_fused(x, rows);
+    kernels::fused_head(act_[1].data(), params_.data() + w_off_[1], params_.data() + b_off_[1], y,
+                        nullptr, nullptr, sample_loss, sample_correct, rows, cfg_.layers[1],
+                        cfg_.layers[2], 1.0f, stream_);
+    return;
+  }
   forward(x, rows);
   kernels::softmax_xent(act_[layer_count()].data(), y, nullptr, sample_loss, sample_correct, rows,
                         cfg_.layers.back(), 1.0f, stream_);

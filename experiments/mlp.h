@@ -2,9 +2,20 @@
 // (default 784-256-10), ReLU, softmax cross-entropy, SGD with optional momentum. All parameters,
 // gradients and workspaces are allocated once in the constructor; a training step only enqueues
 // kernels on the given stream (no allocation, no synchronisation).
+//
+// Two implementations of the same step:
+//  * the layer-by-layer path (any depth, either GEMM backend): per layer a GEMM + bias/ReLU,
+//    softmax_xent, per layer GEMMs + bias_grad + relu_backward, one sgd_update; 13 launches
+//    for one hidden layer on cuBLAS (plus cuBLAS's split-K reductions).
+//  * the fused path (MlpConfig::fused, one hidden layer, cuBLAS backend, a shape the fused
+//    kernels take): 4 launches (5 for a uint8 batch), see Mlp::train_step_fused in mlp.cu.
+// Both compute the same function (same model, loss, SGD with momentum and initialisation);
+// they differ only in fp32 summation order. Each is deterministic and independent of where the
+// batch lives.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +25,10 @@
 
 namespace memstrat {
 
+namespace kernels {
+class GemmLt;
+}
+
 struct MlpConfig {
   std::vector<int> layers = {784, 256, 10};  // input, hidden..., classes
   int max_batch = 256;
@@ -22,11 +37,17 @@ struct MlpConfig {
   float lr = 0.05f;
   float momentum = 0.9f;
   std::uint64_t seed = 1;
+  /// Use the fused one-hidden-layer step when it applies (layers.size() == 3, cuBLAS backend,
+  /// a shape the fused kernels take); false always runs the layer-by-layer path.
+  bool fused = true;
 };
 
 class Mlp {
  public:
   Mlp(const MlpConfig& cfg, cudaStream_t stream);
+  ~Mlp();
+  Mlp(const Mlp&) = delete;
+  Mlp& operator=(const Mlp&) = delete;
 
   /// Forward, backward and SGD update on one batch. Writes each row's loss and correctness to
   /// sample_loss[first_sample + r] / sample_correct[first_sample + r] (device arrays).
@@ -36,6 +57,10 @@ class Mlp {
                 std::int32_t* sample_correct);
 
   const MlpConfig& config() const { return cfg_; }
+  /// True when train_step / evaluate run the fused one-hidden-layer path.
+  bool fused() const { return lt_ != nullptr; }
+  /// Why the fused path is not used ("" when it is): off in the config, depth, backend, shape.
+  const std::string& fused_off_reason() const { return fused_off_reason_; }
   std::size_t parameter_count() const { return params_.size(); }
   /// Offsets of W_l and b_l in the flat parameter vector (W_l is [in x out], row-major).
   std::size_t weight_offset(int l) const { return w_off_[l]; }
@@ -48,14 +73,21 @@ class Mlp {
 
  private:
   void forward(const float* x, int rows);
+  void train_step_fused(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
+  void forward_fused(const float* x, int rows);
   MlpConfig cfg_;
   cudaStream_t stream_;
   kernels::Gemm gemm_;
+  std::unique_ptr<kernels::GemmLt> lt_;  // only on the fused path
+  int lt_min_rows_ = 1;                  // row counts >= this (up to max_batch) run cuBLASLt
+  std::string fused_off_reason_;
   std::vector<std::size_t> w_off_, b_off_;
   DeviceBuffer<float> params_, grads_, velocity_;
   DeviceBuffer<float> xbuf_;              // normalised input when the batch arrives as uint8
   std::vector<DeviceBuffer<float>> act_;  // act_[l] = output of layer l (post-ReLU; logits last)
   std::vector<DeviceBuffer<float>> dz_;   // dz_[l] = dLoss/dz of layer l
+                                          // (fused path: dz_[1] = dH, dz_[2] = dlogits; only
+                                          // W1's part of grads_ is used)
 };
 
 /// "256" or "512,256" -> {512, 256}; throws std::invalid_argument on anything else.

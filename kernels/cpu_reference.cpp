@@ -186,4 +186,33 @@ CompareResult compare(const float* got, const float* ref, std::size_t n, double 
   return r;
 }
 
+// ---- the fused one-hidden-layer step ----------------------------------------------------
+
+void fused_head(const float* H, const float* W2, const float* b2, const std::int32_t* labels,
+                float* dlogits, float* dH, float* sample_loss, std::int32_t* sample_correct,
+                int rows, int hidden, int classes, float grad_scale) {
+  check_dims(rows, hidden, classes);
+  if (rows == 0) return;
+  std::vector<float> logits(static_cast<std::size_t>(rows) * classes);
+  gemm_nn(H, W2, logits.data(), rows, classes, hidden, b2, kernels::Epilogue::Bias);
+  softmax_xent(logits.data(), labels, dlogits, sample_loss, sample_correct, rows, classes,
+               grad_scale);
+  if (dlogits != nullptr && dH != nullptr) gemm_nt(dlogits, W2, dH, rows, hidden, classes, H);
+}
+
+void fused_update(const kernels::FusedUpdateArgs& a) {
+  check_dims(a.rows, a.hidden, a.classes);
+  const std::size_t hc = static_cast<std::size_t>(a.hidden) * a.classes;
+  std::vector<float> dW2(hc), db2(static_cast<std::size_t>(a.classes)),
+      db1(static_cast<std::size_t>(a.hidden));
+  gemm_tn(a.H, a.dlogits, dW2.data(), a.hidden, a.classes, a.rows);
+  bias_grad(a.dlogits, db2.data(), a.rows, a.classes);
+  bias_grad(a.dH, db1.data(), a.rows, a.hidden);
+  const bool mom = a.momentum > 0.f;
+  sgd_update(a.W2, dW2.data(), mom ? a.vW2 : nullptr, hc, a.lr, a.momentum);
+  sgd_update(a.b2, db2.data(), mom ? a.vb2 : nullptr, db2.size(), a.lr, a.momentum);
+  sgd_update(a.b1, db1.data(), mom ? a.vb1 : nullptr, db1.size(), a.lr, a.momentum);
+  if (a.W1 != nullptr) sgd_update(a.W1, a.gW1, mom ? a.vW1 : nullptr, a.n_w1, a.lr, a.momentum);
+}
+
 }  // namespace memstrat::cpu_ref

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/fused_mlp.h"
 #include "kernels/kernels.h"
 
 namespace memstrat::cpu_ref {
@@ -53,5 +54,18 @@ struct CompareResult {
 
 CompareResult compare(const float* got, const float* ref, std::size_t n, double atol, double rtol,
                       std::size_t max_listed = 10);
+
+// ---- the fused one-hidden-layer step (kernels/fused_mlp.h) -------------------------------
+/// Same contract as kernels::fused_head, composed of the references above: logits =
+/// gemm_nn(H, W2, b2, Bias) (double sums, rounded to float), softmax_xent on those logits, and
+/// dH = gemm_nt(dlogits, W2, mask = H) from the float dlogits it wrote. Any output may be
+/// nullptr (dH is skipped without dlogits).
+void fused_head(const float* H, const float* W2, const float* b2, const std::int32_t* labels,
+                float* dlogits, float* dH, float* sample_loss, std::int32_t* sample_correct,
+                int rows, int hidden, int classes, float grad_scale);
+/// Same contract as kernels::fused_update: dW2 = gemm_tn(H, dlogits), db2 = bias_grad(dlogits),
+/// db1 = bias_grad(dH) (double sums), then sgd_update of W2, b2, b1 and of W1 from gW1 (the
+/// kernel's float fma expressions).
+void fused_update(const kernels::FusedUpdateArgs& a);
 
 }  // namespace memstrat::cpu_ref

@@ -56,6 +56,7 @@ TEST(Cli, DefaultsMatchTheDesign) {
   EXPECT_EQ(c.mlp.layers.size(), 3u);
   EXPECT_EQ(c.mlp.layers[1], 256);
   EXPECT_TRUE(c.graphs);
+  EXPECT_TRUE(c.mlp.fused);
   EXPECT_TRUE(p.req.train.profile);
 }
 
@@ -63,7 +64,7 @@ TEST(Cli, FullOptionSet) {
   auto p = parse({"train", "-s", "double-buffer", "-e", "3", "-b", "1024", "--hidden", "512,128",
                   "--transfer", "f32", "--scenario", "refresh", "--depth", "3", "--copy-streams", "2",
                   "--gemm", "tiled", "--graphs", "off", "--no-profile", "--advise", "read-mostly",
-                  "--seed", "7", "--json", "x.jsonl", "--run-tag", "cell-1"});
+                  "--seed", "7", "--json", "x.jsonl", "--run-tag", "cell-1", "--fused", "off"});
   ASSERT_FALSE(p.code) << p.err;
   const TrainConfig c = make_train_config(p.req.train);
   EXPECT_EQ(p.req.train.strategy, "double-buffer");
@@ -81,6 +82,7 @@ TEST(Cli, FullOptionSet) {
   EXPECT_FALSE(c.strategy.advise.preferred_device);
   EXPECT_EQ(c.strategy.seed, 7u);
   EXPECT_EQ(p.req.train.run_tag, "cell-1");
+  EXPECT_FALSE(c.mlp.fused);
 }
 
 TEST(Cli, HelpExitsZero) {
@@ -103,6 +105,7 @@ TEST(Cli, BadInputIsAUsageErrorWithAMessage) {
       {"train", "--hidden", "256,abc"},
       {"train", "--hidden", ""},
       {"train", "--transfer", "f16"},
+      {"train", "--fused", "maybe"},
       {"train", "--scenario", "sometimes"},
       {"train", "--depth", "1"},
       {"train", "--advise", "read-mostly,telepathy"},
