@@ -19,7 +19,10 @@
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-OUT="${OUT:-$REPO/device-out}"
+# Everything lands in $OUT/session/ and is packed into $OUT/session.tgz at the end (one file:
+# the lent machine returns at most 8).
+FINAL_OUT="${OUT:-$REPO/device-out}"
+OUT="$FINAL_OUT/session"
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 MS=build/memstrat
@@ -124,7 +127,7 @@ stage_kernels() {
   for b in 256 8; do
     e=3; experiments/nsys_run -o "$OUT/k$b" -- $MS train --data "$DATA" --batch $b --epochs $e --quiet --no-profile >/dev/null 2>"$OUT/k$b.err" || tail -3 "$OUT/k$b.err"
     NSYS=$(ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
-    LD_LIBRARY_PATH="$REPO/.nsyslibs:${LD_LIBRARY_PATH:-}" "${NSYS:-nsys}" stats --report cuda_gpu_kern_sum --format csv "$OUT/k$b.nsys-rep" 2>/dev/null \
+    LD_LIBRARY_PATH="$REPO/.nsyslibs:${LD_LIBRARY_PATH:-}" "${NSYS:-nsys}" stats --force-export=true --report cuda_gpu_kern_sum --format csv "$OUT/k$b.nsys-rep" 2>>"$OUT/k$b.err" \
       | python3 -c "
 import csv,sys
 rows=[r for r in csv.reader(sys.stdin) if r]
@@ -132,7 +135,7 @@ h=[i for i,r in enumerate(rows) if r and r[0].startswith('Time')]
 if not h: sys.exit(print('no kernel summary'))
 rows=rows[h[0]:]; hdr=rows[0]; ix=hdr.index('Instances'); iavg=hdr.index('Avg (ns)'); it=hdr.index('Total Time (ns)'); iname=hdr.index('Name')
 print('batch $b: instances  avg_us  total_ms  name')
-for r in rows[1:16]: print(f'{r[ix]:>10} {float(r[iavg])/1e3:8.2f} {float(r[it])/1e6:9.2f}  {r[iname][:90]}')"
+for r in rows[1:25]: print(f'{r[ix]:>10} {float(r[iavg])/1e3:8.2f} {float(r[it])/1e6:9.2f}  {r[iname][:90]}')"
   done
   rm -f "$OUT"/k*.nsys-rep "$OUT"/k*.sqlite
 }
@@ -184,6 +187,8 @@ for st in "$@"; do
   "stage_$st" || echo "STAGE $st FAILED"
 done
 
+finish() { tar czf "$FINAL_OUT/session.tgz" -C "$FINAL_OUT" session && rm -rf "$OUT"; }
+trap finish EXIT
 if [ -s "$J" ]; then
 python3 - "$J" <<'PY'
 import json, sys
