@@ -11,6 +11,8 @@
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
 #   fused     fused step vs layer-by-layer
 #   overhead  --profile vs --no-profile
+#   tf32      resident/double-buffer with --tf32
+#   fullmatrix experiments/matrices/full.toml + report
 #   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
 #   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
@@ -120,6 +122,25 @@ stage_overhead() {
       train --strategy $s --batch $b --epochs $e $flag --quiet --json "$J" --run-tag "overhead-$s-b$b-$p" | grep summary
     done
   done; done
+}
+
+stage_tf32() {
+  log "tf32: TF32 tensor-core GEMMs (--tf32), resident and double-buffer"
+  for b in 8 256 1024; do
+    e=6; [ "$b" = 8 ] && e=4
+    train --strategy resident --batch $b --epochs $e --tf32 --quiet --json "$J" --run-tag "tf32-resident-b$b" | grep summary
+  done
+  train --strategy double-buffer --transfer f32 --batch 1024 --epochs 6 --tf32 --quiet --json "$J" --run-tag "tf32-double-buffer-f32-b1024" | grep summary
+}
+
+stage_fullmatrix() {
+  log "full matrix"
+  rm -rf results/full
+  python3 experiments/run_matrix.py experiments/matrices/full.toml --out results/full --memstrat $MS \
+    --extra-args="--data=$DATA" >"$OUT/full_matrix.log" 2>&1 || tail -5 "$OUT/full_matrix.log"
+  tail -2 "$OUT/full_matrix.log"
+  python3 analysis/report.py results/full --out reports/full >"$OUT/report_full.log" 2>&1 || tail -5 "$OUT/report_full.log"
+  cp -r reports/full "$OUT/report_full" && cp results/full/records.jsonl "$OUT/full_records.jsonl"
 }
 
 stage_kernels() {
