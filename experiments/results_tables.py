@@ -200,6 +200,18 @@ def fused(t):
     print()
 
 
+def tf32(t):
+    keys = sorted(k for k in t if k.startswith("tf32-"))
+    if not keys:
+        return
+    print("### TF32 tensor-core GEMMs (--tf32), median ms/epoch\n")
+    print("| configuration | median ms (min–max) | epoch 1 ms | test acc % |\n|---|---|---|---|")
+    for k in keys:
+        r = t[k]
+        print(f"| {k[len('tf32-'):]} | {spread(r)} | {r['summary']['epoch1_wall_ms']:.1f} | {100*r['final']['test_acc']:.2f} |")
+    print()
+
+
 def mallocs(rows):
     print("### cudaMalloc (and friends) per epoch, built-in CUPTI counters\n")
     print("| strategy | epochs | set-up cudaMalloc | set-up cudaMallocHost / HostAlloc / Managed | "
@@ -218,10 +230,13 @@ def mallocs(rows):
 
 
 def um_counters(rows):
-    print("### Unified-memory counters per epoch (CUPTI), refresh scenario\n")
+    print("### Unified-memory counters per epoch (CUPTI), refresh scenario, batch 256, u8\n")
     print("| strategy | epoch | UM HtoD MB | UM DtoH MB | GPU faults | CPU faults |\n|---|---|---|---|---|---|")
     for r in rows:
-        if r.get("status") != "ok" or r["config"]["scenario"] != "refresh":
+        c = r["config"]
+        if (r.get("status") != "ok" or c["scenario"] != "refresh" or c["batch"] != 256
+                or c["transfer"] != "u8" or c["strategy"] not in ("pinned", "um", "um-prefetch", "um-advise")
+                or (c["strategy"] == "double-buffer" and c["depth"] != 2)):
             continue
         for e in r["epochs"][:4]:
             g = lambda k, s=1.0, p=1: fmt(e[k] / s if e.get(k) is not None else None, p)
@@ -239,7 +254,7 @@ def main():
     rows = load(a.runs)
     print(env_line(rows) + "\n")
     t = by_tag(rows)
-    for f in (accuracy, sweep, grid, overlap, bandwidth, overhead, fused):
+    for f in (accuracy, sweep, grid, overlap, bandwidth, overhead, fused, tf32):
         f(t)
     if a.mallocs:
         mallocs(load(a.mallocs))
