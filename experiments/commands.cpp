@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -164,6 +165,23 @@ json summary_json(const json& epochs, std::int64_t n_train) {
               {"samples_per_s", sps}};
 }
 
+/// kExitNoDevice / kExitUsage with a message when `device` cannot be used, else nullopt.
+/// `needs` finishes the no-GPU sentence for the command at hand.
+std::optional<int> check_device(int device, const char* needs, std::ostream& err) {
+  std::string reason;
+  if (!cuda_device_available(&reason)) {
+    err << "memstrat: " << reason << "; " << needs << "\n";
+    return kExitNoDevice;
+  }
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device >= count) {
+    err << "memstrat: --device " << device << " does not exist (" << count << " device(s))\n";
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_list(std::ostream& out) {
@@ -173,17 +191,9 @@ int run_list(std::ostream& out) {
 }
 
 int run_info(const TrainArgs& a, std::ostream& out, std::ostream& err) {
-  std::string reason;
-  if (!cuda_device_available(&reason)) {
-    err << "memstrat: " << reason << "; `info` needs an NVIDIA GPU and driver.\n";
-    return kExitNoDevice;
-  }
+  if (auto code = check_device(a.device, "`info` needs an NVIDIA GPU and driver.", err)) return *code;
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
-  if (a.device >= count) {
-    err << "memstrat: --device " << a.device << " does not exist (" << count << " device(s))\n";
-    return kExitUsage;
-  }
   CUDA_CHECK(cudaSetDevice(a.device));
   const json env = environment_json(a.device);
   const DeviceCaps caps = DeviceCaps::query(a.device);
@@ -245,17 +255,9 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
   cfg.mlp.layers.back() = data.classes;
 
   // ---- device -------------------------------------------------------------------------------
-  std::string reason;
-  if (!cuda_device_available(&reason)) {
-    err << "memstrat: " << reason << "; `train` needs an NVIDIA GPU (`memstrat list` works without one).\n";
-    return kExitNoDevice;
-  }
-  int count = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&count));
-  if (a.device >= count) {
-    err << "memstrat: --device " << a.device << " does not exist (" << count << " device(s))\n";
-    return kExitUsage;
-  }
+  if (auto code = check_device(
+          a.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).", err))
+    return *code;
   CuptiProfiler::Options popt;
   popt.enabled = a.profile;
   popt.trace_path = a.trace;

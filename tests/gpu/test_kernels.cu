@@ -40,8 +40,11 @@
 #include "kernels/cpu_reference.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "kernel_test_support.h"
 
 namespace {
+
+using namespace memstrat::kernel_testing;  // NOLINT: shared test helpers
 
 using memstrat::DeviceBuffer;
 using memstrat::cpu_ref::compare;
@@ -53,80 +56,8 @@ namespace k = memstrat::kernels;
 
 // ---- helpers ---------------------------------------------------------------------------
 
-std::uint32_t seed_of(int a, int b = 0, int c = 0, int d = 0) {
-  return static_cast<std::uint32_t>(a) * 73856093u ^ static_cast<std::uint32_t>(b) * 19349663u ^
-         static_cast<std::uint32_t>(c) * 83492791u ^ static_cast<std::uint32_t>(d) * 2654435761u;
-}
-
-std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float lo = -1.f,
-                                 float hi = 1.f) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& e : v) e = u(rng);
-  return v;
-}
-
-template <typename T>
-DeviceBuffer<T> to_device(const std::vector<T>& h, cudaStream_t s, std::size_t extra = 0) {
-  DeviceBuffer<T> d(h.size() + extra);
-  if (!h.empty())
-    CUDA_CHECK(
-        cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s));
-  return d;
-}
-
-// Copies h to d + offset (for tests that place an input at an unaligned address).
-template <typename T>
-void copy_to(T* d, const std::vector<T>& h, cudaStream_t s) {
-  if (!h.empty())
-    CUDA_CHECK(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s));
-}
-
-template <typename T>
-std::vector<T> to_host(const T* d, std::size_t n, cudaStream_t s) {
-  std::vector<T> h(n);
-  if (n > 0) CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return h;
-}
-
-// 0xFF bytes: every float is a NaN, every int32 is -1.
-template <typename T>
-void poison(T* d, std::size_t n, cudaStream_t s) {
-  if (n > 0) CUDA_CHECK(cudaMemsetAsync(d, 0xFF, n * sizeof(T), s));
-}
-
-struct Tol {
-  double atol;
-  double rtol;
-};
 Tol fp32_gemm_tol(int K) { return {1e-4 * std::sqrt(std::max(K, 1)), 1e-4}; }
 Tol tf32_gemm_tol(int K) { return {2e-3 * std::sqrt(std::max(K, 1)), 1e-2}; }
-constexpr Tol kExact{0.0, 0.0};
-
-::testing::AssertionResult matches(const std::vector<float>& got, const std::vector<float>& want,
-                                   Tol tol, const std::string& what) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure()
-           << what << ": size " << got.size() << " vs " << want.size();
-  const auto r = compare(got.data(), want.data(), got.size(), tol.atol, tol.rtol);
-  if (r.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": " << r.mismatches << " of " << r.n << " elements outside atol " << tol.atol
-         << " + rtol " << tol.rtol << "·|ref| (max abs err " << r.max_abs_err
-         << "); first mismatches:\n"
-         << r.first_mismatches;
-}
-
-::testing::AssertionResult bitwise_equal(const std::vector<float>& a, const std::vector<float>& b,
-                                         const std::string& what) {
-  if (a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0)
-    return ::testing::AssertionSuccess();
-  std::size_t i = 0;
-  while (i < std::min(a.size(), b.size()) && std::memcmp(&a[i], &b[i], sizeof(float)) == 0) ++i;
-  return ::testing::AssertionFailure() << what << ": not bitwise equal, first difference at " << i
-                                       << " (sizes " << a.size() << ", " << b.size() << ")";
-}
 
 class Kernels : public ::testing::Test {
  protected:
