@@ -94,4 +94,17 @@ template <typename T>
                                        << " (sizes " << a.size() << ", " << b.size() << ")";
 }
 
+/// A test fixture (over ::testing::Test or TestWithParam<T>) that skips without a CUDA device
+/// and gives each test its own stream.
+template <typename Base = ::testing::Test>
+class WithGpuStream : public Base {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!cuda_device_available(&reason)) GTEST_SKIP() << "no CUDA device: " << reason;
+    stream_ = Stream::create();
+  }
+  Stream stream_;
+};
+
 }  // namespace memstrat::kernel_testing

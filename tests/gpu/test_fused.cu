@@ -74,15 +74,7 @@ std::vector<std::int32_t> random_labels(int n, int classes, std::mt19937& rng) {
   return v;
 }
 
-class Fused : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string reason;
-    if (!memstrat::cuda_device_available(&reason)) GTEST_SKIP() << "no CUDA device: " << reason;
-    stream_ = memstrat::Stream::create();
-  }
-  memstrat::Stream stream_;
-};
+class Fused : public WithGpuStream<> {};
 
 // ---- fused_head ------------------------------------------------------------------------
 

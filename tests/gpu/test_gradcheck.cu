@@ -18,6 +18,7 @@
 #include "common/cuda_raii.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "kernel_test_support.h"
 
 namespace {
 
@@ -117,15 +118,9 @@ DeviceBuffer<float> poisoned(std::size_t n, cudaStream_t s) {
   return d;
 }
 
-class GradCheck : public ::testing::TestWithParam<GemmBackend> {
- protected:
-  void SetUp() override {
-    std::string reason;
-    if (!memstrat::cuda_device_available(&reason)) GTEST_SKIP() << "no CUDA device: " << reason;
-    stream_ = memstrat::Stream::create();
-  }
-  memstrat::Stream stream_;
-};
+using memstrat::kernel_testing::WithGpuStream;
+
+class GradCheck : public WithGpuStream<::testing::TestWithParam<GemmBackend>> {};
 
 TEST_P(GradCheck, TinyMlpGradientsMatchFiniteDifferences) {
   const cudaStream_t s = stream_;

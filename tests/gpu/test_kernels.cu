@@ -59,15 +59,7 @@ namespace k = memstrat::kernels;
 Tol fp32_gemm_tol(int K) { return {1e-4 * std::sqrt(std::max(K, 1)), 1e-4}; }
 Tol tf32_gemm_tol(int K) { return {2e-3 * std::sqrt(std::max(K, 1)), 1e-2}; }
 
-class Kernels : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string reason;
-    if (!memstrat::cuda_device_available(&reason)) GTEST_SKIP() << "no CUDA device: " << reason;
-    stream_ = memstrat::Stream::create();
-  }
-  memstrat::Stream stream_;
-};
+class Kernels : public WithGpuStream<> {};
 
 // ---- GEMM ------------------------------------------------------------------------------
 
