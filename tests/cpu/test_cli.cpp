@@ -31,6 +31,16 @@ struct Ran {
   int code;
   std::string output;
 };
+// The MNIST directory the tests can use: the checkout's data/mnist, else ../shared's copy.
+std::string mnist_dir() {
+  for (const std::string& d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
+                              std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"})
+    if (FILE* f = std::fopen((d + "/train-labels-idx1-ubyte.gz").c_str(), "rb")) {
+      std::fclose(f);
+      return d;
+    }
+  return "";
+}
 Ran run_binary(const std::string& args) {
   const std::string cmd = std::string(MEMSTRAT_BINARY) + " " + args + " 2>&1";
   Ran r{-1, ""};
@@ -158,12 +168,8 @@ TEST(CliBinary, UnknownStrategyListsTheValidOnes) {
 }
 
 TEST(CliBinary, BatchLargerThanDataSet) {
-  const std::string data = std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist";
-  if (FILE* f = std::fopen((data + "/train-labels-idx1-ubyte.gz").c_str(), "rb")) {
-    std::fclose(f);
-  } else {
-    GTEST_SKIP() << "MNIST not found at " << data;
-  }
+  const std::string data = mnist_dir();
+  if (data.empty()) GTEST_SKIP() << "MNIST not found in data/mnist or ../shared/data/mnist";
   const Ran r = run_binary("train --data " + data + " --train-samples 1000 --batch 4096");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("larger than the training set"), std::string::npos) << r.output;
@@ -172,7 +178,8 @@ TEST(CliBinary, BatchLargerThanDataSet) {
 TEST(CliBinary, NoGpuIsAOneLineExplanationNotACrash) {
   std::string reason;
   if (cuda_device_available(&reason)) GTEST_SKIP() << "a GPU is present; this test is for GPU-less machines";
-  const std::string data = std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist";
+  const std::string data = mnist_dir();
+  if (data.empty()) GTEST_SKIP() << "MNIST not found in data/mnist or ../shared/data/mnist";
   Ran r = run_binary("train --data " + data + " --epochs 1");
   if (r.code == 2) GTEST_SKIP() << "MNIST not available: " << r.output;
   EXPECT_EQ(r.code, 3) << r.output;
