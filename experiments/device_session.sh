@@ -143,6 +143,51 @@ stage_fullmatrix() {
   cp -r reports/full "$OUT/report_full" && cp results/full/records.jsonl "$OUT/full_records.jsonl"
 }
 
+stage_nsysall() {
+  log "nsysall: built-in API counts vs nsys cuda_api_sum, every strategy (two runs of one command)"
+  : >"$OUT/nsys_compare.txt"
+  for s in $($MS list | awk '{print $1}'); do
+    train --strategy $s --epochs 2 --quiet --json "$OUT/builtin.jsonl" --run-tag "builtin-$s" >/dev/null
+    experiments/nsys_run -o "$OUT/n-$s" -- $MS train --data "$DATA" --strategy $s --epochs 2 --quiet >"$OUT/n-$s.log" 2>&1
+    python3 - "$OUT/builtin.jsonl" "$OUT/n-${s}_api_calls.csv" "$s" <<'PY' | tee -a "$OUT/nsys_compare.txt"
+import csv, json, sys
+rec = [json.loads(l) for l in open(sys.argv[1])][-1]
+tot = rec["api_totals"]
+ns = {r[0]: int(r[1]) for r in csv.reader(open(sys.argv[2])) if r and r[0] != "name"}
+keys = ["cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged", "cudaMallocAsync",
+        "cudaMemcpyAsync", "cudaMemPrefetchAsync", "cudaMemAdvise", "cudaGraphLaunch", "cudaStreamSynchronize"]
+diff = [k for k in keys if tot.get(k, 0) != ns.get(k, 0)]
+print(f"{sys.argv[3]:<14}" + " ".join(f"{k}={tot.get(k,0)}/{ns.get(k,0)}" for k in keys if tot.get(k,0) or ns.get(k,0))
+      + ("  MATCH" if not diff else f"  DIFFER: {diff}"))
+PY
+  done
+  rm -f "$OUT"/n-*.nsys-rep "$OUT"/n-*.sqlite
+}
+
+stage_trace() {
+  log "trace: --trace of double-buffer (f32, batch 1024): validate + copy/compute overlap"
+  train --strategy double-buffer --transfer f32 --batch 1024 --epochs 2 --quiet --trace "$OUT/trace_db.json" >/dev/null
+  python3 - "$OUT/trace_db.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+bad = [e for e in ev if not {"ph", "name", "pid", "tid"} <= e.keys() or (e["ph"] != "M" and "ts" not in e)
+       or (e["ph"] == "X" and not isinstance(e.get("dur"), (int, float)))]
+def spans(cat):
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X" and e.get("cat") == cat)
+mem, ker = spans("memcpy"), spans("kernel")
+ov, j = 0.0, 0
+for a, b in mem:
+    for c, d in ker:
+        if c >= b: break
+        if d > a: ov += min(b, d) - max(a, c)
+cats = sorted({e.get("cat") for e in ev if e.get("ph") == "X"})
+print(f"trace: {len(ev)} events, {len(bad)} malformed, categories {cats}; memcpy {len(mem)} ({sum(b-a for a,b in mem)/1e3:.2f} ms), "
+      f"kernels {len(ker)}; memcpy time overlapped by kernels: {ov/1e3:.2f} ms")
+PY
+  gzip -f "$OUT/trace_db.json"
+}
+
 stage_kernels() {
   log "kernels: per-kernel GPU time (nsys cuda_gpu_kern_sum), resident batch 256 and 8"
   for b in 256 8; do
