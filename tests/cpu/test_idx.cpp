@@ -15,21 +15,12 @@
 #include <vector>
 
 #include "common/idx.h"
+#include "idx_test_support.h"
 
 namespace memstrat {
 namespace {
 
-namespace fs = std::filesystem;
-using Bytes = std::vector<std::uint8_t>;
-
-Bytes make_idx(std::uint8_t type, const std::vector<std::uint32_t>& dims, const Bytes& data) {
-  Bytes b = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
-  }
-  b.insert(b.end(), data.begin(), data.end());
-  return b;
-}
+using namespace idx_testing;  // NOLINT: shared test helpers
 
 Bytes pattern(std::size_t n) {
   Bytes b(n);
@@ -67,40 +58,6 @@ std::string error_of(const Bytes& b, const std::string& name = "test.idx") {
   }
   ADD_FAILURE() << "parse_idx accepted input that should be rejected";
   return {};
-}
-
-#define EXPECT_CONTAINS(haystack, needle)                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
-      << "message: " << (haystack) << "\nexpected it to contain: " << (needle)
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "memstrat_idx_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-void write_file(const fs::path& p, const Bytes& b) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  ASSERT_TRUE(out.good()) << p;
-}
-
-void write_gz_file(const fs::path& p, const Bytes& b) {
-  gzFile f = gzopen(p.string().c_str(), "wb9");
-  ASSERT_NE(f, nullptr) << p;
-  ASSERT_EQ(gzwrite(f, b.data(), static_cast<unsigned>(b.size())), static_cast<int>(b.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
 }
 
 // ----- valid input ---------------------------------------------------------------------
@@ -150,11 +107,11 @@ TEST(Idx, ValidMultiMemberGzip) {
 }
 
 TEST(Idx, ValidRawAndGzipFiles) {
-  TempDir dir;
+  TempDir dir("memstrat_idx");
   const Bytes px = pattern(4 * 6 * 6);
   const Bytes raw = make_idx(0x08, {4, 6, 6}, px);
-  write_file(dir.path() / "raw-idx3-ubyte", raw);
-  write_gz_file(dir.path() / "gz-idx3-ubyte.gz", raw);
+  write_raw(dir.path() / "raw-idx3-ubyte", raw);
+  write_gz(dir.path() / "gz-idx3-ubyte.gz", raw);
   EXPECT_EQ(read_idx_file((dir.path() / "raw-idx3-ubyte").string()).data, px);
   const IdxArray a = read_idx_file((dir.path() / "gz-idx3-ubyte.gz").string());
   EXPECT_EQ(a.dims, std::vector<std::uint32_t>({4, 6, 6}));
@@ -335,7 +292,7 @@ TEST(Idx, EverySingleByteCorruptionIsHandled) {
 // ----- files -------------------------------------------------------------------------------
 
 TEST(Idx, MissingFile) {
-  TempDir dir;
+  TempDir dir("memstrat_idx");
   const std::string p = (dir.path() / "nope-idx1-ubyte.gz").string();
   try {
     read_idx_file(p);
@@ -347,7 +304,7 @@ TEST(Idx, MissingFile) {
 }
 
 TEST(Idx, DirectoryInsteadOfFile) {
-  TempDir dir;
+  TempDir dir("memstrat_idx");
   try {
     read_idx_file(dir.path().string());
     FAIL() << "no exception";
@@ -357,11 +314,11 @@ TEST(Idx, DirectoryInsteadOfFile) {
 }
 
 TEST(Idx, FileErrorsNameThePath) {
-  TempDir dir;
+  TempDir dir("memstrat_idx");
   const fs::path p = dir.path() / "train-labels-idx1-ubyte.gz";
   Bytes gz = gzip_bytes(make_idx(0x08, {10}, pattern(10)));
   gz.resize(gz.size() / 2);
-  write_file(p, gz);
+  write_raw(p, gz);
   try {
     read_idx_file(p.string());
     FAIL() << "no exception";

@@ -15,25 +15,12 @@
 #include <vector>
 
 #include "common/mnist.h"
+#include "idx_test_support.h"
 
 namespace memstrat {
 namespace {
 
-namespace fs = std::filesystem;
-using Bytes = std::vector<std::uint8_t>;
-
-#define EXPECT_CONTAINS(haystack, needle)                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
-      << "message: " << (haystack) << "\nexpected it to contain: " << (needle)
-
-Bytes make_idx(const std::vector<std::uint32_t>& dims, const Bytes& data) {
-  Bytes b = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
-  }
-  b.insert(b.end(), data.begin(), data.end());
-  return b;
-}
+using namespace idx_testing;  // NOLINT: shared test helpers
 
 Bytes pixels(std::size_t n, unsigned seed) {
   Bytes b(n);
@@ -45,37 +32,6 @@ Bytes labels(std::size_t n) {
   Bytes b(n);
   for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>((i * 3 + 1) % 10);
   return b;
-}
-
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "memstrat_mnist") {
-    std::string tmpl = (fs::temp_directory_path() / (prefix + "_XXXXXX")).string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
-
-void write_raw(const fs::path& p, const Bytes& b) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  ASSERT_TRUE(out.good()) << p;
-}
-
-void write_gz(const fs::path& p, const Bytes& b) {
-  gzFile f = gzopen(p.string().c_str(), "wb6");
-  ASSERT_NE(f, nullptr) << p;
-  ASSERT_EQ(gzwrite(f, b.data(), static_cast<unsigned>(b.size())), static_cast<int>(b.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
 }
 
 // A miniature MNIST: 5 training and 3 test images of 4x3 pixels. Each field can be
@@ -154,7 +110,7 @@ class ScopedCwd {
 // ----- load_mnist: valid ---------------------------------------------------------------
 
 TEST(Mnist, LoadsGzipDirectory) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.write(dir.path());
   const HostDataset d = load_mnist(dir.str());
@@ -172,7 +128,7 @@ TEST(Mnist, LoadsGzipDirectory) {
 }
 
 TEST(Mnist, LoadsRawDirectory) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.gz = false;
   set.write(dir.path());
@@ -182,7 +138,7 @@ TEST(Mnist, LoadsRawDirectory) {
 }
 
 TEST(Mnist, PrefersGzipWhenBothNamesExist) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.write(dir.path());
   write_raw(dir.path() / "train-labels-idx1-ubyte", {'b', 'a', 'd'});
@@ -192,7 +148,7 @@ TEST(Mnist, PrefersGzipWhenBothNamesExist) {
 // ----- load_mnist: broken directories ----------------------------------------------------
 
 TEST(Mnist, LabelOutOfRange) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.train_labels = make_idx({5}, {1, 2, 10, 3, 4});
   set.write(dir.path());
@@ -202,7 +158,7 @@ TEST(Mnist, LabelOutOfRange) {
 }
 
 TEST(Mnist, TrainCountMismatch) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.train_labels = make_idx({4}, labels(4));
   set.write(dir.path());
@@ -212,7 +168,7 @@ TEST(Mnist, TrainCountMismatch) {
 }
 
 TEST(Mnist, TestCountMismatch) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.test_labels = make_idx({7}, labels(7));
   set.write(dir.path());
@@ -220,7 +176,7 @@ TEST(Mnist, TestCountMismatch) {
 }
 
 TEST(Mnist, RowsColsMismatchBetweenTrainAndTest) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.test_images = make_idx({3, 3, 4}, pixels(36, 2));  // same pixel count, other shape
   set.write(dir.path());
@@ -230,7 +186,7 @@ TEST(Mnist, RowsColsMismatchBetweenTrainAndTest) {
 }
 
 TEST(Mnist, ImagesMustBe3D) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.train_images = make_idx({5, 12}, pixels(60, 1));
   set.write(dir.path());
@@ -239,7 +195,7 @@ TEST(Mnist, ImagesMustBe3D) {
 }
 
 TEST(Mnist, LabelsMustBe1D) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.test_labels = make_idx({3, 1}, labels(3));
   set.write(dir.path());
@@ -247,7 +203,7 @@ TEST(Mnist, LabelsMustBe1D) {
 }
 
 TEST(Mnist, MissingDirectory) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   const std::string missing = (dir.path() / "no-such-dir").string();
   const std::string m = load_error(missing);
   EXPECT_CONTAINS(m, missing + ": data directory does not exist");
@@ -257,13 +213,13 @@ TEST(Mnist, MissingDirectory) {
 }
 
 TEST(Mnist, PathIsAFile) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   write_raw(dir.path() / "file", {1});
   EXPECT_CONTAINS(load_error((dir.path() / "file").string()), "is not a directory");
 }
 
 TEST(Mnist, MissingFiles) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.write(dir.path());
   fs::remove(dir.path() / "t10k-labels-idx1-ubyte.gz");
@@ -274,7 +230,7 @@ TEST(Mnist, MissingFiles) {
 }
 
 TEST(Mnist, CorruptFileIsReportedWithItsPath) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet set;
   set.gz = false;
   set.test_images.resize(set.test_images.size() - 1);
@@ -295,7 +251,7 @@ TEST(Mnist, FashionDetectedFromDirectoryName) {
 }
 
 TEST(Mnist, DatasetMarkerFile) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet().write(dir.path());
   std::ofstream(dir.path() / "DATASET") << "fashion-mnist\n";
   EXPECT_EQ(load_mnist(dir.str()).name, "fashion-mnist");
@@ -306,7 +262,7 @@ TEST(Mnist, DatasetMarkerFile) {
 // ----- truncate_dataset --------------------------------------------------------------------
 
 TEST(Mnist, TruncateDataset) {
-  TempDir dir;
+  TempDir dir("memstrat_mnist");
   FakeSet().write(dir.path());
   HostDataset d = load_mnist(dir.str());
   truncate_dataset(d, 2, 0);
