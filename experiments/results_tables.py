@@ -172,32 +172,29 @@ def bandwidth(t):
     print()
 
 
-def overhead(t):
-    keys = sorted({k.rsplit("-", 1)[0] for k in t if k.startswith("overhead-")})
+def on_off_table(t, prefix, title, on_label, off_label, ratio_label, ratio):
+    """Pairs of runs tagged <prefix><config>-on / -off: median ms/epoch of both and ratio(on, off)."""
+    keys = sorted({k.rsplit("-", 1)[0] for k in t if k.startswith(prefix)})
     if not keys:
         return
-    print("### Profiler overhead: --profile (default) vs --no-profile, median ms/epoch\n")
-    print("| configuration | --profile | --no-profile | overhead |\n|---|---|---|---|")
+    print(f"### {title}\n")
+    print(f"| configuration | {on_label} | {off_label} | {ratio_label} |\n|---|---|---|---|")
     for k in keys:
         on, off = t.get(k + "-on"), t.get(k + "-off")
         if on and off:
             a, b = on["summary"]["wall_ms_median"], off["summary"]["wall_ms_median"]
-            print(f"| {k[len('overhead-'):]} | {a:.2f} | {b:.2f} | {100*(a-b)/b:+.1f} % |")
+            print(f"| {k[len(prefix):]} | {a:.2f} | {b:.2f} | {ratio(a, b)} |")
     print()
+
+
+def overhead(t):
+    on_off_table(t, "overhead-", "Profiler overhead: --profile (default) vs --no-profile, median ms/epoch",
+                 "--profile", "--no-profile", "overhead", lambda a, b: f"{100*(a-b)/b:+.1f} %")
 
 
 def fused(t):
-    keys = sorted({k.rsplit("-", 1)[0] for k in t if k.startswith("fused-")})
-    if not keys:
-        return
-    print("### Fused step vs layer-by-layer (resident, u8, static), median ms/epoch\n")
-    print("| configuration | --fused on | --fused off | speed-up |\n|---|---|---|---|")
-    for k in keys:
-        on, off = t.get(k + "-on"), t.get(k + "-off")
-        if on and off:
-            a, b = on["summary"]["wall_ms_median"], off["summary"]["wall_ms_median"]
-            print(f"| {k[len('fused-'):]} | {a:.2f} | {b:.2f} | {b/a:.2f}x |")
-    print()
+    on_off_table(t, "fused-", "Fused step vs layer-by-layer (resident, u8, static), median ms/epoch",
+                 "--fused on", "--fused off", "speed-up", lambda a, b: f"{b/a:.2f}x")
 
 
 def tf32(t):
