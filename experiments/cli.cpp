@@ -59,9 +59,10 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
   t->add_option("--graphs", a.graphs, "Replay each batch's MLP step as a CUDA graph")
       ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   t->add_option("--fused", a.fused,
-                "One-hidden-layer MLP with cuBLAS: fused kernels (4-5 launches per step) or the "
-                "layer-by-layer path (13)")
-      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+                "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
+                "it applies (fp32, not with --tf32), else lt; lt: cuBLASLt GEMMs + fused kernels "
+                "(4-5 launches per step); off: the layer-by-layer path (13)")
+      ->check(CLI::IsMember({"on", "lt", "off"}))->capture_default_str();
   t->add_option("--depth", a.depth, "double-buffer: device batch buffers in flight (>= 2)")
       ->check(CLI::Range(2, 64))->capture_default_str();
   t->add_option("--copy-streams", a.copy_streams, "double-buffer: copy streams used round-robin")
@@ -147,7 +148,8 @@ TrainConfig make_train_config(const TrainArgs& a) {
   c.mlp.momentum = a.momentum;
   c.mlp.seed = a.seed;
   c.graphs = a.graphs == "on";
-  c.mlp.fused = a.fused == "on";
+  c.mlp.fused = a.fused != "off";
+  c.mlp.single_launch = a.fused == "on";
   return c;
 }
 

@@ -303,6 +303,9 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
       nvtx_name_stream(compute, "compute");
       mlp = std::make_unique<Mlp>(cfg.mlp, compute);
       rec["config"]["fused"] = mlp->fused();
+      rec["config"]["step"] = mlp->step_kind();
+      rec["config"]["single_launch_off_reason"] =
+          mlp->step_kind() == "single-launch" ? json(nullptr) : json(mlp->single_off_reason());
       rec["config"]["fused_off_reason"] =
           mlp->fused() ? json(nullptr) : json(mlp->fused_off_reason());
       strategy = entry->make();

@@ -9,7 +9,7 @@
 #   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
 #   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
-#   fused     fused step vs layer-by-layer
+#   fused     single-launch step vs cuBLASLt-fused vs layer-by-layer (--fused on|lt|off)
 #   overhead  --profile vs --no-profile
 #   tf32      resident/double-buffer with --tf32
 #   fullmatrix experiments/matrices/full.toml + report
@@ -102,11 +102,11 @@ stage_mallocs() {
 }
 
 stage_fused() {
-  log "fused: fused step vs layer-by-layer (resident, u8, static)"
+  log "fused: single-launch vs cuBLASLt-fused vs layer-by-layer (resident, u8, static)"
   for b in 8 64 256 1024; do for h in 256 1024; do
     [ "$b" = 8 ] && [ "$h" = 1024 ] && continue
     e=6; [ "$b" = 8 ] && e=4
-    for f in on off; do
+    for f in on lt off; do
       train --strategy resident --batch $b --hidden $h --epochs $e --fused $f --quiet --json "$J" \
             --run-tag "fused-b$b-h$h-$f" | grep summary
     done

@@ -25,6 +25,7 @@
 
 #include "common/nvtx.h"
 #include "kernels/fused_mlp.h"
+#include "kernels/fused_step.h"
 #include "kernels/gemm_lt.h"
 #include "kernels/kernels.h"
 
@@ -53,6 +54,16 @@ std::string fused_off(const MlpConfig& c) {
   if (c.layers.size() != 3) return "the fused step needs exactly one hidden layer";
   if (c.gemm != kernels::GemmBackend::Cublas) return "the fused step needs the cuBLAS backend";
   return kernels::fused_mlp_unsupported(c.layers[1], c.layers[2]);
+}
+
+std::string single_off(const MlpConfig& c) {
+  if (!c.fused) return "off in the configuration";
+  if (!c.single_launch) return "single-launch step off in the configuration";
+  if (c.layers.size() != 3) return "the single-launch step needs exactly one hidden layer";
+  if (c.gemm != kernels::GemmBackend::Cublas)
+    return "the single-launch step stands in for the cuBLAS backend only";
+  if (c.tf32) return "TF32 asks for tensor-core GEMMs; the single-launch step is fp32 only";
+  return kernels::step_unsupported(c.layers[0], c.layers[1], c.layers[2]);
 }
 
 }  // namespace
@@ -95,7 +106,14 @@ Mlp::Mlp(const MlpConfig& cfg, cudaStream_t stream)
   set_parameters(h);
 
   fused_off_reason_ = fused_off(cfg_);
-  if (fused_off_reason_.empty()) {
+  single_off_reason_ = single_off(cfg_);
+  if (single_off_reason_.empty()) {
+    step_ = std::make_unique<kernels::FusedStep>(cfg_.layers[0], cfg_.layers[1], cfg_.layers[2],
+                                                 cfg_.max_batch);
+    partial_ = DeviceBuffer<float>(
+        kernels::step_partial_floats(cfg_.max_batch, cfg_.layers[0], cfg_.layers[1]));
+    fused_off_reason_.clear();
+  } else if (fused_off_reason_.empty()) {
     lt_ = std::make_unique<kernels::GemmLt>(cfg_.tf32, stream_);
     const int F = cfg_.layers[0], Hd = cfg_.layers[1];
     // Plan (choose the algorithms) now: never during a graph capture.
@@ -126,6 +144,10 @@ void Mlp::train_step(const BatchView& b, float* sample_loss, std::int32_t* sampl
   if (b.rows < 0 || b.rows > cfg_.max_batch)
     throw std::invalid_argument("Mlp::train_step: " + std::to_string(b.rows) +
                                 " rows (max_batch is " + std::to_string(cfg_.max_batch) + ")");
+  if (step_) {
+    train_step_single(b, sample_loss, sample_correct);
+    return;
+  }
   if (lt_) {
     train_step_fused(b, sample_loss, sample_correct);
     return;
@@ -164,6 +186,45 @@ void Mlp::train_step(const BatchView& b, float* sample_loss, std::int32_t* sampl
     kernels::sgd_update(params_.data(), grads_.data(), velocity_.data(), params_.size(), cfg_.lr,
                         cfg_.momentum, stream_);
   }
+}
+
+std::string Mlp::step_kind() const {
+  if (step_) return "single-launch";
+  if (lt_) return "cublaslt-fused";
+  return "layer-by-layer";
+}
+
+void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "step (single launch)");
+  float* P = params_.data();
+  float* V = velocity_.data();
+  kernels::StepArgs a;
+  a.x_f32 = b.x_f32;
+  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
+  a.labels = b.y;
+  a.rows = b.rows;
+  a.in = cfg_.layers[0];
+  a.hidden = cfg_.layers[1];
+  a.classes = cfg_.layers[2];
+  a.W1 = P + w_off_[0];
+  a.b1 = P + b_off_[0];
+  a.W2 = P + w_off_[1];
+  a.b2 = P + b_off_[1];
+  a.vW1 = V + w_off_[0];
+  a.vb1 = V + b_off_[0];
+  a.vW2 = V + w_off_[1];
+  a.vb2 = V + b_off_[1];
+  a.H = act_[1].data();
+  a.dH = dz_[1].data();
+  a.dlogits = dz_[2].data();
+  a.partial = partial_.data();
+  a.sample_loss = sample_loss + b.first_sample;
+  a.sample_correct = sample_correct + b.first_sample;
+  a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
+  a.lr = cfg_.lr;
+  a.momentum = cfg_.momentum;
+  a.train = true;
+  step_->run(a, stream_);
 }
 
 void Mlp::forward_fused(const float* x, int rows) {
@@ -237,6 +298,27 @@ void Mlp::evaluate(const float* x, const std::int32_t* y, int rows, float* sampl
   if (rows < 0 || rows > cfg_.max_batch)
     throw std::invalid_argument("Mlp::evaluate: " + std::to_string(rows) + " rows (max_batch is " +
                                 std::to_string(cfg_.max_batch) + ")");
+  if (step_) {
+    kernels::StepArgs a;
+    a.x_f32 = x;
+    a.labels = y;
+    a.rows = rows;
+    a.in = cfg_.layers[0];
+    a.hidden = cfg_.layers[1];
+    a.classes = cfg_.layers[2];
+    float* P = params_.data();
+    a.W1 = P + w_off_[0];
+    a.b1 = P + b_off_[0];
+    a.W2 = P + w_off_[1];
+    a.b2 = P + b_off_[1];
+    a.H = act_[1].data();
+    a.partial = partial_.data();
+    a.sample_loss = sample_loss;
+    a.sample_correct = sample_correct;
+    a.train = false;
+    step_->run(a, stream_);
+    return;
+  }
   if (lt_) {
     forward_fused(x, rows);
     kernels::fused_head(act_[1].data(), params_.data() + w_off_[1], params_.data() + b_off_[1], y,

@@ -7,8 +7,11 @@
 //  * the layer-by-layer path (any depth, either GEMM backend): per layer a GEMM + bias/ReLU,
 //    softmax_xent, per layer GEMMs + bias_grad + relu_backward, one sgd_update; 13 launches
 //    for one hidden layer on cuBLAS (plus cuBLAS's split-K reductions).
-//  * the fused path (MlpConfig::fused, one hidden layer, cuBLAS backend, a shape the fused
-//    kernels take): 4 launches (5 for a uint8 batch), see Mlp::train_step_fused in mlp.cu.
+//  * the single-launch path (MlpConfig::fused and single_launch, one hidden layer, cuBLAS
+//    backend, no TF32, a shape kernels/fused_step.h takes): the whole step, forward, backward
+//    and SGD update, in ONE cooperative kernel launch (evaluation too);
+//  * the cuBLASLt fused path (MlpConfig::fused, the single-launch path off or not applicable):
+//    4 launches (5 for a uint8 batch), see Mlp::train_step_fused in mlp.cu.
 // Both compute the same function (same model, loss, SGD with momentum and initialisation);
 // they differ only in fp32 summation order. Each is deterministic and independent of where the
 // batch lives.
@@ -27,6 +30,7 @@ namespace memstrat {
 
 namespace kernels {
 class GemmLt;
+class FusedStep;
 }
 
 struct MlpConfig {
@@ -40,6 +44,9 @@ struct MlpConfig {
   /// Use the fused one-hidden-layer step when it applies (layers.size() == 3, cuBLAS backend,
   /// a shape the fused kernels take); false always runs the layer-by-layer path.
   bool fused = true;
+  /// With fused: prefer the single-launch step (kernels/fused_step.h) where it applies (fp32
+  /// only, so not with tf32); false: the cuBLASLt fused path.
+  bool single_launch = true;
 };
 
 class Mlp {
@@ -57,8 +64,13 @@ class Mlp {
                 std::int32_t* sample_correct);
 
   const MlpConfig& config() const { return cfg_; }
-  /// True when train_step / evaluate run the fused one-hidden-layer path.
-  bool fused() const { return lt_ != nullptr; }
+  /// True when train_step / evaluate run a fused one-hidden-layer path (single-launch or
+  /// cuBLASLt).
+  bool fused() const { return lt_ != nullptr || step_ != nullptr; }
+  /// Which implementation runs a step: "single-launch", "cublaslt-fused" or "layer-by-layer".
+  std::string step_kind() const;
+  /// Why the single-launch step is not used ("" when it is).
+  const std::string& single_off_reason() const { return single_off_reason_; }
   /// Why the fused path is not used ("" when it is): off in the config, depth, backend, shape.
   const std::string& fused_off_reason() const { return fused_off_reason_; }
   std::size_t parameter_count() const { return params_.size(); }
@@ -78,7 +90,11 @@ class Mlp {
   MlpConfig cfg_;
   cudaStream_t stream_;
   kernels::Gemm gemm_;
-  std::unique_ptr<kernels::GemmLt> lt_;  // only on the fused path
+  std::unique_ptr<kernels::FusedStep> step_;  // only on the single-launch path
+  DeviceBuffer<float> partial_;               // its phase-A partial sums
+  std::string single_off_reason_;
+  void train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
+  std::unique_ptr<kernels::GemmLt> lt_;  // only on the cuBLASLt fused path
   int lt_min_rows_ = 1;                  // row counts >= this (up to max_batch) run cuBLASLt
   std::string fused_off_reason_;
   std::vector<std::size_t> w_off_, b_off_;

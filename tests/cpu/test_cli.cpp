@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <sys/wait.h>
 
 #include "common/cuda_raii.h"
@@ -67,7 +68,19 @@ TEST(Cli, DefaultsMatchTheDesign) {
   EXPECT_EQ(c.mlp.layers[1], 256);
   EXPECT_TRUE(c.graphs);
   EXPECT_TRUE(c.mlp.fused);
+  EXPECT_TRUE(c.mlp.single_launch);
   EXPECT_TRUE(p.req.train.profile);
+}
+
+TEST(Cli, FusedChoosesTheStepImplementation) {
+  for (auto [value, fused, single] : {std::tuple{"on", true, true}, std::tuple{"lt", true, false},
+                                      std::tuple{"off", false, false}}) {
+    auto p = parse({"train", "--fused", value});
+    ASSERT_FALSE(p.code) << p.err;
+    const TrainConfig c = make_train_config(p.req.train);
+    EXPECT_EQ(c.mlp.fused, fused) << value;
+    EXPECT_EQ(c.mlp.single_launch, single) << value;
+  }
 }
 
 TEST(Cli, FullOptionSet) {

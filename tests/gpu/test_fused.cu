@@ -32,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -548,8 +549,11 @@ Batch make_batch(int rows, std::uint32_t seed) {
   return b;
 }
 
-MlpConfig mlp_config(int hidden, int max_batch, bool fused) {
+// fused && single: the single-launch step (kernels/fused_step.h); fused && !single: the
+// cuBLASLt fused path; !fused: layer by layer.
+MlpConfig mlp_config(int hidden, int max_batch, bool fused, bool single = true) {
   MlpConfig m;
+  m.single_launch = single;
   m.layers = {kF, hidden, kC};
   m.max_batch = max_batch;
   m.fused = fused;
@@ -663,6 +667,14 @@ TrainOut train(const MlpConfig& cfg, const std::vector<Batch>& batches, XPlace w
 
 TEST_F(Fused, MlpUsesTheFusedPathWhereItApplies) {
   EXPECT_TRUE(Mlp(mlp_config(256, 256, true), stream_).fused());
+  EXPECT_EQ(Mlp(mlp_config(256, 256, true), stream_).step_kind(), "single-launch");
+  EXPECT_EQ(Mlp(mlp_config(256, 256, true, false), stream_).step_kind(), "cublaslt-fused");
+  EXPECT_EQ(Mlp(mlp_config(256, 256, false), stream_).step_kind(), "layer-by-layer");
+  MlpConfig tf32 = mlp_config(256, 256, true);
+  tf32.tf32 = true;
+  const Mlp t32(tf32, stream_);
+  EXPECT_EQ(t32.step_kind(), "cublaslt-fused") << "the single-launch step is fp32 only";
+  EXPECT_NE(t32.single_off_reason().find("TF32"), std::string::npos) << t32.single_off_reason();
   EXPECT_TRUE(Mlp(mlp_config(1024, 8, true), stream_).fused());
   EXPECT_FALSE(Mlp(mlp_config(256, 256, false), stream_).fused());
   MlpConfig deep = mlp_config(256, 64, true);
@@ -694,12 +706,15 @@ TEST_F(Fused, FusedStepMatchesLayerByLayerStep) {
     std::vector<Batch> batches;
     for (std::size_t i = 0; i < c.rows.size(); ++i)
       batches.push_back(make_batch(c.rows[i], seed_of(51, c.hidden, static_cast<int>(i))));
-    for (XPlace where : {XPlace::Device, XPlace::U8Offset16}) {
+    for (auto [where, single] : {std::pair{XPlace::Device, true}, std::pair{XPlace::U8Offset16, true},
+                                 std::pair{XPlace::Device, false},
+                                 std::pair{XPlace::U8Offset16, false}}) {
       SCOPED_TRACE("hidden " + std::to_string(c.hidden) + " max_batch " +
-                   std::to_string(c.max_batch) + " " + name(where));
+                   std::to_string(c.max_batch) + " " + name(where) +
+                   (single ? " single-launch" : " cuBLASLt"));
       bool fused_on = false, fused_off = true;
-      const TrainOut f =
-          train(mlp_config(c.hidden, c.max_batch, true), batches, where, stream_, &fused_on);
+      const TrainOut f = train(mlp_config(c.hidden, c.max_batch, true, single), batches, where,
+                               stream_, &fused_on);
       const TrainOut u =
           train(mlp_config(c.hidden, c.max_batch, false), batches, where, stream_, &fused_off);
       ASSERT_TRUE(fused_on);
@@ -721,8 +736,10 @@ TEST_F(Fused, FusedStepMatchesLayerByLayerStep) {
 // uint8; and run after run. X is declared 16-byte aligned (every strategy's batches are: rows
 // are 3136 bytes from a >= 256-byte aligned base); an X that breaks that is refused loudly.
 TEST_F(Fused, FusedStepIsDeterministicAndIndependentOfWhereXLives) {
-  for (int hidden : {256, 1024}) {
-    const MlpConfig cfg = mlp_config(hidden, 256, true);
+  for (auto [hidden, single] : {std::pair{256, true}, std::pair{1024, true}, std::pair{256, false},
+                                std::pair{1024, false}}) {
+    SCOPED_TRACE(single ? "single-launch" : "cuBLASLt");
+    const MlpConfig cfg = mlp_config(hidden, 256, true, single);
     const std::vector<Batch> full = {make_batch(256, seed_of(61, hidden, 0)),
                                      make_batch(256, seed_of(61, hidden, 1))};
     std::vector<Batch> with_partial = full;
@@ -750,11 +767,14 @@ TEST_F(Fused, FusedStepIsDeterministicAndIndependentOfWhereXLives) {
 // partial batch; with max_batch 1030 the partial batch takes the classic-cuBLAS route) must
 // work and give the bits of the eager step.
 TEST_F(Fused, FusedStepCapturedInAGraphMatchesEager) {
-  for (auto [max_batch, partial, where] :
-       {std::tuple{256, 96, XPlace::Device}, std::tuple{256, 96, XPlace::U8Offset16},
-        std::tuple{1030, 5, XPlace::Device}}) {
-    SCOPED_TRACE(std::string(name(where)) + " max_batch " + std::to_string(max_batch));
-    const MlpConfig cfg = mlp_config(256, max_batch, true);
+  for (auto [max_batch, partial, where, single] :
+       {std::tuple{256, 96, XPlace::Device, true}, std::tuple{256, 96, XPlace::U8Offset16, true},
+        std::tuple{8, 3, XPlace::U8Offset16, true}, std::tuple{1030, 5, XPlace::Device, true},
+        std::tuple{256, 96, XPlace::Device, false}, std::tuple{256, 96, XPlace::U8Offset16, false},
+        std::tuple{1030, 5, XPlace::Device, false}}) {
+    SCOPED_TRACE(std::string(name(where)) + " max_batch " + std::to_string(max_batch) +
+                 (single ? " single-launch" : " cuBLASLt"));
+    const MlpConfig cfg = mlp_config(256, max_batch, true, single);
     const std::vector<Batch> batches = {make_batch(max_batch, seed_of(71, 0)),
                                         make_batch(partial, seed_of(71, 1))};
     const std::size_t total = static_cast<std::size_t>(max_batch + partial);
@@ -793,8 +813,9 @@ TEST_F(Fused, FusedStepCapturedInAGraphMatchesEager) {
 // evaluate() on the fused path: the loss of the forward pass equals the loss a training
 // step reports for the same batch before its update.
 TEST_F(Fused, FusedEvaluateMatchesTheTrainingForward) {
-  for (int rows : {256, 13}) {
-    const MlpConfig cfg = mlp_config(256, 256, true);
+  for (auto [rows, single] : {std::pair{256, true}, std::pair{13, true}, std::pair{256, false},
+                              std::pair{13, false}}) {
+    const MlpConfig cfg = mlp_config(256, 256, true, single);
     const Batch b = make_batch(rows, seed_of(81, rows));
     Mlp mlp(cfg, stream_);
     auto dx = to_device(b.x, stream_);
@@ -808,7 +829,7 @@ TEST_F(Fused, FusedEvaluateMatchesTheTrainingForward) {
     v.y = dy.data();
     v.rows = rows;
     mlp.train_step(v, l2.data(), c2.data());
-    SCOPED_TRACE("rows " + std::to_string(rows));
+    SCOPED_TRACE("rows " + std::to_string(rows) + (single ? " single-launch" : " cuBLASLt"));
     EXPECT_TRUE(bitwise_equal(to_host(l1.data(), rows, stream_), to_host(l2.data(), rows, stream_),
                               "loss"));
     EXPECT_TRUE(bitwise_equal(to_host(c1.data(), rows, stream_), to_host(c2.data(), rows, stream_),

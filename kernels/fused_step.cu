@@ -1,0 +1,547 @@
+// fused_step.cu: the single-launch training step (see fused_step.h).
+//
+// One cooperative kernel, 256-thread blocks (8 warps), a grid of 1-2 blocks per SM, three
+// phases with cooperative_groups grid barriers between them. Work items are dealt out
+// round-robin (item = first + k·stride), and what an item computes never depends on which
+// warp or block runs it, so the grid size changes timing only.
+//
+//   A  Z = X·W1. Item = (warp tile, K chunk). A warp tile is (4·TR) rows × (128/TR) units, each
+//      lane a 4×4 register tile (TR lanes down, 32/TR across; TR = 1, 2, 4, 8 by batch size so a
+//      batch of 8 does not pad to 32 rows). Per K quad a lane loads 4 float4 of X (4 rows ×
+//      4 k; a uint8 row as uchar4, normalised on load) and 4 float4 of W1 (4 k × 4 units) and
+//      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
+//      batches still spread over ~1000 warps; each chunk's partial goes to `partial`.
+//   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
+//      order) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed xor butterfly,
+//      then the warps of a row combined in warp order through shared memory, + b2. Softmax,
+//      loss, correct, dlogits and dH exactly as fused_head does them (W2 staged transposed
+//      in shared memory).
+//   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
+//      row), K = rows split over StepPlan::c_split warps and combined in warp order through
+//      shared memory; the owning lane applies the momentum-SGD step to its 4×4 of W1 / vW1 at
+//      once (gW1 never goes to memory). Blocks of another kind sum dW2, db1 (32 units per
+//      block, 8 row groups, fixed tree) and db2 and step W2, b1, b2.
+// Phase A reads W1 and phase B reads W2 / b1 before the barrier after which phase C writes
+// them, and data written in one phase is first read after a barrier, never before in the same
+// launch.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "kernels/fused_step.h"
+
+namespace cg = cooperative_groups;
+
+namespace memstrat::kernels {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kWarps = FusedStep::kThreads / kWarp;  // 8
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMaxC = kStepMaxClasses;
+static_assert(kMaxC <= kWarp, "lane c stores dlogits[c]");
+constexpr std::size_t kMaxSmemFloats = 48 * 1024 / sizeof(float);  // no opt-in needed
+constexpr int kTargetAItems = 1024;  // phase-A work items wanted per step
+constexpr int kMaxChunks = 32;
+constexpr int kCTileM = 32, kCTileN = 16;  // phase-C tile (inputs × units)
+constexpr int kSmallUnits = kWarp;         // units per small-layer block
+
+// ---- loads ---------------------------------------------------------------------------------
+// Same expression as normalize_u8 / cpu_ref::normalize_pixel.
+__device__ __forceinline__ float norm_px(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
+// X is never written during a launch: the read-only path is safe for it.
+__device__ __forceinline__ float4 load_x4(const float* p) {
+  return __ldg(reinterpret_cast<const float4*>(p));
+}
+__device__ __forceinline__ float4 load_x4(const std::uint8_t* p) {
+  const uchar4 u = __ldg(reinterpret_cast<const uchar4*>(p));
+  return make_float4(norm_px(u.x), norm_px(u.y), norm_px(u.z), norm_px(u.w));
+}
+// Buffers written by this kernel: plain (coherent) loads.
+__device__ __forceinline__ float4 load4(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+__device__ __forceinline__ float comp(const float4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ float& comp(float4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The sgd_update step (same fmaf expressions as elementwise.cu / fused_mlp.cu).
+__device__ __forceinline__ void sgd_step(float& p, float g, float* v, float lr, float momentum) {
+  if (v != nullptr) {
+    const float nv = fmaf(momentum, *v, g);
+    *v = nv;
+    p = fmaf(-lr, nv, p);
+  } else {
+    p = fmaf(-lr, g, p);
+  }
+}
+
+template <typename XT>
+__device__ __forceinline__ const XT* x_of(const StepArgs& a);
+template <>
+__device__ __forceinline__ const float* x_of<float>(const StepArgs& a) {
+  return a.x_f32;
+}
+template <>
+__device__ __forceinline__ const std::uint8_t* x_of<std::uint8_t>(const StepArgs& a) {
+  return a.x_u8;
+}
+
+// ---- phase A -------------------------------------------------------------------------------
+template <int TR, typename XT>
+__device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __restrict__ X,
+                                             int tile, int chunk, int chunks) {
+  constexpr int TC = kWarp / TR;
+  constexpr int WM = 4 * TR, WN = 4 * TC;
+  const int lane = threadIdx.x % kWarp;
+  const int tiles_n = (a.hidden + WN - 1) / WN;
+  const int r0 = (tile / tiles_n) * WM + 4 * (lane / TC);
+  const int j = (tile % tiles_n) * WN + 4 * (lane % TC);
+  const bool jv = j < a.hidden;
+  const int quads = a.in / 4;
+  const int q0 = static_cast<int>(static_cast<long long>(chunk) * quads / chunks);
+  const int q1 = static_cast<int>(static_cast<long long>(chunk + 1) * quads / chunks);
+  const XT* xr[4];
+  bool rv[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    rv[i] = r0 + i < a.rows;
+    xr[i] = X + static_cast<std::size_t>(rv[i] ? r0 + i : 0) * a.in;
+  }
+  const float* w = a.W1 + (jv ? j : 0);
+  const std::size_t ldw = static_cast<std::size_t>(a.hidden);
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 2
+  for (int q = q0; q < q1; ++q) {
+    float4 xa[4], wb[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) xa[i] = rv[i] ? load_x4(xr[i] + 4 * q) : zero;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wb[kk] = jv ? load4(w + static_cast<std::size_t>(4 * q + kk) * ldw) : zero;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+          acc[i][jj] = fmaf(comp(xa[i], kk), comp(wb[kk], jj), acc[i][jj]);
+  }
+  if (!jv) return;
+  float* out = a.partial + static_cast<std::size_t>(chunk) * a.rows * a.hidden;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (rv[i])
+      *reinterpret_cast<float4*>(out + static_cast<std::size_t>(r0 + i) * a.hidden + j) =
+          make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+}
+
+template <typename XT>
+__device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
+  const int WM = 4 * p.a_tr, WN = 128 / p.a_tr;
+  const int tiles = ((a.rows + WM - 1) / WM) * ((a.hidden + WN - 1) / WN);
+  const int items = tiles * p.a_chunks;
+  const int first = static_cast<int>(blockIdx.x) * kWarps + static_cast<int>(threadIdx.x) / kWarp;
+  const int stride = static_cast<int>(gridDim.x) * kWarps;
+  // Item = chunk·tiles + tile: neighbouring warps share a K chunk (and X rows).
+  for (int it = first; it < items; it += stride) {
+    const int chunk = it / tiles, tile = it % tiles;
+    switch (p.a_tr) {
+      case 1:
+        phase_a_item<1>(a, X, tile, chunk, p.a_chunks);
+        break;
+      case 2:
+        phase_a_item<2>(a, X, tile, chunk, p.a_chunks);
+        break;
+      case 4:
+        phase_a_item<4>(a, X, tile, chunk, p.a_chunks);
+        break;
+      default:
+        phase_a_item<8>(a, X, tile, chunk, p.a_chunks);
+        break;
+    }
+  }
+}
+
+// ---- phase B -------------------------------------------------------------------------------
+// sW[c * (hidden + 1) + j] = W2[j][c]; part: kWarps × kMaxC logit partials.
+__device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, float* part) {
+  const int C = a.classes, Hd = a.hidden, ld = Hd + 1;
+  const int wpr = p.b_wpr, rpb = kWarps / wpr;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int rloc = warp / wpr, pw = warp % wpr;
+  const int items = (a.rows + rpb - 1) / rpb;
+  const std::size_t cstride = static_cast<std::size_t>(a.rows) * Hd;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
+    const int row = item * rpb + rloc;
+    const bool valid = row < a.rows;  // warp-uniform
+    float z[kMaxC];
+#pragma unroll
+    for (int c = 0; c < kMaxC; ++c) z[c] = 0.f;
+    float* h = a.H + static_cast<std::size_t>(valid ? row : 0) * Hd;
+    if (valid) {
+      const float* zp = a.partial + static_cast<std::size_t>(row) * Hd;
+      for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
+        float s = zp[j];
+        for (int k = 1; k < p.a_chunks; ++k) s += zp[k * cstride + j];
+        s = s + a.b1[j];
+        const float hv = s < 0.f ? 0.f : s;
+        h[j] = hv;
+#pragma unroll
+        for (int c = 0; c < kMaxC; ++c)
+          if (c < C) z[c] = fmaf(hv, sW[c * ld + j], z[c]);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kMaxC; ++c) {
+      if (c < C) {
+#pragma unroll
+        for (int off = kWarp / 2; off > 0; off /= 2) z[c] += __shfl_xor_sync(kFull, z[c], off);
+      }
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c)
+        if (c < C) part[warp * kMaxC + c] = z[c];
+    }
+    __syncthreads();
+    if (valid) {
+      float lg[kMaxC];
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c) {
+        lg[c] = 0.f;
+        if (c < C) {
+          float s = part[(rloc * wpr) * kMaxC + c];
+          for (int q = 1; q < wpr; ++q) s += part[(rloc * wpr + q) * kMaxC + c];
+          lg[c] = s + a.b2[c];
+        }
+      }
+      // softmax cross-entropy, as fused_head (first maximum wins; bad label -> NaN, 0)
+      float mx = lg[0];
+      int arg = 0;
+#pragma unroll
+      for (int c = 1; c < kMaxC; ++c) {
+        if (c < C && lg[c] > mx) {
+          mx = lg[c];
+          arg = c;
+        }
+      }
+      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c)
+        if (c < C) sum += expf(lg[c] - mx);
+      const int label = a.labels[row];
+      const bool lab_ok = label >= 0 && label < C;
+      float z_label = 0.f;
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c)
+        if (c == label) z_label = lg[c];
+      if (pw == 0 && lane == 0) {
+        if (a.sample_loss != nullptr) a.sample_loss[row] = lab_ok ? logf(sum) - (z_label - mx) : NAN;
+        if (a.sample_correct != nullptr) a.sample_correct[row] = (lab_ok && arg == label) ? 1 : 0;
+      }
+      if (a.train) {
+        float d[kMaxC];
+#pragma unroll
+        for (int c = 0; c < kMaxC; ++c) {
+          d[c] = 0.f;
+          if (c < C) {
+            const float pr = expf(lg[c] - mx) / sum;
+            d[c] = (c == label ? pr - 1.f : pr) * a.grad_scale;
+          }
+        }
+        if (pw == 0) {
+          float* dl = a.dlogits + static_cast<std::size_t>(row) * C;
+#pragma unroll
+          for (int c = 0; c < kMaxC; ++c)
+            if (c < C && c == lane) dl[c] = d[c];
+        }
+        float* dh = a.dH + static_cast<std::size_t>(row) * Hd;
+        for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
+          float s = 0.f;
+#pragma unroll
+          for (int c = 0; c < kMaxC; ++c)
+            if (c < C) s = fmaf(d[c], sW[c * ld + j], s);
+          dh[j] = h[j] > 0.f ? s : 0.f;  // h[j]: written by this lane above
+        }
+      }
+    }
+    __syncthreads();  // part is rewritten by the next item
+  }
+}
+
+// ---- phase C -------------------------------------------------------------------------------
+template <typename XT>
+__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
+                           int item, float* red) {
+  const int S = p.c_split, tpb = kWarps / S;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int tiles_n = (a.hidden + kCTileN - 1) / kCTileN;
+  const int tiles = ((a.in + kCTileM - 1) / kCTileM) * tiles_n;
+  const int tile = item * tpb + warp / S, kp = warp % S;
+  const bool tv = tile < tiles;  // warp-uniform
+  const int f = tv ? (tile / tiles_n) * kCTileM + 4 * (lane / 4) : 0;
+  const int j = tv ? (tile % tiles_n) * kCTileN + 4 * (lane % 4) : 0;
+  const bool fv = tv && f < a.in, jv = tv && j < a.hidden;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
+  if (tv) {
+    const int k0 = static_cast<int>(static_cast<long long>(kp) * a.rows / S);
+    const int k1 = static_cast<int>(static_cast<long long>(kp + 1) * a.rows / S);
+    const XT* xp = X + f;
+    const float* dp = a.dH + j;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int r = k0; r < k1; ++r) {
+      const float4 xv = fv ? load_x4(xp + static_cast<std::size_t>(r) * a.in) : zero;
+      const float4 dv = jv ? load4(dp + static_cast<std::size_t>(r) * a.hidden) : zero;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv, jj), acc[i][jj]);
+    }
+  }
+  if (S > 1) {  // block-uniform
+#pragma unroll
+    for (int e = 0; e < 16; ++e) red[(warp * 16 + e) * kWarp + lane] = acc[e / 4][e % 4];
+    __syncthreads();
+    if (tv && kp == 0) {
+      for (int s = 1; s < S; ++s)
+#pragma unroll
+        for (int e = 0; e < 16; ++e) acc[e / 4][e % 4] += red[((warp + s) * 16 + e) * kWarp + lane];
+    }
+    __syncthreads();  // red is rewritten by the next item
+  }
+  if (!(kp == 0 && fv && jv)) return;
+  const bool use_v = a.momentum > 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
+    float4 w = load4(a.W1 + idx);
+    if (use_v) {
+      float4 v = load4(a.vW1 + idx);
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) sgd_step(comp(w, jj), acc[i][jj], &comp(v, jj), a.lr, a.momentum);
+      *reinterpret_cast<float4*>(a.vW1 + idx) = v;
+    } else {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) sgd_step(comp(w, jj), acc[i][jj], nullptr, a.lr, a.momentum);
+    }
+    *reinterpret_cast<float4*>(a.W1 + idx) = w;
+  }
+}
+
+// dW2 / db1 for units [32·si, 32·si + 32) and (si == 0) db2, then their SGD steps.
+__device__ void phase_c_small(const StepArgs& a, int si, float* red) {
+  const int C = a.classes;
+  const int F = C + 2;  // f < C: dW2[j][f]; f == C: db1[j]; f == C + 1: db2[lane]
+  const int tx = static_cast<int>(threadIdx.x) % kWarp, ty = static_cast<int>(threadIdx.x) / kWarp;
+  const int j0 = si * kSmallUnits;
+  const int j = j0 + tx;
+  const bool has_j = j < a.hidden;
+  const bool sums_b2 = si == 0 && tx < C;
+  float gw[kMaxC];
+#pragma unroll
+  for (int c = 0; c < kMaxC; ++c) gw[c] = 0.f;
+  float gb1 = 0.f, gb2 = 0.f;
+#pragma unroll 4
+  for (int r = ty; r < a.rows; r += kWarps) {
+    const float* dl = a.dlogits + static_cast<std::size_t>(r) * C;
+    if (has_j) {
+      const std::size_t idx = static_cast<std::size_t>(r) * a.hidden + j;
+      const float hv = a.H[idx];
+      gb1 += a.dH[idx];
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c)
+        if (c < C) gw[c] = fmaf(hv, dl[c], gw[c]);
+    }
+    if (sums_b2) gb2 += dl[tx];
+  }
+#pragma unroll
+  for (int c = 0; c < kMaxC; ++c)
+    if (c < C) red[(ty * F + c) * kWarp + tx] = gw[c];
+  red[(ty * F + C) * kWarp + tx] = gb1;
+  red[(ty * F + C + 1) * kWarp + tx] = gb2;
+  __syncthreads();
+#pragma unroll
+  for (int half = kWarps / 2; half > 0; half /= 2) {
+    if (ty < half)
+      for (int f = 0; f < F; ++f) red[(ty * F + f) * kWarp + tx] += red[((ty + half) * F + f) * kWarp + tx];
+    __syncthreads();
+  }
+  const bool use_v = a.momentum > 0.f;
+  const int nj = a.hidden - j0 < kSmallUnits ? a.hidden - j0 : kSmallUnits;
+  for (int e = threadIdx.x; e < nj * C; e += blockDim.x) {  // W2 rows j0.. are contiguous
+    const int jl = e / C, c = e - jl * C;
+    const std::size_t idx = static_cast<std::size_t>(j0) * C + e;
+    sgd_step(a.W2[idx], red[c * kWarp + jl], use_v ? a.vW2 + idx : nullptr, a.lr, a.momentum);
+  }
+  if (static_cast<int>(threadIdx.x) < nj) {
+    const int jj = j0 + static_cast<int>(threadIdx.x);
+    sgd_step(a.b1[jj], red[C * kWarp + threadIdx.x], use_v ? a.vb1 + jj : nullptr, a.lr, a.momentum);
+  }
+  if (si == 0 && static_cast<int>(threadIdx.x) < C) {
+    const int c = static_cast<int>(threadIdx.x);
+    sgd_step(a.b2[c], red[(C + 1) * kWarp + c], use_v ? a.vb2 + c : nullptr, a.lr, a.momentum);
+  }
+  __syncthreads();  // red is rewritten by the next item
+}
+
+template <typename XT>
+__global__ void __launch_bounds__(FusedStep::kThreads)
+    fused_step_kernel(StepArgs a, StepPlan p) {
+  extern __shared__ float smem[];
+  const XT* X = x_of<XT>(a);
+  cg::grid_group grid = cg::this_grid();
+  const int C = a.classes, ld = a.hidden + 1;
+  float* sW = smem;
+  float* part = smem + static_cast<std::size_t>(C) * ld;
+  for (int i = threadIdx.x; i < a.hidden * C; i += blockDim.x) {
+    const int j = i / C, c = i - j * C;
+    sW[c * ld + j] = a.W2[i];
+  }
+  phase_a(a, X, p);
+  grid.sync();  // also a block barrier: sW is complete
+  phase_b(a, p, sW, part);
+  if (!a.train) return;
+  grid.sync();
+  const int small = (a.hidden + kSmallUnits - 1) / kSmallUnits;
+  const int tiles = ((a.in + kCTileM - 1) / kCTileM) * ((a.hidden + kCTileN - 1) / kCTileN);
+  const int tpb = kWarps / p.c_split;
+  const int items = small + (tiles + tpb - 1) / tpb;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
+    if (item < small)
+      phase_c_small(a, item, smem);
+    else
+      phase_c_w1(a, X, p, item - small, smem);
+  }
+}
+
+std::size_t smem_floats(int hidden, int classes) {
+  const std::size_t b = static_cast<std::size_t>(classes) * (static_cast<std::size_t>(hidden) + 1) +
+                        static_cast<std::size_t>(kWarps) * kMaxC;
+  const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp;
+  const std::size_t c_small = static_cast<std::size_t>(kWarps) * (classes + 2) * kWarp;
+  return std::max({b, c_w1, c_small});
+}
+
+bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
+
+}  // namespace
+
+std::string step_unsupported(int in, int hidden, int classes) {
+  if (in <= 0 || hidden <= 0 || classes <= 0) return "input, hidden and classes must be > 0";
+  if (in % 4 != 0) return "input size " + std::to_string(in) + " is not a multiple of 4";
+  if (hidden % 4 != 0) return "hidden size " + std::to_string(hidden) + " is not a multiple of 4";
+  if (classes > kStepMaxClasses)
+    return std::to_string(classes) + " classes (the single-launch step takes at most " +
+           std::to_string(kStepMaxClasses) + ")";
+  if (smem_floats(hidden, classes) > kMaxSmemFloats)
+    return "W2 (" + std::to_string(hidden) + "×" + std::to_string(classes) +
+           ") does not fit in 48 KiB of shared memory";
+  return "";
+}
+
+StepPlan plan_step(int rows, int in, int hidden) {
+  StepPlan p;
+  p.rows = rows;
+  p.a_tr = rows <= 4 ? 1 : rows <= 8 ? 2 : rows <= 16 ? 4 : 8;
+  const int WM = 4 * p.a_tr, WN = 128 / p.a_tr;
+  const long long tiles = static_cast<long long>((rows + WM - 1) / WM) * ((hidden + WN - 1) / WN);
+  long long chunks = tiles > 0 ? kTargetAItems / tiles : 1;
+  chunks = std::min<long long>(chunks, std::min(kMaxChunks, std::max(in / 4, 1)));
+  p.a_chunks = static_cast<int>(std::max<long long>(chunks, 1));
+  p.b_wpr = rows <= 128 ? 8 : rows <= 256 ? 4 : rows <= 512 ? 2 : 1;
+  p.c_split = rows >= 1024 ? 8 : rows >= 512 ? 4 : rows >= 256 ? 2 : 1;
+  return p;
+}
+
+std::size_t step_partial_floats(int max_batch, int in, int hidden) {
+  std::size_t most = 0;
+  for (int rows = 1; rows <= max_batch; ++rows)
+    most = std::max(most, static_cast<std::size_t>(plan_step(rows, in, hidden).a_chunks) * rows *
+                              static_cast<std::size_t>(hidden));
+  return most;
+}
+
+FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm)
+    : in_(in), hidden_(hidden), classes_(classes), max_batch_(max_batch) {
+  if (const std::string why = step_unsupported(in, hidden, classes); !why.empty())
+    throw std::invalid_argument("FusedStep: " + why);
+  if (max_batch <= 0) throw std::invalid_argument("FusedStep: max_batch must be > 0");
+  if (blocks_per_sm < 0) throw std::invalid_argument("FusedStep: blocks_per_sm must be >= 0");
+  int dev = 0, sms = 0, coop = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  if (!coop) throw std::runtime_error("FusedStep: this GPU does not support cooperative launches");
+  smem_ = smem_floats(hidden, classes) * sizeof(float);
+  int occ_f = 0, occ_u = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_f, fused_step_kernel<float>,
+                                                           kThreads, smem_));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_u, fused_step_kernel<std::uint8_t>,
+                                                           kThreads, smem_));
+  const int occ = std::min(occ_f, occ_u);
+  if (occ < 1) throw std::runtime_error("FusedStep: the kernel does not fit on an SM");
+  if (blocks_per_sm > occ)
+    throw std::invalid_argument("FusedStep: " + std::to_string(blocks_per_sm) +
+                                " blocks per SM requested, " + std::to_string(occ) + " fit");
+  grid_ = sms * (blocks_per_sm > 0 ? blocks_per_sm : std::min(occ, 2));
+}
+
+void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
+  const auto bad = [](const std::string& m) { throw std::invalid_argument("FusedStep::run: " + m); };
+  if (a.in != in_ || a.hidden != hidden_ || a.classes != classes_)
+    bad("shape differs from the one the launcher was built for");
+  if (a.rows < 0 || a.rows > max_batch_)
+    bad(std::to_string(a.rows) + " rows (max_batch is " + std::to_string(max_batch_) + ")");
+  if ((a.x_f32 == nullptr) == (a.x_u8 == nullptr)) bad("exactly one of x_f32 / x_u8 must be set");
+  if (a.x_f32 && !aligned(a.x_f32, 16)) bad("a float X must be 16-byte aligned");
+  if (a.x_u8 && !aligned(a.x_u8, 4)) bad("a uint8 X must be 4-byte aligned");
+  if (!a.labels || !a.W1 || !a.b1 || !a.W2 || !a.b2 || !a.H || !a.partial)
+    bad("labels, W1, b1, W2, b2, H and partial are required");
+  if (!aligned(a.W1, 16) || !aligned(a.H, 16) || !aligned(a.partial, 16))
+    bad("W1, H and partial must be 16-byte aligned");
+  if (a.train) {
+    if (!a.dH || !a.dlogits) bad("training needs dH and dlogits");
+    if (!aligned(a.dH, 16)) bad("dH must be 16-byte aligned");
+    if (!(a.momentum >= 0.f)) bad("momentum must be >= 0");
+    if (a.momentum > 0.f && (!a.vW1 || !a.vb1 || !a.vW2 || !a.vb2))
+      bad("momentum > 0 needs every velocity");
+    if (a.momentum > 0.f && !aligned(a.vW1, 16)) bad("vW1 must be 16-byte aligned");
+  }
+  if (a.rows == 0) return;
+  const StepPlan plan = plan_step(a.rows, a.in, a.hidden);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid_));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem_;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (a.x_u8)
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<std::uint8_t>, a, plan));
+  else
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<float>, a, plan));
+}
+
+}  // namespace memstrat::kernels

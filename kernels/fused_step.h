@@ -1,0 +1,89 @@
+// fused_step.h: the whole training step of the one-hidden-layer MLP in ONE kernel launch
+// (Mlp's single-launch path, the default where it applies). A cooperative kernel runs three
+// phases separated by grid-wide barriers:
+//   A  forward GEMM   Z = X·W1, split over (warp tile × K chunk) work items, fp32 partials
+//   B  head           H = relu(sum of the partials + b1), logits = H·W2 + b2, softmax
+//                     cross-entropy (loss, correct), dlogits, dH = (dlogits·W2^T) ⊙ 1[H > 0]
+//   C  update         gW1 = X^T·dH tile by tile with W1's momentum-SGD step applied in place,
+//                     and dW2 / db2 / db1 with the SGD step of W2, b2, b1
+// A uint8 batch is normalised on load (the expression of normalize_u8). Evaluation runs A and
+// B only. Everything is fp32 on CUDA cores (no TF32).
+//
+// Determinism: how the work is split (StepPlan) depends only on rows / in / hidden, never on
+// the grid size or the GPU; every sum has a fixed order; no atomics. So results are bitwise
+// the same run after run, for every strategy's batch pointer, and for any grid size (a GPU
+// test checks 1 and 2 blocks per SM).
+//
+// Supported shapes (step_unsupported says why not): in % 4 == 0, hidden % 4 == 0,
+// 1 <= classes <= kStepMaxClasses, and W2 fits in 48 KiB of shared memory. X must be 16-byte
+// (f32) / 4-byte (u8) aligned: every strategy's batches are when in % 4 == 0; run() refuses a
+// pointer that is not rather than read it misaligned.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace memstrat::kernels {
+
+inline constexpr int kStepMaxClasses = 16;
+
+/// "" when the single-launch step takes this shape, else the reason it does not.
+std::string step_unsupported(int in, int hidden, int classes);
+
+/// How one step with `rows` rows is split into work items (a pure function of its arguments).
+struct StepPlan {
+  int rows = 0;
+  int a_tr = 8;     // phase A warp tile: (4·a_tr) rows × (128 / a_tr) hidden units
+  int a_chunks = 1; // phase A: K (= in) split into this many chunks, summed in phase B in order
+  int b_wpr = 1;    // phase B: warps per row (each takes every b_wpr-th group of 32 units)
+  int c_split = 1;  // phase C: warps splitting K (= rows) of one 32×16 gW1 tile
+};
+StepPlan plan_step(int rows, int in, int hidden);
+/// Floats of the phase-A partial buffer a step of up to max_batch rows needs.
+std::size_t step_partial_floats(int max_batch, int in, int hidden);
+
+/// Everything one launch reads and writes. Exactly one of x_f32 / x_u8 is set.
+struct StepArgs {
+  const float* x_f32 = nullptr;         // [rows × in]
+  const std::uint8_t* x_u8 = nullptr;   // [rows × in], normalised as normalize_u8 does
+  const std::int32_t* labels = nullptr; // [rows]
+  int rows = 0, in = 0, hidden = 0, classes = 0;
+  float* W1 = nullptr;  // [in × hidden]     parameters, updated in place when train
+  float* b1 = nullptr;  // [hidden]
+  float* W2 = nullptr;  // [hidden × classes]
+  float* b2 = nullptr;  // [classes]
+  float* vW1 = nullptr; // momentum velocities (unused when momentum == 0)
+  float* vb1 = nullptr;
+  float* vW2 = nullptr;
+  float* vb2 = nullptr;
+  float* H = nullptr;        // [rows × hidden] workspace (post-ReLU activations)
+  float* dH = nullptr;       // [rows × hidden] workspace (train only)
+  float* dlogits = nullptr;  // [rows × classes] workspace (train only)
+  float* partial = nullptr;  // step_partial_floats(...) workspace
+  float* sample_loss = nullptr;            // [rows], may be nullptr
+  std::int32_t* sample_correct = nullptr;  // [rows], may be nullptr
+  float grad_scale = 1.f;  // dlogits factor (1/rows for the mean loss)
+  float lr = 0.f, momentum = 0.f;
+  bool train = true;  // false: forward, loss and correct only (phases A and B)
+};
+
+/// The launcher: sizes the cooperative grid once (occupancy query at construction, never
+/// inside a graph capture) and checks every call's arguments.
+class FusedStep {
+ public:
+  /// blocks_per_sm == 0: as many as fit, at most 2.
+  FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
+  void run(const StepArgs& a, cudaStream_t s) const;
+  int grid_blocks() const { return grid_; }
+  static constexpr int kThreads = 256;
+
+ private:
+  int in_, hidden_, classes_, max_batch_;
+  int grid_ = 0;
+  std::size_t smem_ = 0;
+};
+
+}  // namespace memstrat::kernels

@@ -1,0 +1,368 @@
+// test_fused_step.cu: the single-launch training step (kernels/fused_step.h) against the CPU
+// reference of the same step, for batch sizes that take every phase-A tile shape (1..1024
+// rows), shapes whose tiles do not divide evenly (in 36, hidden 20), uint8 and float input,
+// momentum 0 and 0.9; evaluation (phases A+B only); bitwise determinism and independence
+// of the grid size; argument checks. Skips (GTEST_SKIP) without a device.
+//
+// Reference (kernels/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
+// cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
+// cpu_ref::fused_update (dW2, db2, db1 and the SGD step of W2, b2, b1, W1).
+// Tolerances (|got - ref| <= atol + rtol·|ref|):
+//  * loss: atol 5e-5, rtol 1e-5 (as test_fused.cu's fused_head: the logits are fp32 sums of
+//    `hidden` + `in` terms; rounding ~1e-6);
+//  * parameters after one step: the step moves a parameter by lr·|v| ~ 0.05·1e-2; fp32
+//    summation order changes v by ~1e-6 relative, so params atol 1e-6, rtol 1e-5, and
+//    velocities (= momentum·v0 + gradient) atol 1e-6, rtol 1e-4. A wrong index, a missing
+//    chunk or a dropped row moves values by ~1e-4 and more. A hidden unit whose
+//    pre-activation is within rounding of 0 could flip its ReLU between GPU and reference
+//    (probability ~1e-6 per unit with these random inputs).
+//  * correct: may differ only where the two largest reference logits are within 1e-4.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/cuda_raii.h"
+#include "kernels/cpu_reference.h"
+#include "kernels/fused_mlp.h"
+#include "kernels/fused_step.h"
+#include "kernel_test_support.h"
+
+namespace {
+
+using namespace memstrat::kernel_testing;  // NOLINT: shared test helpers
+
+using memstrat::DeviceBuffer;
+namespace ref = memstrat::cpu_ref;
+namespace k = memstrat::kernels;
+
+class SingleLaunch : public WithGpuStream<> {};
+
+struct Case {
+  int rows, in, hidden, classes;
+  bool u8;
+  float momentum;
+  int max_batch = 0;  // 0: rows
+};
+
+std::string describe(const Case& c) {
+  return "rows " + std::to_string(c.rows) + " in " + std::to_string(c.in) + " hidden " +
+         std::to_string(c.hidden) + " classes " + std::to_string(c.classes) +
+         (c.u8 ? " u8" : " f32") + " momentum " + std::to_string(c.momentum);
+}
+
+// Host state of one step: inputs and parameters.
+struct Host {
+  std::vector<std::uint8_t> px;
+  std::vector<float> x;  // normalised as the GPU does
+  std::vector<std::int32_t> y;
+  std::vector<float> W1, b1, W2, b2, vW1, vb1, vW2, vb2;
+};
+
+Host make_host(const Case& c, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Host h;
+  std::uniform_int_distribution<int> px(0, 255);
+  h.px.resize(static_cast<std::size_t>(c.rows) * c.in);
+  for (auto& p : h.px) p = static_cast<std::uint8_t>(px(rng) < 100 ? 0 : px(rng));
+  h.x.resize(h.px.size());
+  for (std::size_t i = 0; i < h.x.size(); ++i) h.x[i] = ref::normalize_pixel(h.px[i]);
+  std::uniform_int_distribution<int> lab(0, c.classes - 1);
+  h.y.resize(static_cast<std::size_t>(c.rows));
+  for (auto& v : h.y) v = lab(rng);
+  const float s1 = std::sqrt(2.f / static_cast<float>(c.in)), s2 = std::sqrt(2.f / c.hidden);
+  h.W1 = random_floats(static_cast<std::size_t>(c.in) * c.hidden, rng, -s1, s1);
+  h.b1 = random_floats(c.hidden, rng, -0.1f, 0.1f);
+  h.W2 = random_floats(static_cast<std::size_t>(c.hidden) * c.classes, rng, -s2, s2);
+  h.b2 = random_floats(c.classes, rng, -0.1f, 0.1f);
+  const bool mom = c.momentum > 0.f;
+  h.vW1 = mom ? random_floats(h.W1.size(), rng, -0.01f, 0.01f) : std::vector<float>();
+  h.vb1 = mom ? random_floats(h.b1.size(), rng, -0.01f, 0.01f) : std::vector<float>();
+  h.vW2 = mom ? random_floats(h.W2.size(), rng, -0.01f, 0.01f) : std::vector<float>();
+  h.vb2 = mom ? random_floats(h.b2.size(), rng, -0.01f, 0.01f) : std::vector<float>();
+  return h;
+}
+
+struct Out {
+  std::vector<float> W1, b1, W2, b2, vW1, vb1, vW2, vb2, loss;
+  std::vector<std::int32_t> correct;
+};
+
+// One launch of the single-launch step on copies of h.
+Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
+  const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
+  const k::FusedStep step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
+  auto x = to_device(h.x, s);
+  auto px = to_device(h.px, s);
+  auto y = to_device(h.y, s);
+  auto W1 = to_device(h.W1, s), b1 = to_device(h.b1, s), W2 = to_device(h.W2, s),
+       b2 = to_device(h.b2, s);
+  const bool mom = c.momentum > 0.f;
+  DeviceBuffer<float> vW1, vb1, vW2, vb2;
+  if (mom) {
+    vW1 = to_device(h.vW1, s);
+    vb1 = to_device(h.vb1, s);
+    vW2 = to_device(h.vW2, s);
+    vb2 = to_device(h.vb2, s);
+  }
+  const std::size_t rh = static_cast<std::size_t>(max_batch) * c.hidden;
+  DeviceBuffer<float> H(rh), dH(rh), dl(static_cast<std::size_t>(max_batch) * c.classes),
+      part(k::step_partial_floats(max_batch, c.in, c.hidden)), loss(c.rows);
+  DeviceBuffer<std::int32_t> correct(c.rows);
+  poison(H.data(), H.size(), s);
+  poison(dH.data(), dH.size(), s);
+  poison(dl.data(), dl.size(), s);
+  poison(part.data(), part.size(), s);
+  poison(loss.data(), loss.size(), s);
+  poison(correct.data(), correct.size(), s);
+  k::StepArgs a;
+  if (c.u8)
+    a.x_u8 = px.data();
+  else
+    a.x_f32 = x.data();
+  a.labels = y.data();
+  a.rows = c.rows;
+  a.in = c.in;
+  a.hidden = c.hidden;
+  a.classes = c.classes;
+  a.W1 = W1.data();
+  a.b1 = b1.data();
+  a.W2 = W2.data();
+  a.b2 = b2.data();
+  if (mom) {
+    a.vW1 = vW1.data();
+    a.vb1 = vb1.data();
+    a.vW2 = vW2.data();
+    a.vb2 = vb2.data();
+  }
+  a.H = H.data();
+  a.dH = dH.data();
+  a.dlogits = dl.data();
+  a.partial = part.data();
+  a.sample_loss = loss.data();
+  a.sample_correct = correct.data();
+  a.grad_scale = 1.f / static_cast<float>(c.rows);
+  a.lr = 0.05f;
+  a.momentum = c.momentum;
+  a.train = train;
+  step.run(a, s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  Out o;
+  o.W1 = to_host(W1.data(), W1.size(), s);
+  o.b1 = to_host(b1.data(), b1.size(), s);
+  o.W2 = to_host(W2.data(), W2.size(), s);
+  o.b2 = to_host(b2.data(), b2.size(), s);
+  if (mom) {
+    o.vW1 = to_host(vW1.data(), vW1.size(), s);
+    o.vb1 = to_host(vb1.data(), vb1.size(), s);
+    o.vW2 = to_host(vW2.data(), vW2.size(), s);
+    o.vb2 = to_host(vb2.data(), vb2.size(), s);
+  }
+  o.loss = to_host(loss.data(), loss.size(), s);
+  o.correct = to_host(correct.data(), correct.size(), s);
+  return o;
+}
+
+struct Ref {
+  Out out;
+  std::vector<bool> near_tie;  // rows whose two largest logits are within 1e-4
+};
+
+Ref run_ref(const Case& c, const Host& h, bool train) {
+  Ref r;
+  Out& o = r.out;
+  o = Out{h.W1, h.b1, h.W2, h.b2, h.vW1, h.vb1, h.vW2, h.vb2, {}, {}};
+  const std::size_t rh = static_cast<std::size_t>(c.rows) * c.hidden;
+  std::vector<float> H(rh), dH(rh), dl(static_cast<std::size_t>(c.rows) * c.classes),
+      logits(static_cast<std::size_t>(c.rows) * c.classes);
+  ref::gemm_nn(h.x.data(), h.W1.data(), H.data(), c.rows, c.hidden, c.in, h.b1.data(),
+               k::Epilogue::BiasRelu);
+  ref::gemm_nn(H.data(), h.W2.data(), logits.data(), c.rows, c.classes, c.hidden, h.b2.data(),
+               k::Epilogue::Bias);
+  for (int i = 0; i < c.rows; ++i) {
+    std::vector<float> z(logits.begin() + static_cast<std::ptrdiff_t>(i) * c.classes,
+                         logits.begin() + static_cast<std::ptrdiff_t>(i + 1) * c.classes);
+    std::sort(z.begin(), z.end());
+    r.near_tie.push_back(c.classes > 1 && z[c.classes - 1] - z[c.classes - 2] < 1e-4f);
+  }
+  o.loss.resize(c.rows);
+  o.correct.resize(c.rows);
+  ref::fused_head(H.data(), h.W2.data(), h.b2.data(), h.y.data(), dl.data(), dH.data(),
+                  o.loss.data(), o.correct.data(), c.rows, c.hidden, c.classes,
+                  1.f / static_cast<float>(c.rows));
+  if (!train) return r;
+  std::vector<float> gW1(h.W1.size());
+  ref::gemm_tn(h.x.data(), dH.data(), gW1.data(), c.in, c.hidden, c.rows);
+  const bool mom = c.momentum > 0.f;
+  k::FusedUpdateArgs u;
+  u.H = H.data();
+  u.dlogits = dl.data();
+  u.dH = dH.data();
+  u.W2 = o.W2.data();
+  u.b2 = o.b2.data();
+  u.b1 = o.b1.data();
+  u.vW2 = mom ? o.vW2.data() : nullptr;
+  u.vb2 = mom ? o.vb2.data() : nullptr;
+  u.vb1 = mom ? o.vb1.data() : nullptr;
+  u.W1 = o.W1.data();
+  u.gW1 = gW1.data();
+  u.vW1 = mom ? o.vW1.data() : nullptr;
+  u.n_w1 = gW1.size();
+  u.rows = c.rows;
+  u.hidden = c.hidden;
+  u.classes = c.classes;
+  u.lr = 0.05f;
+  u.momentum = c.momentum;
+  ref::fused_update(u);
+  return r;
+}
+
+void expect_correct_matches(const std::vector<std::int32_t>& got, const Ref& r) {
+  int differ = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != r.out.correct[i] && !r.near_tie[i]) ++differ;
+  EXPECT_EQ(differ, 0) << "sample_correct differs (outside near ties) in " << differ << " rows";
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      // every phase-A tile shape (rows <= 4, 8, 16, > 16) and c_split 1/2/4/8
+      {1, 784, 256, 10, true, 0.9f},    {3, 784, 256, 10, false, 0.f},
+      {8, 784, 256, 10, true, 0.9f},    {13, 784, 1024, 10, false, 0.9f},
+      {64, 784, 256, 10, true, 0.9f},   {256, 784, 256, 10, true, 0.9f},
+      {256, 784, 256, 10, false, 0.9f}, {300, 784, 1024, 10, true, 0.f},
+      {600, 784, 256, 10, false, 0.9f}, {1024, 784, 256, 10, true, 0.9f},
+      // tiles that do not divide: in 36 (phase C: 32 + 4), hidden 20 (every tile width),
+      // 3 and 16 classes; a partial batch of a larger max_batch
+      {37, 36, 20, 3, false, 0.9f},     {5, 36, 20, 16, true, 0.f},
+      {100, 784, 256, 10, true, 0.9f, 256},
+  };
+  return c;
+}
+
+TEST_F(SingleLaunch, StepMatchesCpuReference) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const Host h = make_host(c, seed_of(91, c.rows, c.hidden, c.in));
+    const Out g = run_gpu(c, h, true, stream_);
+    const Ref r = run_ref(c, h, true);
+    EXPECT_TRUE(matches(g.loss, r.out.loss, {5e-5, 1e-5}, "loss"));
+    expect_correct_matches(g.correct, r);
+    EXPECT_TRUE(matches(g.W1, r.out.W1, {1e-6, 1e-5}, "W1"));
+    EXPECT_TRUE(matches(g.b1, r.out.b1, {1e-6, 1e-5}, "b1"));
+    EXPECT_TRUE(matches(g.W2, r.out.W2, {1e-6, 1e-5}, "W2"));
+    EXPECT_TRUE(matches(g.b2, r.out.b2, {1e-6, 1e-5}, "b2"));
+    if (c.momentum > 0.f) {
+      EXPECT_TRUE(matches(g.vW1, r.out.vW1, {1e-6, 1e-4}, "vW1"));
+      EXPECT_TRUE(matches(g.vb1, r.out.vb1, {1e-6, 1e-4}, "vb1"));
+      EXPECT_TRUE(matches(g.vW2, r.out.vW2, {1e-6, 1e-4}, "vW2"));
+      EXPECT_TRUE(matches(g.vb2, r.out.vb2, {1e-6, 1e-4}, "vb2"));
+    }
+    // The step did move every parameter block (the check can fail).
+    EXPECT_FALSE(matches(g.W1, h.W1, {0, 0}, "W1 moved"));
+    EXPECT_FALSE(matches(g.W2, h.W2, {0, 0}, "W2 moved"));
+  }
+}
+
+TEST_F(SingleLaunch, EvaluationMatchesReferenceAndLeavesParametersAlone) {
+  for (const Case& c : {Case{256, 784, 256, 10, false, 0.f}, Case{7, 784, 1024, 10, false, 0.f},
+                        Case{37, 36, 20, 3, false, 0.f}}) {
+    SCOPED_TRACE(describe(c));
+    const Host h = make_host(c, seed_of(92, c.rows, c.hidden));
+    const Out g = run_gpu(c, h, false, stream_);
+    const Ref r = run_ref(c, h, false);
+    EXPECT_TRUE(matches(g.loss, r.out.loss, {5e-5, 1e-5}, "loss"));
+    expect_correct_matches(g.correct, r);
+    EXPECT_TRUE(bitwise_equal(g.W1, h.W1, "W1 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.b1, h.b1, "b1 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.W2, h.W2, "W2 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.b2, h.b2, "b2 untouched"));
+  }
+}
+
+// The work split depends only on the shape: 1 and 2 blocks per SM give the same bits, and so
+// does running again; uint8 input gives the bits of its normalised float input.
+TEST_F(SingleLaunch, BitwiseDeterministicForAnyGridSizeAndInputType) {
+  for (const Case& c : {Case{256, 784, 256, 10, true, 0.9f}, Case{8, 784, 256, 10, false, 0.9f},
+                        Case{1024, 784, 1024, 10, false, 0.9f}}) {
+    SCOPED_TRACE(describe(c));
+    const Host h = make_host(c, seed_of(93, c.rows, c.hidden));
+    const Out a = run_gpu(c, h, true, stream_, 1);
+    const Out again = run_gpu(c, h, true, stream_, 1);
+    Case other = c;
+    other.u8 = !c.u8;
+    const Out t = run_gpu(other, h, true, stream_, 1);
+    for (const Out* o : {&again, &t}) {
+      EXPECT_TRUE(bitwise_equal(o->W1, a.W1, "W1"));
+      EXPECT_TRUE(bitwise_equal(o->W2, a.W2, "W2"));
+      EXPECT_TRUE(bitwise_equal(o->b1, a.b1, "b1"));
+      EXPECT_TRUE(bitwise_equal(o->loss, a.loss, "loss"));
+    }
+    // 128 registers × 256 threads: 2 blocks fit on every SM of cc >= 7.0.
+    const Out b = run_gpu(c, h, true, stream_, 2);
+    EXPECT_TRUE(bitwise_equal(b.W1, a.W1, "W1 (2 blocks per SM)"));
+    EXPECT_TRUE(bitwise_equal(b.vW1, a.vW1, "vW1 (2 blocks per SM)"));
+    EXPECT_TRUE(bitwise_equal(b.W2, a.W2, "W2 (2 blocks per SM)"));
+    EXPECT_TRUE(bitwise_equal(b.loss, a.loss, "loss (2 blocks per SM)"));
+  }
+}
+
+TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
+  EXPECT_NE(k::step_unsupported(783, 256, 10), "");
+  EXPECT_NE(k::step_unsupported(784, 250, 10), "");
+  EXPECT_NE(k::step_unsupported(784, 256, 17), "");
+  EXPECT_NE(k::step_unsupported(784, 8192, 10), "");
+  EXPECT_EQ(k::step_unsupported(784, 1024, 10), "");
+  EXPECT_THROW(k::FusedStep(783, 256, 10, 8), std::invalid_argument);
+  const Case c{8, 784, 256, 10, false, 0.f};
+  const Host h = make_host(c, 1);
+  const k::FusedStep step(784, 256, 10, 8);
+  auto x = to_device(h.x, stream_, 8);
+  auto y = to_device(h.y, stream_);
+  DeviceBuffer<float> P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256), dl(80),
+      part(k::step_partial_floats(8, 784, 256));
+  k::StepArgs a;
+  a.x_f32 = x.data();
+  a.labels = y.data();
+  a.rows = 8;
+  a.in = 784;
+  a.hidden = 256;
+  a.classes = 10;
+  a.W1 = P.data();
+  a.b1 = P.data() + 784 * 256;
+  a.W2 = a.b1 + 256;
+  a.b2 = a.W2 + 2560;
+  a.H = H.data();
+  a.dH = dH.data();
+  a.dlogits = dl.data();
+  a.partial = part.data();
+  a.lr = 0.05f;
+  EXPECT_NO_THROW(step.run(a, stream_));
+  k::StepArgs bad = a;
+  bad.x_f32 = x.data() + 1;  // 4-byte aligned only
+  EXPECT_THROW(step.run(bad, stream_), std::invalid_argument);
+  bad = a;
+  bad.rows = 9;
+  EXPECT_THROW(step.run(bad, stream_), std::invalid_argument);
+  bad = a;
+  bad.x_u8 = reinterpret_cast<const std::uint8_t*>(x.data());  // both set
+  EXPECT_THROW(step.run(bad, stream_), std::invalid_argument);
+  bad = a;
+  bad.momentum = 0.9f;  // no velocities
+  EXPECT_THROW(step.run(bad, stream_), std::invalid_argument);
+  bad = a;
+  bad.hidden = 128;
+  EXPECT_THROW(step.run(bad, stream_), std::invalid_argument);
+  bad = a;
+  bad.rows = 0;
+  EXPECT_NO_THROW(step.run(bad, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace
