@@ -46,22 +46,43 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kMaxC = kStepMaxClasses;
 static_assert(kMaxC <= kWarp, "lane c stores dlogits[c]");
 constexpr std::size_t kMaxSmemFloats = 48 * 1024 / sizeof(float);  // no opt-in needed
-constexpr int kTargetAItems = 1024;  // phase-A work items wanted per step
+constexpr int kTargetAItems = 2048;  // phase-A work items wanted per step
 constexpr int kMaxChunks = 32;
 constexpr int kCTileM = 32, kCTileN = 16;  // phase-C tile (inputs × units)
-constexpr int kSmallUnits = kWarp;         // units per small-layer block
+constexpr int kSmallUnits = 16;            // units per small-layer block (half a warp)
+constexpr int kSmallGroups = FusedStep::kThreads / kSmallUnits;  // its row groups (16)
+static_assert(kMaxC <= kSmallUnits, "lane c of a half-warp holds dlogits[row][c]");
 
 // ---- loads ---------------------------------------------------------------------------------
-// Same expression as normalize_u8 / cpu_ref::normalize_pixel.
-__device__ __forceinline__ float norm_px(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
-// X is never written during a launch: the read-only path is safe for it.
-__device__ __forceinline__ float4 load_x4(const float* p) {
-  return __ldg(reinterpret_cast<const float4*>(p));
-}
-__device__ __forceinline__ float4 load_x4(const std::uint8_t* p) {
-  const uchar4 u = __ldg(reinterpret_cast<const uchar4*>(p));
-  return make_float4(norm_px(u.x), norm_px(u.y), norm_px(u.z), norm_px(u.w));
-}
+// Every global load in the hot loops is unconditional (indices are clamped into the buffer,
+// and what a clamped load brings is never stored): a load under a branch makes ptxas wait for
+// it at the join, which serialised the loads and cost 3-5x (measured with step_bench).
+//
+// X is never written during a launch: the read-only path is safe for it. A uint8 X is
+// normalised through a 256-entry table in shared memory holding static_cast<float>(v) / 255.0f,
+// the expression of normalize_u8 / cpu_ref::normalize_pixel (bitwise the same values, without
+// an IEEE division per pixel).
+template <typename XT>
+struct XLoad;
+template <>
+struct XLoad<float> {
+  using Raw = float4;
+  static __device__ __forceinline__ Raw load(const float* p) {
+    return __ldg(reinterpret_cast<const float4*>(p));
+  }
+  static __device__ __forceinline__ float4 value(const Raw& r, const float*) { return r; }
+};
+template <>
+struct XLoad<std::uint8_t> {
+  using Raw = uchar4;
+  static __device__ __forceinline__ Raw load(const std::uint8_t* p) {
+    return __ldg(reinterpret_cast<const uchar4*>(p));
+  }
+  static __device__ __forceinline__ float4 value(const Raw& r, const float* lut) {
+    return make_float4(lut[r.x], lut[r.y], lut[r.z], lut[r.w]);
+  }
+};
+constexpr int kLut = 256;  // floats at the start of shared memory (used by uint8 X only)
 // Buffers written by this kernel: plain (coherent) loads.
 __device__ __forceinline__ float4 load4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
@@ -98,7 +119,8 @@ __device__ __forceinline__ const std::uint8_t* x_of<std::uint8_t>(const StepArgs
 // ---- phase A -------------------------------------------------------------------------------
 template <int TR, typename XT>
 __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __restrict__ X,
-                                             int tile, int chunk, int chunks) {
+                                             const float* lut, int tile, int chunk, int chunks) {
+  using L = XLoad<XT>;
   constexpr int TC = kWarp / TR;
   constexpr int WM = 4 * TR, WN = 4 * TC;
   const int lane = threadIdx.x % kWarp;
@@ -110,47 +132,59 @@ __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __rest
   const int q0 = static_cast<int>(static_cast<long long>(chunk) * quads / chunks);
   const int q1 = static_cast<int>(static_cast<long long>(chunk + 1) * quads / chunks);
   const XT* xr[4];
-  bool rv[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    rv[i] = r0 + i < a.rows;
-    xr[i] = X + static_cast<std::size_t>(rv[i] ? r0 + i : 0) * a.in;
-  }
-  const float* w = a.W1 + (jv ? j : 0);
+  for (int i = 0; i < 4; ++i)
+    xr[i] = X + static_cast<std::size_t>(min(r0 + i, a.rows - 1)) * a.in;
   const std::size_t ldw = static_cast<std::size_t>(a.hidden);
+  const float* w = a.W1 + (jv ? j : a.hidden - 4);
   float acc[4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
-  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 2
-  for (int q = q0; q < q1; ++q) {
-    float4 xa[4], wb[4];
+  // Two K quads per iteration, all 16 loads issued before the 128 fmaf (when the chunk has an
+  // odd number of quads the second load repeats the first quad and its X is replaced by zeros:
+  // fmaf(0, w, acc) leaves acc as it is).
+  for (int q = q0; q < q1; q += 2) {
+    const int qb = q + 1 < q1 ? q + 1 : q;
+    typename L::Raw xa[2][4];
+    float4 wb[2][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xa[i] = rv[i] ? load_x4(xr[i] + 4 * q) : zero;
+    for (int i = 0; i < 4; ++i) {
+      xa[0][i] = L::load(xr[i] + 4 * q);
+      xa[1][i] = L::load(xr[i] + 4 * qb);
+    }
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wb[kk] = jv ? load4(w + static_cast<std::size_t>(4 * q + kk) * ldw) : zero;
+    for (int kk = 0; kk < 4; ++kk) {
+      wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
+      wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
+    }
+    const bool second = qb != q;
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
+    for (int h = 0; h < 2; ++h) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
+        float4 xv = L::value(xa[h][i], lut);
+        if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-          acc[i][jj] = fmaf(comp(xa[i], kk), comp(wb[kk], jj), acc[i][jj]);
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            acc[i][jj] = fmaf(comp(xv, kk), comp(wb[h][kk], jj), acc[i][jj]);
+      }
+    }
   }
   if (!jv) return;
   float* out = a.partial + static_cast<std::size_t>(chunk) * a.rows * a.hidden;
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    if (rv[i])
+    if (r0 + i < a.rows)
       *reinterpret_cast<float4*>(out + static_cast<std::size_t>(r0 + i) * a.hidden + j) =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
 }
 
 template <typename XT>
-__device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
+__device__ void phase_a(const StepArgs& a, const XT* X, const float* lut, const StepPlan& p) {
   const int WM = 4 * p.a_tr, WN = 128 / p.a_tr;
   const int tiles = ((a.rows + WM - 1) / WM) * ((a.hidden + WN - 1) / WN);
   const int items = tiles * p.a_chunks;
@@ -161,16 +195,16 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
     const int chunk = it / tiles, tile = it % tiles;
     switch (p.a_tr) {
       case 1:
-        phase_a_item<1>(a, X, tile, chunk, p.a_chunks);
+        phase_a_item<1>(a, X, lut, tile, chunk, p.a_chunks);
         break;
       case 2:
-        phase_a_item<2>(a, X, tile, chunk, p.a_chunks);
+        phase_a_item<2>(a, X, lut, tile, chunk, p.a_chunks);
         break;
       case 4:
-        phase_a_item<4>(a, X, tile, chunk, p.a_chunks);
+        phase_a_item<4>(a, X, lut, tile, chunk, p.a_chunks);
         break;
       default:
-        phase_a_item<8>(a, X, tile, chunk, p.a_chunks);
+        phase_a_item<8>(a, X, lut, tile, chunk, p.a_chunks);
         break;
     }
   }
@@ -194,15 +228,23 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
     float* h = a.H + static_cast<std::size_t>(valid ? row : 0) * Hd;
     if (valid) {
       const float* zp = a.partial + static_cast<std::size_t>(row) * Hd;
+      const int last = p.a_chunks - 1;
       for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
-        float s = zp[j];
-        for (int k = 1; k < p.a_chunks; ++k) s += zp[k * cstride + j];
+        // partial[0] + partial[1] + ... in chunk order; 8 independent loads per round.
+        float s = 0.f;
+        for (int k0 = 0; k0 <= last; k0 += 8) {
+          float v[8];
+#pragma unroll
+          for (int u = 0; u < 8; ++u) v[u] = zp[static_cast<std::size_t>(min(k0 + u, last)) * cstride + j];
+#pragma unroll
+          for (int u = 0; u < 8; ++u)
+            if (k0 + u <= last) s = k0 + u == 0 ? v[u] : s + v[u];
+        }
         s = s + a.b1[j];
         const float hv = s < 0.f ? 0.f : s;
         h[j] = hv;
 #pragma unroll
-        for (int c = 0; c < kMaxC; ++c)
-          if (c < C) z[c] = fmaf(hv, sW[c * ld + j], z[c]);
+        for (int c = 0; c < kMaxC; ++c) z[c] = fmaf(hv, sW[min(c, C - 1) * ld + j], z[c]);
       }
     }
 #pragma unroll
@@ -273,8 +315,10 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
         for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
           float s = 0.f;
 #pragma unroll
-          for (int c = 0; c < kMaxC; ++c)
-            if (c < C) s = fmaf(d[c], sW[c * ld + j], s);
+          for (int c = 0; c < kMaxC; ++c) {
+            const float t = fmaf(d[c], sW[min(c, C - 1) * ld + j], s);
+            s = c < C ? t : s;
+          }
           dh[j] = h[j] > 0.f ? s : 0.f;  // h[j]: written by this lane above
         }
       }
@@ -285,8 +329,10 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
 
 // ---- phase C -------------------------------------------------------------------------------
 template <typename XT>
-__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
-                           int item, float* red) {
+__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const float* lut,
+                           const StepPlan& p, int item, float* red) {
+  using L = XLoad<XT>;
+  constexpr int U = 8;  // rows per round: 16 independent loads in flight
   const int S = p.c_split, tpb = kWarps / S;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int tiles_n = (a.hidden + kCTileN - 1) / kCTileN;
@@ -304,17 +350,26 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
   if (tv) {
     const int k0 = static_cast<int>(static_cast<long long>(kp) * a.rows / S);
     const int k1 = static_cast<int>(static_cast<long long>(kp + 1) * a.rows / S);
-    const XT* xp = X + f;
-    const float* dp = a.dH + j;
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-    for (int r = k0; r < k1; ++r) {
-      const float4 xv = fv ? load_x4(xp + static_cast<std::size_t>(r) * a.in) : zero;
-      const float4 dv = jv ? load4(dp + static_cast<std::size_t>(r) * a.hidden) : zero;
+    const XT* xp = X + (fv ? f : a.in - 4);
+    const float* dp = a.dH + (jv ? j : a.hidden - 4);
+    for (int r = k0; r < k1; r += U) {
+      typename L::Raw xr[U];
+      float4 dv[U];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int u = 0; u < U; ++u) {
+        const std::size_t rr = static_cast<std::size_t>(min(r + u, k1 - 1));
+        xr[u] = L::load(xp + rr * a.in);
+        dv[u] = load4(dp + rr * a.hidden);
+      }
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv, jj), acc[i][jj]);
+      for (int u = 0; u < U; ++u) {
+        if (r + u >= k1) break;  // warp-uniform, after every load was issued
+        const float4 xv = L::value(xr[u], lut);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv[u], jj), acc[i][jj]);
+      }
     }
   }
   if (S > 1) {  // block-uniform
@@ -330,59 +385,86 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
   }
   if (!(kp == 0 && fv && jv)) return;
   const bool use_v = a.momentum > 0.f;
+  float4 w[4], v[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
-    float4 w = load4(a.W1 + idx);
-    if (use_v) {
-      float4 v = load4(a.vW1 + idx);
+    w[i] = load4(a.W1 + idx);
+    v[i] = use_v ? load4(a.vW1 + idx) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj) sgd_step(comp(w, jj), acc[i][jj], &comp(v, jj), a.lr, a.momentum);
-      *reinterpret_cast<float4*>(a.vW1 + idx) = v;
-    } else {
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj) sgd_step(comp(w, jj), acc[i][jj], nullptr, a.lr, a.momentum);
+    for (int jj = 0; jj < 4; ++jj) {  // sgd_step's expressions, on registers
+      float& pw = comp(w[i], jj);
+      float& vw = comp(v[i], jj);
+      if (use_v) {
+        vw = fmaf(a.momentum, vw, acc[i][jj]);
+        pw = fmaf(-a.lr, vw, pw);
+      } else {
+        pw = fmaf(-a.lr, acc[i][jj], pw);
+      }
     }
-    *reinterpret_cast<float4*>(a.W1 + idx) = w;
+    if (use_v) *reinterpret_cast<float4*>(a.vW1 + idx) = v[i];
+    *reinterpret_cast<float4*>(a.W1 + idx) = w[i];
   }
 }
 
-// dW2 / db1 for units [32·si, 32·si + 32) and (si == 0) db2, then their SGD steps.
+// dW2 / db1 for units [kSmallUnits·si, +kSmallUnits) and (si == 0) db2, then their SGD steps.
+// Thread (u = lane % 16, g = 2·warp + lane / 16): unit u, row group g of kSmallGroups.
 __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
+  constexpr int U = 4;  // rows per round
   const int C = a.classes;
-  const int F = C + 2;  // f < C: dW2[j][f]; f == C: db1[j]; f == C + 1: db2[lane]
-  const int tx = static_cast<int>(threadIdx.x) % kWarp, ty = static_cast<int>(threadIdx.x) / kWarp;
+  const int F = C + 2;  // f < C: dW2[j][f]; f == C: db1[j]; f == C + 1: db2[u]
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int tx = lane % kSmallUnits;
+  const int ty = (static_cast<int>(threadIdx.x) / kWarp) * (kWarp / kSmallUnits) + lane / kSmallUnits;
   const int j0 = si * kSmallUnits;
   const int j = j0 + tx;
   const bool has_j = j < a.hidden;
-  const bool sums_b2 = si == 0 && tx < C;
+  const int jc = has_j ? j : a.hidden - 1;
+  const int cl = min(tx, C - 1);  // the dlogit this thread loads for db2 / the broadcast
   float gw[kMaxC];
 #pragma unroll
   for (int c = 0; c < kMaxC; ++c) gw[c] = 0.f;
   float gb1 = 0.f, gb2 = 0.f;
-#pragma unroll 4
-  for (int r = ty; r < a.rows; r += kWarps) {
-    const float* dl = a.dlogits + static_cast<std::size_t>(r) * C;
-    if (has_j) {
-      const std::size_t idx = static_cast<std::size_t>(r) * a.hidden + j;
-      const float hv = a.H[idx];
-      gb1 += a.dH[idx];
+  // Rows ty, ty + 16, ... in order; the loop is warp-uniform (both half-warps run every round)
+  // because the shuffles below need the whole warp.
+  for (int r0 = 0; r0 < a.rows; r0 += U * kSmallGroups) {
+    const int r = r0 + ty;
+    float hv[U], dhv[U], dlv[U];
 #pragma unroll
-      for (int c = 0; c < kMaxC; ++c)
-        if (c < C) gw[c] = fmaf(hv, dl[c], gw[c]);
+    for (int u = 0; u < U; ++u) {
+      const std::size_t rr = static_cast<std::size_t>(min(r + u * kSmallGroups, a.rows - 1));
+      hv[u] = a.H[rr * a.hidden + jc];
+      dhv[u] = a.dH[rr * a.hidden + jc];
+      dlv[u] = a.dlogits[rr * C + cl];
     }
-    if (sums_b2) gb2 += dl[tx];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool ok = r + u * kSmallGroups < a.rows;  // differs between the half-warps
+      gb1 += ok ? dhv[u] : 0.f;
+      gb2 += ok ? dlv[u] : 0.f;
+#pragma unroll
+      for (int c = 0; c < kMaxC; ++c) {
+        // dlogits[row][c] from lane c of this half-warp (its row is this thread's row).
+        const float dc = __shfl_sync(kFull, dlv[u], (lane & ~(kSmallUnits - 1)) + min(c, C - 1));
+        gw[c] = ok ? fmaf(hv[u], dc, gw[c]) : gw[c];
+      }
+    }
   }
 #pragma unroll
   for (int c = 0; c < kMaxC; ++c)
-    if (c < C) red[(ty * F + c) * kWarp + tx] = gw[c];
-  red[(ty * F + C) * kWarp + tx] = gb1;
-  red[(ty * F + C + 1) * kWarp + tx] = gb2;
+    if (c < C) red[(ty * F + c) * kSmallUnits + tx] = gw[c];
+  red[(ty * F + C) * kSmallUnits + tx] = gb1;
+  red[(ty * F + C + 1) * kSmallUnits + tx] = gb2;
   __syncthreads();
 #pragma unroll
-  for (int half = kWarps / 2; half > 0; half /= 2) {
+  for (int half = kSmallGroups / 2; half > 0; half /= 2) {
     if (ty < half)
-      for (int f = 0; f < F; ++f) red[(ty * F + f) * kWarp + tx] += red[((ty + half) * F + f) * kWarp + tx];
+      for (int f = 0; f < F; ++f)
+        red[(ty * F + f) * kSmallUnits + tx] += red[((ty + half) * F + f) * kSmallUnits + tx];
     __syncthreads();
   }
   const bool use_v = a.momentum > 0.f;
@@ -390,17 +472,28 @@ __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
   for (int e = threadIdx.x; e < nj * C; e += blockDim.x) {  // W2 rows j0.. are contiguous
     const int jl = e / C, c = e - jl * C;
     const std::size_t idx = static_cast<std::size_t>(j0) * C + e;
-    sgd_step(a.W2[idx], red[c * kWarp + jl], use_v ? a.vW2 + idx : nullptr, a.lr, a.momentum);
+    sgd_step(a.W2[idx], red[c * kSmallUnits + jl], use_v ? a.vW2 + idx : nullptr, a.lr, a.momentum);
   }
   if (static_cast<int>(threadIdx.x) < nj) {
     const int jj = j0 + static_cast<int>(threadIdx.x);
-    sgd_step(a.b1[jj], red[C * kWarp + threadIdx.x], use_v ? a.vb1 + jj : nullptr, a.lr, a.momentum);
+    sgd_step(a.b1[jj], red[C * kSmallUnits + threadIdx.x], use_v ? a.vb1 + jj : nullptr, a.lr,
+             a.momentum);
   }
   if (si == 0 && static_cast<int>(threadIdx.x) < C) {
     const int c = static_cast<int>(threadIdx.x);
-    sgd_step(a.b2[c], red[(C + 1) * kWarp + c], use_v ? a.vb2 + c : nullptr, a.lr, a.momentum);
+    sgd_step(a.b2[c], red[(C + 1) * kSmallUnits + c], use_v ? a.vb2 + c : nullptr, a.lr, a.momentum);
   }
   __syncthreads();  // red is rewritten by the next item
+}
+
+__device__ __forceinline__ void stamp(const StepArgs& a, int point) {
+  if (a.stamps == nullptr) return;  // grid-uniform
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    a.stamps[static_cast<std::size_t>(point) * gridDim.x + blockIdx.x] = t;
+  }
 }
 
 template <typename XT>
@@ -409,36 +502,46 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
   extern __shared__ float smem[];
   const XT* X = x_of<XT>(a);
   cg::grid_group grid = cg::this_grid();
+  stamp(a, kStampStart);
   const int C = a.classes, ld = a.hidden + 1;
-  float* sW = smem;
-  float* part = smem + static_cast<std::size_t>(C) * ld;
+  float* lut = smem;
+  float* work = smem + kLut;  // phase B: sW, part; phase C: reduction buffers
+  float* sW = work;
+  float* part = work + static_cast<std::size_t>(C) * ld;
+  for (int i = threadIdx.x; i < kLut; i += blockDim.x) lut[i] = static_cast<float>(i) / 255.0f;
   for (int i = threadIdx.x; i < a.hidden * C; i += blockDim.x) {
     const int j = i / C, c = i - j * C;
     sW[c * ld + j] = a.W2[i];
   }
-  phase_a(a, X, p);
+  __syncthreads();
+  phase_a(a, X, lut, p);
+  stamp(a, kStampEndA);
   grid.sync();  // also a block barrier: sW is complete
+  stamp(a, kStampStartB);
   phase_b(a, p, sW, part);
+  stamp(a, kStampEndB);
   if (!a.train) return;
   grid.sync();
+  stamp(a, kStampStartC);
   const int small = (a.hidden + kSmallUnits - 1) / kSmallUnits;
   const int tiles = ((a.in + kCTileM - 1) / kCTileM) * ((a.hidden + kCTileN - 1) / kCTileN);
   const int tpb = kWarps / p.c_split;
   const int items = small + (tiles + tpb - 1) / tpb;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
     if (item < small)
-      phase_c_small(a, item, smem);
+      phase_c_small(a, item, work);
     else
-      phase_c_w1(a, X, p, item - small, smem);
+      phase_c_w1(a, X, lut, p, item - small, work);
   }
+  stamp(a, kStampEndC);
 }
 
 std::size_t smem_floats(int hidden, int classes) {
   const std::size_t b = static_cast<std::size_t>(classes) * (static_cast<std::size_t>(hidden) + 1) +
                         static_cast<std::size_t>(kWarps) * kMaxC;
   const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp;
-  const std::size_t c_small = static_cast<std::size_t>(kWarps) * (classes + 2) * kWarp;
-  return std::max({b, c_w1, c_small});
+  const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
+  return kLut + std::max({b, c_w1, c_small});
 }
 
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
@@ -468,7 +571,7 @@ StepPlan plan_step(int rows, int in, int hidden) {
   chunks = std::min<long long>(chunks, std::min(kMaxChunks, std::max(in / 4, 1)));
   p.a_chunks = static_cast<int>(std::max<long long>(chunks, 1));
   p.b_wpr = rows <= 128 ? 8 : rows <= 256 ? 4 : rows <= 512 ? 2 : 1;
-  p.c_split = rows >= 1024 ? 8 : rows >= 512 ? 4 : rows >= 256 ? 2 : 1;
+  p.c_split = rows >= 512 ? 8 : rows >= 256 ? 4 : rows >= 128 ? 2 : 1;  // <= 64-128 rows a warp
   return p;
 }
 

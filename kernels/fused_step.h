@@ -68,7 +68,15 @@ struct StepArgs {
   float grad_scale = 1.f;  // dlogits factor (1/rows for the mean loss)
   float lr = 0.f, momentum = 0.f;
   bool train = true;  // false: forward, loss and correct only (phases A and B)
+  /// Profiling only (nullptr in training): kStepStamps × grid_blocks() %globaltimer readings,
+  /// stamps[k * grid + block] = when `block` passed point k (see StepStamp). Costs a block
+  /// barrier per point, so the timed launch is slightly slower than an untimed one.
+  unsigned long long* stamps = nullptr;
 };
+
+/// The points stamped by StepArgs::stamps.
+enum StepStamp { kStampStart, kStampEndA, kStampStartB, kStampEndB, kStampStartC, kStampEndC };
+inline constexpr int kStepStamps = 6;
 
 /// The launcher: sizes the cooperative grid once (occupancy query at construction, never
 /// inside a graph capture) and checks every call's arguments.

@@ -43,12 +43,13 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b8.a_chunks, 32);
   EXPECT_EQ(b8.b_wpr, 8);
   EXPECT_EQ(b8.c_split, 1);
-  // batch 256: 8×16 tiles of 32×16, 8 chunks -> 1024 items; 4 warps per row; K split 2 ways.
+  // batch 256: 8×16 tiles of 32×16, 16 chunks -> 2048 items; 4 warps per row; K (256 rows)
+  // split 4 ways in phase C.
   const k::StepPlan b256 = k::plan_step(256, 784, 256);
   EXPECT_EQ(b256.a_tr, 8);
-  EXPECT_EQ(b256.a_chunks, 8);
+  EXPECT_EQ(b256.a_chunks, 16);
   EXPECT_EQ(b256.b_wpr, 4);
-  EXPECT_EQ(b256.c_split, 2);
+  EXPECT_EQ(b256.c_split, 4);
 }
 
 TEST(StepPlan, UnsupportedShapesSayWhy) {

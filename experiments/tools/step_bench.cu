@@ -1,0 +1,129 @@
+// step_bench: times the single-launch training step (kernels/fused_step.h) on random data
+// and shows where its time goes.
+//
+//   build/step_bench [--batch N] [--hidden H] [--transfer u8|f32] [--reps R] [--blocks-per-sm B]
+//
+// Prints the median (min-max) of R back-to-back launches timed with CUDA events (after 20
+// warm-up launches), then one launch with per-block %globaltimer stamps: for each phase the
+// time from the first block's start to the last block's end, and how long the grid barriers
+// waited. Random X / labels / He-initialised weights; lr 0.05, momentum 0.9.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/cuda_raii.h"
+#include "kernels/fused_step.h"
+
+using namespace memstrat;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Time the single-launch MLP training step and break it down by phase"};
+  int batch = 256, hidden = 256, reps = 500, bps = 0, in = 784, classes = 10;
+  std::string transfer = "u8";
+  app.add_option("--batch", batch, "rows per step")->check(CLI::Range(1, 65536))->capture_default_str();
+  app.add_option("--hidden", hidden, "hidden units")->check(CLI::Range(4, 4096))->capture_default_str();
+  app.add_option("--transfer", transfer, "input type")->check(CLI::IsMember({"u8", "f32"}))->capture_default_str();
+  app.add_option("--reps", reps, "timed launches")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--blocks-per-sm", bps, "0 = the launcher's choice")->check(CLI::Range(0, 8))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+      std::fprintf(stderr, "step_bench: needs an NVIDIA GPU\n");
+      return 3;
+    }
+    Stream s = Stream::create();
+    const kernels::FusedStep step(in, hidden, classes, batch, bps);
+    std::mt19937 rng(1);
+    std::vector<std::uint8_t> px(static_cast<std::size_t>(batch) * in);
+    std::vector<float> xf(px.size());
+    std::uniform_int_distribution<int> u(0, 255);
+    for (std::size_t i = 0; i < px.size(); ++i) {
+      px[i] = static_cast<std::uint8_t>(u(rng) < 100 ? 0 : u(rng));
+      xf[i] = static_cast<float>(px[i]) / 255.0f;
+    }
+    std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
+    for (auto& v : y) v = u(rng) % classes;
+    const std::size_t nW1 = static_cast<std::size_t>(in) * hidden, nW2 = static_cast<std::size_t>(hidden) * classes;
+    std::vector<float> P(nW1 + hidden + nW2 + classes, 0.f);
+    std::normal_distribution<float> n1(0.f, std::sqrt(2.f / in)), n2(0.f, std::sqrt(2.f / hidden));
+    for (std::size_t i = 0; i < nW1; ++i) P[i] = n1(rng);
+    for (std::size_t i = 0; i < nW2; ++i) P[nW1 + hidden + i] = n2(rng);
+    DeviceBuffer<std::uint8_t> dpx(px.size());
+    DeviceBuffer<float> dxf(xf.size()), dP(P.size()), dV(P.size()),
+        H(static_cast<std::size_t>(batch) * hidden), dH(H.size()),
+        dl(static_cast<std::size_t>(batch) * classes), part(kernels::step_partial_floats(batch, in, hidden)),
+        loss(static_cast<std::size_t>(batch));
+    DeviceBuffer<std::int32_t> dy(y.size()), correct(y.size());
+    DeviceBuffer<unsigned long long> stamps(static_cast<std::size_t>(kernels::kStepStamps) * step.grid_blocks());
+    CUDA_CHECK(cudaMemcpyAsync(dpx.data(), px.data(), px.size(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(dxf.data(), xf.data(), dxf.bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(dP.data(), P.data(), dP.bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(dy.data(), y.data(), dy.bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemsetAsync(dV.data(), 0, dV.bytes(), s));
+    kernels::StepArgs a;
+    if (transfer == "u8") a.x_u8 = dpx.data(); else a.x_f32 = dxf.data();
+    a.labels = dy.data();
+    a.rows = batch; a.in = in; a.hidden = hidden; a.classes = classes;
+    a.W1 = dP.data(); a.b1 = a.W1 + nW1; a.W2 = a.b1 + hidden; a.b2 = a.W2 + nW2;
+    a.vW1 = dV.data(); a.vb1 = a.vW1 + nW1; a.vW2 = a.vb1 + hidden; a.vb2 = a.vW2 + nW2;
+    a.H = H.data(); a.dH = dH.data(); a.dlogits = dl.data(); a.partial = part.data();
+    a.sample_loss = loss.data(); a.sample_correct = correct.data();
+    a.grad_scale = 1.f / batch; a.lr = 0.05f; a.momentum = 0.9f;
+    for (int i = 0; i < 20; ++i) step.run(a, s);
+    std::vector<Event> ev;
+    for (int i = 0; i <= reps; ++i) ev.push_back(Event::create());
+    CUDA_CHECK(cudaEventRecord(ev[0], s));
+    for (int i = 0; i < reps; ++i) {
+      step.run(a, s);
+      CUDA_CHECK(cudaEventRecord(ev[i + 1], s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> us;
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+      us.push_back(1e3 * ms);
+    }
+    std::sort(us.begin(), us.end());
+    const kernels::StepPlan plan = kernels::plan_step(batch, in, hidden);
+    std::printf("step_bench: batch %d hidden %d %s, grid %d blocks x %d threads; plan a_tr %d "
+                "a_chunks %d b_wpr %d c_split %d\n",
+                batch, hidden, transfer.c_str(), step.grid_blocks(), kernels::FusedStep::kThreads,
+                plan.a_tr, plan.a_chunks, plan.b_wpr, plan.c_split);
+    std::printf("per launch (event to event, %d back-to-back): median %.2f us (min %.2f, max %.2f)\n",
+                reps, us[us.size() / 2], us.front(), us.back());
+    a.stamps = stamps.data();
+    step.run(a, s);
+    const int G = step.grid_blocks();
+    std::vector<unsigned long long> t(static_cast<std::size_t>(kernels::kStepStamps) * G);
+    CUDA_CHECK(cudaMemcpyAsync(t.data(), stamps.data(), stamps.bytes(), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    auto col = [&](int k, bool latest) {
+      unsigned long long v = t[static_cast<std::size_t>(k) * G];
+      for (int b = 1; b < G; ++b) {
+        const unsigned long long x = t[static_cast<std::size_t>(k) * G + b];
+        v = latest ? std::max(v, x) : std::min(v, x);
+      }
+      return v;
+    };
+    const unsigned long long t0 = col(kernels::kStampStart, false);
+    auto rel = [&](unsigned long long x) { return 1e-3 * static_cast<double>(x - t0); };
+    std::printf("one stamped launch (us from the first block's start):\n");
+    std::printf("  blocks started      %8.2f .. %8.2f\n", 0.0, rel(col(kernels::kStampStart, true)));
+    std::printf("  A (forward GEMM)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndA, false)), rel(col(kernels::kStampEndA, true)));
+    std::printf("  barrier 1 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartB, false)), rel(col(kernels::kStampStartB, true)));
+    std::printf("  B (head)            ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndB, false)), rel(col(kernels::kStampEndB, true)));
+    std::printf("  barrier 2 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartC, false)), rel(col(kernels::kStampStartC, true)));
+    std::printf("  C (gW1 + update)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndC, false)), rel(col(kernels::kStampEndC, true)));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "step_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
