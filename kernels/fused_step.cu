@@ -58,10 +58,18 @@ static_assert(kMaxC <= kSmallUnits, "lane c of a half-warp holds dlogits[row][c]
 // and what a clamped load brings is never stored): a load under a branch makes ptxas wait for
 // it at the join, which serialised the loads and cost 3-5x (measured with step_bench).
 //
-// X is never written during a launch: the read-only path is safe for it. A uint8 X is
-// normalised through a 256-entry table in shared memory holding static_cast<float>(v) / 255.0f,
-// the expression of normalize_u8 / cpu_ref::normalize_pixel (bitwise the same values, without
-// an IEEE division per pixel).
+// X is never written during a launch: the read-only path is safe for it. A uint8 pixel v is
+// normalised as q = v·(1/255) refined by one fmaf step, q + fmaf(-q, 255, v)·(1/255), which
+// equals static_cast<float>(v) / 255.0f (the expression of normalize_u8 and
+// cpu_ref::normalize_pixel) bit for bit for all 256 values (checked exhaustively in
+// tests/cpu/test_step_plan.cpp, and on the GPU by the u8-vs-f32 bitwise test) without an
+// IEEE division per pixel.
+__device__ __forceinline__ float norm_px(unsigned v) {
+  const float x = static_cast<float>(v);
+  constexpr float r = 1.0f / 255.0f;
+  const float q = x * r;
+  return fmaf(fmaf(-q, 255.0f, x), r, q);
+}
 template <typename XT>
 struct XLoad;
 template <>
@@ -70,7 +78,7 @@ struct XLoad<float> {
   static __device__ __forceinline__ Raw load(const float* p) {
     return __ldg(reinterpret_cast<const float4*>(p));
   }
-  static __device__ __forceinline__ float4 value(const Raw& r, const float*) { return r; }
+  static __device__ __forceinline__ float4 value(const Raw& r) { return r; }
 };
 template <>
 struct XLoad<std::uint8_t> {
@@ -78,11 +86,10 @@ struct XLoad<std::uint8_t> {
   static __device__ __forceinline__ Raw load(const std::uint8_t* p) {
     return __ldg(reinterpret_cast<const uchar4*>(p));
   }
-  static __device__ __forceinline__ float4 value(const Raw& r, const float* lut) {
-    return make_float4(lut[r.x], lut[r.y], lut[r.z], lut[r.w]);
+  static __device__ __forceinline__ float4 value(const Raw& r) {
+    return make_float4(norm_px(r.x), norm_px(r.y), norm_px(r.z), norm_px(r.w));
   }
 };
-constexpr int kLut = 256;  // floats at the start of shared memory (used by uint8 X only)
 // Buffers written by this kernel: plain (coherent) loads.
 __device__ __forceinline__ float4 load4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
@@ -119,7 +126,7 @@ __device__ __forceinline__ const std::uint8_t* x_of<std::uint8_t>(const StepArgs
 // ---- phase A -------------------------------------------------------------------------------
 template <int TR, typename XT>
 __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __restrict__ X,
-                                             const float* lut, int tile, int chunk, int chunks) {
+                                             int tile, int chunk, int chunks) {
   using L = XLoad<XT>;
   constexpr int TC = kWarp / TR;
   constexpr int WM = 4 * TR, WN = 4 * TC;
@@ -164,7 +171,7 @@ __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __rest
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        float4 xv = L::value(xa[h][i], lut);
+        float4 xv = L::value(xa[h][i]);
         if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
@@ -184,7 +191,7 @@ __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __rest
 }
 
 template <typename XT>
-__device__ void phase_a(const StepArgs& a, const XT* X, const float* lut, const StepPlan& p) {
+__device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
   const int WM = 4 * p.a_tr, WN = 128 / p.a_tr;
   const int tiles = ((a.rows + WM - 1) / WM) * ((a.hidden + WN - 1) / WN);
   const int items = tiles * p.a_chunks;
@@ -195,16 +202,16 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const float* lut, const 
     const int chunk = it / tiles, tile = it % tiles;
     switch (p.a_tr) {
       case 1:
-        phase_a_item<1>(a, X, lut, tile, chunk, p.a_chunks);
+        phase_a_item<1>(a, X, tile, chunk, p.a_chunks);
         break;
       case 2:
-        phase_a_item<2>(a, X, lut, tile, chunk, p.a_chunks);
+        phase_a_item<2>(a, X, tile, chunk, p.a_chunks);
         break;
       case 4:
-        phase_a_item<4>(a, X, lut, tile, chunk, p.a_chunks);
+        phase_a_item<4>(a, X, tile, chunk, p.a_chunks);
         break;
       default:
-        phase_a_item<8>(a, X, lut, tile, chunk, p.a_chunks);
+        phase_a_item<8>(a, X, tile, chunk, p.a_chunks);
         break;
     }
   }
@@ -212,7 +219,8 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const float* lut, const 
 
 // ---- phase B -------------------------------------------------------------------------------
 // sW[c * (hidden + 1) + j] = W2[j][c]; part: kWarps × kMaxC logit partials.
-__device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, float* part) {
+__device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, const float* sb1,
+                        const float* sb2, float* part) {
   const int C = a.classes, Hd = a.hidden, ld = Hd + 1;
   const int wpr = p.b_wpr, rpb = kWarps / wpr;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
@@ -222,6 +230,7 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
   for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
     const int row = item * rpb + rloc;
     const bool valid = row < a.rows;  // warp-uniform
+    const int label = a.labels[valid ? row : 0];  // issued early: used after the sums
     float z[kMaxC];
 #pragma unroll
     for (int c = 0; c < kMaxC; ++c) z[c] = 0.f;
@@ -240,7 +249,7 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
           for (int u = 0; u < 8; ++u)
             if (k0 + u <= last) s = k0 + u == 0 ? v[u] : s + v[u];
         }
-        s = s + a.b1[j];
+        s = s + sb1[j];
         const float hv = s < 0.f ? 0.f : s;
         h[j] = hv;
 #pragma unroll
@@ -268,7 +277,7 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
         if (c < C) {
           float s = part[(rloc * wpr) * kMaxC + c];
           for (int q = 1; q < wpr; ++q) s += part[(rloc * wpr + q) * kMaxC + c];
-          lg[c] = s + a.b2[c];
+          lg[c] = s + sb2[c];
         }
       }
       // softmax cross-entropy, as fused_head (first maximum wins; bad label -> NaN, 0)
@@ -285,7 +294,6 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
 #pragma unroll
       for (int c = 0; c < kMaxC; ++c)
         if (c < C) sum += expf(lg[c] - mx);
-      const int label = a.labels[row];
       const bool lab_ok = label >= 0 && label < C;
       float z_label = 0.f;
 #pragma unroll
@@ -329,8 +337,8 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, f
 
 // ---- phase C -------------------------------------------------------------------------------
 template <typename XT>
-__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const float* lut,
-                           const StepPlan& p, int item, float* red) {
+__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
+                           int item, float* red) {
   using L = XLoad<XT>;
   constexpr int U = 8;  // rows per round: 16 independent loads in flight
   const int S = p.c_split, tpb = kWarps / S;
@@ -364,7 +372,7 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const fl
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         if (r + u >= k1) break;  // warp-uniform, after every load was issued
-        const float4 xv = L::value(xr[u], lut);
+        const float4 xv = L::value(xr[u]);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -390,7 +398,7 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const fl
   for (int i = 0; i < 4; ++i) {
     const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
     w[i] = load4(a.W1 + idx);
-    v[i] = use_v ? load4(a.vW1 + idx) : make_float4(0.f, 0.f, 0.f, 0.f);
+    v[i] = load4((use_v ? a.vW1 : a.W1) + idx);  // unconditional (unused without momentum)
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -504,21 +512,42 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
   cg::grid_group grid = cg::this_grid();
   stamp(a, kStampStart);
   const int C = a.classes, ld = a.hidden + 1;
-  float* lut = smem;
-  float* work = smem + kLut;  // phase B: sW, part; phase C: reduction buffers
+  // Shared memory: sW (W2 transposed), sb1, sb2 and the logit partials for phases A-B; phase C
+  // reuses it from offset 0 for its reduction buffers.
+  float* work = smem;
   float* sW = work;
-  float* part = work + static_cast<std::size_t>(C) * ld;
-  for (int i = threadIdx.x; i < kLut; i += blockDim.x) lut[i] = static_cast<float>(i) / 255.0f;
-  for (int i = threadIdx.x; i < a.hidden * C; i += blockDim.x) {
-    const int j = i / C, c = i - j * C;
-    sW[c * ld + j] = a.W2[i];
+  float* sb1 = sW + static_cast<std::size_t>(C) * ld;
+  float* sb2 = sb1 + a.hidden;
+  float* part = sb2 + kMaxC;
+  {
+    // Stage W2, b1, b2 with 8 independent loads per thread per round (clamped, unconditional).
+    const int nw = a.hidden * C, n = nw + a.hidden + C;
+    for (int base = 0; base < n; base += 8 * FusedStep::kThreads) {
+      float v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int i = min(base + u * FusedStep::kThreads + static_cast<int>(threadIdx.x), n - 1);
+        v[u] = i < nw ? a.W2[i] : i < nw + a.hidden ? a.b1[i - nw] : a.b2[i - nw - a.hidden];
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int i = base + u * FusedStep::kThreads + static_cast<int>(threadIdx.x);
+        if (i < nw) {
+          const int j = i / C, c = i - j * C;
+          sW[c * ld + j] = v[u];
+        } else if (i < nw + a.hidden) {
+          sb1[i - nw] = v[u];
+        } else if (i < n) {
+          sb2[i - nw - a.hidden] = v[u];
+        }
+      }
+    }
   }
-  __syncthreads();
-  phase_a(a, X, lut, p);
+  phase_a(a, X, p);
   stamp(a, kStampEndA);
   grid.sync();  // also a block barrier: sW is complete
   stamp(a, kStampStartB);
-  phase_b(a, p, sW, part);
+  phase_b(a, p, sW, sb1, sb2, part);
   stamp(a, kStampEndB);
   if (!a.train) return;
   grid.sync();
@@ -531,17 +560,17 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
     if (item < small)
       phase_c_small(a, item, work);
     else
-      phase_c_w1(a, X, lut, p, item - small, work);
+      phase_c_w1(a, X, p, item - small, work);
   }
   stamp(a, kStampEndC);
 }
 
 std::size_t smem_floats(int hidden, int classes) {
   const std::size_t b = static_cast<std::size_t>(classes) * (static_cast<std::size_t>(hidden) + 1) +
-                        static_cast<std::size_t>(kWarps) * kMaxC;
+                        static_cast<std::size_t>(hidden) + kMaxC + static_cast<std::size_t>(kWarps) * kMaxC;
   const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp;
   const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
-  return kLut + std::max({b, c_w1, c_small});
+  return std::max({b, c_w1, c_small});
 }
 
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
@@ -570,7 +599,7 @@ StepPlan plan_step(int rows, int in, int hidden) {
   long long chunks = tiles > 0 ? kTargetAItems / tiles : 1;
   chunks = std::min<long long>(chunks, std::min(kMaxChunks, std::max(in / 4, 1)));
   p.a_chunks = static_cast<int>(std::max<long long>(chunks, 1));
-  p.b_wpr = rows <= 128 ? 8 : rows <= 256 ? 4 : rows <= 512 ? 2 : 1;
+  p.b_wpr = rows <= 256 ? 8 : rows <= 512 ? 4 : rows <= 1024 ? 2 : 1;
   p.c_split = rows >= 512 ? 8 : rows >= 256 ? 4 : rows >= 128 ? 2 : 1;  // <= 64-128 rows a warp
   return p;
 }

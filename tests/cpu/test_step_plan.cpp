@@ -4,7 +4,12 @@
 // without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
+
+#include "kernels/cpu_reference.h"
 
 #include "kernels/fused_step.h"
 
@@ -43,13 +48,30 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b8.a_chunks, 32);
   EXPECT_EQ(b8.b_wpr, 8);
   EXPECT_EQ(b8.c_split, 1);
-  // batch 256: 8×16 tiles of 32×16, 16 chunks -> 2048 items; 4 warps per row; K (256 rows)
+  // batch 256: 8×16 tiles of 32×16, 16 chunks -> 2048 items; 8 warps per row; K (256 rows)
   // split 4 ways in phase C.
   const k::StepPlan b256 = k::plan_step(256, 784, 256);
   EXPECT_EQ(b256.a_tr, 8);
   EXPECT_EQ(b256.a_chunks, 16);
-  EXPECT_EQ(b256.b_wpr, 4);
+  EXPECT_EQ(b256.b_wpr, 8);
   EXPECT_EQ(b256.c_split, 4);
+}
+
+// The kernel normalises a uint8 pixel as q = v·(1/255), q + fmaf(-q, 255, v)·(1/255) instead of
+// dividing (kernels/fused_step.cu, norm_px). That must equal the division of normalize_u8 /
+// cpu_ref::normalize_pixel bit for bit for every value (a plain multiply differs for 126).
+TEST(StepPlan, PixelNormalisationWithoutDivisionIsExact) {
+  int differ_mul = 0;
+  for (int v = 0; v < 256; ++v) {
+    const float x = static_cast<float>(v);
+    const float r = 1.0f / 255.0f;
+    const float q = x * r;
+    const float refined = std::fma(std::fma(-q, 255.0f, x), r, q);
+    const float want = memstrat::cpu_ref::normalize_pixel(static_cast<std::uint8_t>(v));
+    EXPECT_EQ(std::memcmp(&refined, &want, sizeof(float)), 0) << "pixel " << v;
+    differ_mul += std::memcmp(&q, &want, sizeof(float)) != 0;
+  }
+  EXPECT_GT(differ_mul, 0) << "the refinement step would be unnecessary";
 }
 
 TEST(StepPlan, UnsupportedShapesSayWhy) {
