@@ -25,6 +25,7 @@
 // them, and data written in one phase is first read after a barrier, never before in the same
 // launch.
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cmath>
@@ -218,10 +219,10 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
 }
 
 // ---- phase B -------------------------------------------------------------------------------
-// sW[c * (hidden + 1) + j] = W2[j][c]; part: kWarps × kMaxC logit partials.
+// sW[j * classes + c] = W2[j][c] (W2's own layout); part: kWarps × kMaxC logit partials.
 __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, const float* sb1,
                         const float* sb2, float* part) {
-  const int C = a.classes, Hd = a.hidden, ld = Hd + 1;
+  const int C = a.classes, Hd = a.hidden;
   const int wpr = p.b_wpr, rpb = kWarps / wpr;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int rloc = warp / wpr, pw = warp % wpr;
@@ -235,10 +236,13 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
 #pragma unroll
     for (int c = 0; c < kMaxC; ++c) z[c] = 0.f;
     float* h = a.H + static_cast<std::size_t>(valid ? row : 0) * Hd;
+    constexpr int kKeep = 4;  // this lane's first H values stay in registers for dH
+    float keep[kKeep];
     if (valid) {
       const float* zp = a.partial + static_cast<std::size_t>(row) * Hd;
       const int last = p.a_chunks - 1;
-      for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
+      int t = 0;
+      for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr, ++t) {
         // partial[0] + partial[1] + ... in chunk order; 8 independent loads per round.
         float s = 0.f;
         for (int k0 = 0; k0 <= last; k0 += 8) {
@@ -253,16 +257,17 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
         const float hv = s < 0.f ? 0.f : s;
         h[j] = hv;
 #pragma unroll
-        for (int c = 0; c < kMaxC; ++c) z[c] = fmaf(hv, sW[min(c, C - 1) * ld + j], z[c]);
+        for (int k = 0; k < kKeep; ++k)
+          if (k == t) keep[k] = hv;
+#pragma unroll
+        for (int c = 0; c < kMaxC; ++c) z[c] = fmaf(hv, sW[j * C + min(c, C - 1)], z[c]);
       }
     }
+    // The same xor butterfly for every class, interleaved (no branch between the shuffles).
 #pragma unroll
-    for (int c = 0; c < kMaxC; ++c) {
-      if (c < C) {
+    for (int off = kWarp / 2; off > 0; off /= 2)
 #pragma unroll
-        for (int off = kWarp / 2; off > 0; off /= 2) z[c] += __shfl_xor_sync(kFull, z[c], off);
-      }
-    }
+      for (int c = 0; c < kMaxC; ++c) z[c] += __shfl_xor_sync(kFull, z[c], off);
     if (lane == 0) {
 #pragma unroll
       for (int c = 0; c < kMaxC; ++c)
@@ -320,14 +325,20 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
             if (c < C && c == lane) dl[c] = d[c];
         }
         float* dh = a.dH + static_cast<std::size_t>(row) * Hd;
-        for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr) {
+        int t = 0;
+        for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr, ++t) {
           float s = 0.f;
 #pragma unroll
           for (int c = 0; c < kMaxC; ++c) {
-            const float t = fmaf(d[c], sW[min(c, C - 1) * ld + j], s);
+            const float t = fmaf(d[c], sW[j * C + min(c, C - 1)], s);
             s = c < C ? t : s;
           }
-          dh[j] = h[j] > 0.f ? s : 0.f;  // h[j]: written by this lane above
+          float hv = 0.f;
+#pragma unroll
+          for (int k = 0; k < kKeep; ++k)
+            if (k == t) hv = keep[k];
+          if (t >= kKeep) hv = h[j];  // written by this lane above
+          dh[j] = hv > 0.f ? s : 0.f;
         }
       }
     }
@@ -511,39 +522,25 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
   const XT* X = x_of<XT>(a);
   cg::grid_group grid = cg::this_grid();
   stamp(a, kStampStart);
-  const int C = a.classes, ld = a.hidden + 1;
-  // Shared memory: sW (W2 transposed), sb1, sb2 and the logit partials for phases A-B; phase C
-  // reuses it from offset 0 for its reduction buffers.
+  const int C = a.classes;
+  // Shared memory: sW (W2), sb1, sb2 and the logit partials for phases A-B; phase C reuses it
+  // from offset 0 for its reduction buffers. W2, b1 and b2 are copied with cp.async while
+  // phase A runs (waited for before the first grid barrier).
   float* work = smem;
   float* sW = work;
-  float* sb1 = sW + static_cast<std::size_t>(C) * ld;
+  float* sb1 = sW + static_cast<std::size_t>(C) * a.hidden;
   float* sb2 = sb1 + a.hidden;
   float* part = sb2 + kMaxC;
   {
-    // Stage W2, b1, b2 with 8 independent loads per thread per round (clamped, unconditional).
-    const int nw = a.hidden * C, n = nw + a.hidden + C;
-    for (int base = 0; base < n; base += 8 * FusedStep::kThreads) {
-      float v[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        const int i = min(base + u * FusedStep::kThreads + static_cast<int>(threadIdx.x), n - 1);
-        v[u] = i < nw ? a.W2[i] : i < nw + a.hidden ? a.b1[i - nw] : a.b2[i - nw - a.hidden];
-      }
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        const int i = base + u * FusedStep::kThreads + static_cast<int>(threadIdx.x);
-        if (i < nw) {
-          const int j = i / C, c = i - j * C;
-          sW[c * ld + j] = v[u];
-        } else if (i < nw + a.hidden) {
-          sb1[i - nw] = v[u];
-        } else if (i < n) {
-          sb2[i - nw - a.hidden] = v[u];
-        }
-      }
-    }
+    const int nw = a.hidden * C;
+    for (int i = threadIdx.x; i < nw; i += blockDim.x) __pipeline_memcpy_async(sW + i, a.W2 + i, 4);
+    for (int i = threadIdx.x; i < a.hidden; i += blockDim.x)
+      __pipeline_memcpy_async(sb1 + i, a.b1 + i, 4);
+    if (static_cast<int>(threadIdx.x) < C) __pipeline_memcpy_async(sb2 + threadIdx.x, a.b2 + threadIdx.x, 4);
+    __pipeline_commit();
   }
   phase_a(a, X, p);
+  __pipeline_wait_prior(0);
   stamp(a, kStampEndA);
   grid.sync();  // also a block barrier: sW is complete
   stamp(a, kStampStartB);
@@ -566,7 +563,7 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
 }
 
 std::size_t smem_floats(int hidden, int classes) {
-  const std::size_t b = static_cast<std::size_t>(classes) * (static_cast<std::size_t>(hidden) + 1) +
+  const std::size_t b = static_cast<std::size_t>(classes) * static_cast<std::size_t>(hidden) +
                         static_cast<std::size_t>(hidden) + kMaxC + static_cast<std::size_t>(kWarps) * kMaxC;
   const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp;
   const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
