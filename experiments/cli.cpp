@@ -60,9 +60,10 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
       ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   t->add_option("--fused", a.fused,
                 "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
-                "it applies (fp32, not with --tf32), else lt; lt: cuBLASLt GEMMs + fused kernels "
-                "(4-5 launches per step); off: the layer-by-layer path (13)")
-      ->check(CLI::IsMember({"on", "lt", "off"}))->capture_default_str();
+                "it applies and is faster (fp32, not with --tf32, batch x hidden <= 65536), else "
+                "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
+                "kernels (4-5 launches per step); off: the layer-by-layer path (13)")
+      ->check(CLI::IsMember({"on", "single", "lt", "off"}))->capture_default_str();
   t->add_option("--depth", a.depth, "double-buffer: device batch buffers in flight (>= 2)")
       ->check(CLI::Range(2, 64))->capture_default_str();
   t->add_option("--copy-streams", a.copy_streams, "double-buffer: copy streams used round-robin")
@@ -149,7 +150,8 @@ TrainConfig make_train_config(const TrainArgs& a) {
   c.mlp.seed = a.seed;
   c.graphs = a.graphs == "on";
   c.mlp.fused = a.fused != "off";
-  c.mlp.single_launch = a.fused == "on";
+  c.mlp.single_launch = a.fused == "on" || a.fused == "single";
+  c.mlp.single_launch_any_size = a.fused == "single";
   return c;
 }
 

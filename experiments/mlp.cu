@@ -63,7 +63,15 @@ std::string single_off(const MlpConfig& c) {
   if (c.gemm != kernels::GemmBackend::Cublas)
     return "the single-launch step stands in for the cuBLAS backend only";
   if (c.tf32) return "TF32 asks for tensor-core GEMMs; the single-launch step is fp32 only";
-  return kernels::step_unsupported(c.layers[0], c.layers[1], c.layers[2]);
+  if (std::string why = kernels::step_unsupported(c.layers[0], c.layers[1], c.layers[2]);
+      !why.empty())
+    return why;
+  const long long work = static_cast<long long>(c.max_batch) * c.layers[1];
+  if (!c.single_launch_any_size && work > kSingleLaunchMaxWork)
+    return "batch × hidden = " + std::to_string(work) + " > " +
+           std::to_string(kSingleLaunchMaxWork) +
+           ": cuBLASLt is faster there (--fused single forces the single-launch step)";
+  return "";
 }
 
 }  // namespace

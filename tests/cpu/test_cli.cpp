@@ -73,13 +73,15 @@ TEST(Cli, DefaultsMatchTheDesign) {
 }
 
 TEST(Cli, FusedChoosesTheStepImplementation) {
-  for (auto [value, fused, single] : {std::tuple{"on", true, true}, std::tuple{"lt", true, false},
+  for (auto [value, fused, single] : {std::tuple{"on", true, true}, std::tuple{"single", true, true},
+                                      std::tuple{"lt", true, false},
                                       std::tuple{"off", false, false}}) {
     auto p = parse({"train", "--fused", value});
     ASSERT_FALSE(p.code) << p.err;
     const TrainConfig c = make_train_config(p.req.train);
     EXPECT_EQ(c.mlp.fused, fused) << value;
     EXPECT_EQ(c.mlp.single_launch, single) << value;
+    EXPECT_EQ(c.mlp.single_launch_any_size, std::string(value) == "single") << value;
   }
 }
 

@@ -554,6 +554,7 @@ Batch make_batch(int rows, std::uint32_t seed) {
 MlpConfig mlp_config(int hidden, int max_batch, bool fused, bool single = true) {
   MlpConfig m;
   m.single_launch = single;
+  m.single_launch_any_size = single;  // test it at every size, not only where it is faster
   m.layers = {kF, hidden, kC};
   m.max_batch = max_batch;
   m.fused = fused;
@@ -670,6 +671,13 @@ TEST_F(Fused, MlpUsesTheFusedPathWhereItApplies) {
   EXPECT_EQ(Mlp(mlp_config(256, 256, true), stream_).step_kind(), "single-launch");
   EXPECT_EQ(Mlp(mlp_config(256, 256, true, false), stream_).step_kind(), "cublaslt-fused");
   EXPECT_EQ(Mlp(mlp_config(256, 256, false), stream_).step_kind(), "layer-by-layer");
+  MlpConfig big = mlp_config(1024, 256, true);  // batch × hidden beyond the single-launch rule
+  big.single_launch_any_size = false;
+  const Mlp b(big, stream_);
+  EXPECT_EQ(b.step_kind(), "cublaslt-fused");
+  EXPECT_NE(b.single_off_reason().find("--fused single"), std::string::npos) << b.single_off_reason();
+  big.single_launch_any_size = true;
+  EXPECT_EQ(Mlp(big, stream_).step_kind(), "single-launch");
   MlpConfig tf32 = mlp_config(256, 256, true);
   tf32.tf32 = true;
   const Mlp t32(tf32, stream_);
