@@ -193,8 +193,27 @@ def overhead(t):
 
 
 def fused(t):
-    on_off_table(t, "fused-", "Fused step vs layer-by-layer (resident, u8, static), median ms/epoch",
-                 "--fused on", "--fused off", "speed-up", lambda a, b: f"{b/a:.2f}x")
+    keys = sorted({k.rsplit("-", 1)[0] for k in t if k.startswith("fused-")})
+    if not any(k + "-lt" in t for k in keys):  # records from before the single-launch step
+        on_off_table(t, "fused-", "Fused step vs layer-by-layer (resident, u8, static), median ms/epoch",
+                     "--fused on", "--fused off", "speed-up", lambda a, b: f"{b/a:.2f}x")
+        return
+    print("### Step implementations (resident, u8, static), median ms/epoch and µs per step\n")
+    print("| configuration | single-launch | cuBLASLt fused (4-5 launches) | layer-by-layer (13) "
+          "| single-launch vs best other |\n|---|---|---|---|---|")
+    for k in keys:
+        rs = {v: t.get(f"{k}-{v}") for v in ("on", "lt", "off")}
+        if not all(rs.values()):
+            continue
+        steps = -(-rs["on"]["config"]["dataset"]["train_samples"] // rs["on"]["config"]["batch"])
+        cell = {}
+        for v, r in rs.items():
+            ms = r["summary"]["wall_ms_median"]
+            cell[v] = (ms, f"{ms:.2f} ({1e3 * ms / steps:.1f} µs, {r['config']['step']})")
+        best_other = min(cell["lt"][0], cell["off"][0])
+        print(f"| {k[len('fused-'):]} | {cell['on'][1]} | {cell['lt'][1]} | {cell['off'][1]} | "
+              f"{best_other / cell['on'][0]:.2f}x |")
+    print()
 
 
 def tf32(t):
