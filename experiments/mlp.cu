@@ -202,15 +202,11 @@ std::string Mlp::step_kind() const {
   return "layer-by-layer";
 }
 
-void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
-  NvtxRange r(Phase::Forward, "step (single launch)");
+// The parts of a single-launch step's arguments that training and evaluation share.
+kernels::StepArgs Mlp::single_args(int rows) {
   float* P = params_.data();
-  float* V = velocity_.data();
   kernels::StepArgs a;
-  a.x_f32 = b.x_f32;
-  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
-  a.labels = b.y;
-  a.rows = b.rows;
+  a.rows = rows;
   a.in = cfg_.layers[0];
   a.hidden = cfg_.layers[1];
   a.classes = cfg_.layers[2];
@@ -218,14 +214,24 @@ void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t
   a.b1 = P + b_off_[0];
   a.W2 = P + w_off_[1];
   a.b2 = P + b_off_[1];
+  a.H = act_[1].data();
+  a.partial = partial_.data();
+  return a;
+}
+
+void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "step (single launch)");
+  float* V = velocity_.data();
+  kernels::StepArgs a = single_args(b.rows);
+  a.x_f32 = b.x_f32;
+  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
+  a.labels = b.y;
   a.vW1 = V + w_off_[0];
   a.vb1 = V + b_off_[0];
   a.vW2 = V + w_off_[1];
   a.vb2 = V + b_off_[1];
-  a.H = act_[1].data();
   a.dH = dz_[1].data();
   a.dlogits = dz_[2].data();
-  a.partial = partial_.data();
   a.sample_loss = sample_loss + b.first_sample;
   a.sample_correct = sample_correct + b.first_sample;
   a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
@@ -307,20 +313,9 @@ void Mlp::evaluate(const float* x, const std::int32_t* y, int rows, float* sampl
     throw std::invalid_argument("Mlp::evaluate: " + std::to_string(rows) + " rows (max_batch is " +
                                 std::to_string(cfg_.max_batch) + ")");
   if (step_) {
-    kernels::StepArgs a;
+    kernels::StepArgs a = single_args(rows);
     a.x_f32 = x;
     a.labels = y;
-    a.rows = rows;
-    a.in = cfg_.layers[0];
-    a.hidden = cfg_.layers[1];
-    a.classes = cfg_.layers[2];
-    float* P = params_.data();
-    a.W1 = P + w_off_[0];
-    a.b1 = P + b_off_[0];
-    a.W2 = P + w_off_[1];
-    a.b2 = P + b_off_[1];
-    a.H = act_[1].data();
-    a.partial = partial_.data();
     a.sample_loss = sample_loss;
     a.sample_correct = sample_correct;
     a.train = false;

@@ -31,6 +31,7 @@ namespace memstrat {
 namespace kernels {
 class GemmLt;
 class FusedStep;
+struct StepArgs;
 }
 
 /// Largest max_batch·hidden for which `--fused on` picks the single-launch step.
@@ -101,6 +102,7 @@ class Mlp {
   DeviceBuffer<float> partial_;               // its phase-A partial sums
   std::string single_off_reason_;
   void train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
+  kernels::StepArgs single_args(int rows);
   std::unique_ptr<kernels::GemmLt> lt_;  // only on the cuBLASLt fused path
   int lt_min_rows_ = 1;                  // row counts >= this (up to max_batch) run cuBLASLt
   std::string fused_off_reason_;
