@@ -31,6 +31,7 @@
 
 #include "common/cuda_check.h"
 #include "kernels/fused_mlp.h"
+#include "kernels/sgd_step.cuh"
 
 namespace memstrat::kernels {
 namespace {
@@ -59,17 +60,6 @@ std::size_t update_smem_bytes(int classes) {
 }
 static_assert(sizeof(float) * kUpdRows * (kMaxC + 2) * kUpdCols <= kMaxSharedBytes,
               "fused_update's reduction buffer must fit without a shared-memory opt-in");
-
-// The sgd_update step for one parameter (same fmaf expressions as elementwise.cu).
-__device__ __forceinline__ void sgd_step(float* p, float g, float* v, float lr, float momentum) {
-  if (v != nullptr) {
-    const float nv = fmaf(momentum, *v, g);
-    *v = nv;
-    *p = fmaf(-lr, nv, *p);
-  } else {
-    *p = fmaf(-lr, g, *p);
-  }
-}
 
 // ---- fused_head ----------------------------------------------------------------------------
 __global__ void __launch_bounds__(kHeadThreads)

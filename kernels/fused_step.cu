@@ -14,7 +14,7 @@
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
 //      order) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed xor butterfly,
 //      then the warps of a row combined in warp order through shared memory, + b2. Softmax,
-//      loss, correct, dlogits and dH exactly as fused_head does them (W2 staged transposed
+//      loss, correct, dlogits and dH exactly as fused_head does them (W2 staged
 //      in shared memory).
 //   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
 //      row), K = rows split over StepPlan::c_split warps and combined in warp order through
@@ -35,6 +35,7 @@
 
 #include "common/cuda_check.h"
 #include "kernels/fused_step.h"
+#include "kernels/sgd_step.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -100,17 +101,6 @@ __device__ __forceinline__ float comp(const float4& v, int i) {
 }
 __device__ __forceinline__ float& comp(float4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-// The sgd_update step (same fmaf expressions as elementwise.cu / fused_mlp.cu).
-__device__ __forceinline__ void sgd_step(float& p, float g, float* v, float lr, float momentum) {
-  if (v != nullptr) {
-    const float nv = fmaf(momentum, *v, g);
-    *v = nv;
-    p = fmaf(-lr, nv, p);
-  } else {
-    p = fmaf(-lr, g, p);
-  }
 }
 
 template <typename XT>
@@ -415,7 +405,7 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
   for (int i = 0; i < 4; ++i) {
     const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {  // sgd_step's expressions, on registers
+    for (int jj = 0; jj < 4; ++jj) {  // sgd_step's expressions (sgd_step.cuh), on registers
       float& pw = comp(w[i], jj);
       float& vw = comp(v[i], jj);
       if (use_v) {
@@ -491,16 +481,16 @@ __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
   for (int e = threadIdx.x; e < nj * C; e += blockDim.x) {  // W2 rows j0.. are contiguous
     const int jl = e / C, c = e - jl * C;
     const std::size_t idx = static_cast<std::size_t>(j0) * C + e;
-    sgd_step(a.W2[idx], red[c * kSmallUnits + jl], use_v ? a.vW2 + idx : nullptr, a.lr, a.momentum);
+    sgd_step(a.W2 + idx, red[c * kSmallUnits + jl], use_v ? a.vW2 + idx : nullptr, a.lr, a.momentum);
   }
   if (static_cast<int>(threadIdx.x) < nj) {
     const int jj = j0 + static_cast<int>(threadIdx.x);
-    sgd_step(a.b1[jj], red[C * kSmallUnits + threadIdx.x], use_v ? a.vb1 + jj : nullptr, a.lr,
+    sgd_step(a.b1 + jj, red[C * kSmallUnits + threadIdx.x], use_v ? a.vb1 + jj : nullptr, a.lr,
              a.momentum);
   }
   if (si == 0 && static_cast<int>(threadIdx.x) < C) {
     const int c = static_cast<int>(threadIdx.x);
-    sgd_step(a.b2[c], red[(C + 1) * kSmallUnits + c], use_v ? a.vb2 + c : nullptr, a.lr, a.momentum);
+    sgd_step(a.b2 + c, red[(C + 1) * kSmallUnits + c], use_v ? a.vb2 + c : nullptr, a.lr, a.momentum);
   }
   __syncthreads();  // red is rewritten by the next item
 }
