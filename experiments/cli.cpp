@@ -64,6 +64,11 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
                 "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
                 "kernels (4-5 launches per step); off: the layer-by-layer path (13)")
       ->check(CLI::IsMember({"on", "single", "lt", "off"}))->capture_default_str();
+  t->add_option("--epoch-launch", a.epoch_launch,
+                "on: where the strategy lets every batch be acquired up front (resident) and the "
+                "step is the single-launch one, run the whole epoch's steps in ONE kernel launch "
+                "(bitwise the same training; no per-batch launch or event); off: one launch per batch")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   t->add_option("--depth", a.depth, "double-buffer: device batch buffers in flight (>= 2)")
       ->check(CLI::Range(2, 64))->capture_default_str();
   t->add_option("--copy-streams", a.copy_streams, "double-buffer: copy streams used round-robin")
@@ -149,6 +154,7 @@ TrainConfig make_train_config(const TrainArgs& a) {
   c.mlp.momentum = a.momentum;
   c.mlp.seed = a.seed;
   c.graphs = a.graphs == "on";
+  c.epoch_launch = a.epoch_launch == "on";
   c.mlp.fused = a.fused != "off";
   c.mlp.single_launch = a.fused == "on" || a.fused == "single";
   c.mlp.single_launch_any_size = a.fused == "single";

@@ -27,6 +27,7 @@ struct TrainArgs {
   bool tf32 = false;
   std::string graphs = "on";
   std::string fused = "on";
+  std::string epoch_launch = "on";
   int depth = 2;
   int copy_streams = 1;
   std::string advise = "read-mostly,preferred-device,accessed-by";
@@ -61,6 +62,7 @@ struct TrainConfig {
   StrategyOptions strategy;
   MlpConfig mlp;  // layers[0] and layers.back() are filled in once the data set is known
   bool graphs = true;
+  bool epoch_launch = true;
 };
 TrainConfig make_train_config(const TrainArgs& a);
 AdviseSet parse_advise(const std::string& s);

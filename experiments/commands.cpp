@@ -310,7 +310,11 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
           mlp->fused() ? json(nullptr) : json(mlp->fused_off_reason());
       strategy = entry->make();
       strategy->attach(data, cfg.strategy, compute);
-      trainer = std::make_unique<Trainer>(*mlp, *strategy, data, a.batch, cfg.graphs, compute);
+      trainer = std::make_unique<Trainer>(*mlp, *strategy, data, a.batch, cfg.graphs, compute,
+                                          cfg.epoch_launch);
+      rec["config"]["epoch_launch"] = trainer->epoch_launch();
+      rec["config"]["epoch_launch_off_reason"] =
+          trainer->epoch_launch() ? json(nullptr) : json(trainer->epoch_launch_off_reason());
       CUDA_CHECK(cudaStreamSynchronize(compute));
     }
     const double setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_setup).count();

@@ -3,13 +3,16 @@
 # or your own). Builds once, then runs the named stages; logs and JSON go to $OUT (default
 # ./device-out). Stages:
 #   build     configure + build (Release, native arch)
-#   gputest   every GoogleTest (cpu + gpu labels)
+#   gputest   every GoogleTest (cpu + gpu labels); CT_R=regex runs only the matching tests
 #   accuracy  default config (resident, 10 epochs) -> test accuracy
 #   quick     every strategy once, batch 256 u8 static, 4 epochs
 #   sweep     ms/epoch for batch 8/64/256/1024 x resident/pageable/pinned (u8, static)
 #   grid      all strategies x u8/f32 x static/refresh x batch 256/1024 (+ double-buffer depths)
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
 #   fused     single-launch step vs cuBLASLt-fused vs layer-by-layer (--fused on|lt|off)
+#   epochlaunch resident, batch 8/64/256: the epoch in one launch vs one launch per batch
+#   stepbench build/step_bench per batch size (one launch per step, several steps per launch,
+#             phase stamps); with NCU=1 also an ncu source-level profile of batch 8 and 256
 #   overhead  --profile vs --no-profile
 #   tf32      resident/double-buffer with --tf32
 #   fullmatrix experiments/matrices/full.toml + report
@@ -43,7 +46,7 @@ stage_build() {
 
 stage_gputest() {
   log "gputest"
-  ctest --test-dir build --output-on-failure -j1 --timeout 600 >"$OUT/ctest.log" 2>&1
+  ctest --test-dir build --output-on-failure -j1 --timeout 600 ${CT_R:+-R "$CT_R"} >"$OUT/ctest.log" 2>&1
   local rc=$?
   grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | tail -25
   return $rc
@@ -111,6 +114,31 @@ stage_fused() {
             --run-tag "fused-b$b-h$h-$f" | grep summary
     done
   done; done
+}
+
+stage_epochlaunch() {
+  log "epochlaunch: resident u8 static, --epoch-launch on vs off"
+  for b in 8 64 256; do
+    e=6; [ "$b" = 8 ] && e=4
+    for o in on off; do
+      train --strategy resident --batch $b --epochs $e --epoch-launch $o --quiet --json "$J" \
+            --run-tag "epochlaunch-b$b-$o" | grep summary
+    done
+  done
+}
+
+stage_stepbench() {
+  log "stepbench: single-launch step per batch size (u8, hidden 256)"
+  for b in 8 64 256; do build/step_bench --batch $b --steps 1000 | tee -a "$OUT/step_bench.txt"; done
+  [ "${NCU:-0}" = 1 ] || return 0
+  for b in 8 256; do
+    ncu --set full --import-source yes -k regex:fused_step_kernel --launch-skip 30 --launch-count 1 -f \
+      -o "$OUT/ncu_b$b" build/step_bench --batch $b --reps 40 --steps 0 >"$OUT/ncu_b$b.log" 2>&1 || tail -3 "$OUT/ncu_b$b.log"
+    ncu -i "$OUT/ncu_b$b.ncu-rep" --page details --csv >"$OUT/ncu_b${b}_details.csv" 2>&1
+    ncu -i "$OUT/ncu_b$b.ncu-rep" --page source --csv --print-source cuda,sass >"$OUT/ncu_b${b}_source.csv" 2>&1 ||
+      ncu -i "$OUT/ncu_b$b.ncu-rep" --page source --csv >"$OUT/ncu_b${b}_source.csv" 2>&1
+    gzip -f "$OUT/ncu_b${b}_source.csv"; rm -f "$OUT/ncu_b$b.ncu-rep"
+  done
 }
 
 stage_overhead() {

@@ -18,6 +18,7 @@
 // rows and max_batch, so results never depend on timing, capture or pointers.
 #include "experiments/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -219,26 +220,85 @@ kernels::StepArgs Mlp::single_args(int rows) {
   return a;
 }
 
-void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
-  NvtxRange r(Phase::Forward, "step (single launch)");
+// A training step's arguments without the batch (velocities, gradient workspaces, lr).
+kernels::StepArgs Mlp::single_train_args(int rows) {
   float* V = velocity_.data();
-  kernels::StepArgs a = single_args(b.rows);
-  a.x_f32 = b.x_f32;
-  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
-  a.labels = b.y;
+  kernels::StepArgs a = single_args(rows);
   a.vW1 = V + w_off_[0];
   a.vb1 = V + b_off_[0];
   a.vW2 = V + w_off_[1];
   a.vb2 = V + b_off_[1];
   a.dH = dz_[1].data();
   a.dlogits = dz_[2].data();
-  a.sample_loss = sample_loss + b.first_sample;
-  a.sample_correct = sample_correct + b.first_sample;
-  a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
   a.lr = cfg_.lr;
   a.momentum = cfg_.momentum;
   a.train = true;
+  return a;
+}
+
+void Mlp::train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "step (single launch)");
+  kernels::StepArgs a = single_train_args(b.rows);
+  a.x_f32 = b.x_f32;
+  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
+  a.labels = b.y;
+  a.sample_loss = sample_loss + b.first_sample;
+  a.sample_correct = sample_correct + b.first_sample;
+  a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
   step_->run(a, stream_);
+}
+
+void Mlp::reserve_steps(int n) {
+  if (!step_) throw std::logic_error("Mlp::reserve_steps: only the single-launch step runs several steps per launch");
+  if (n < 1) throw std::invalid_argument("Mlp::reserve_steps: n must be >= 1");
+  steps_dev_ = DeviceBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
+  steps_pinned_ = PinnedBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
+  steps_host_.clear();
+}
+
+namespace {
+bool same_batch(const kernels::StepBatch& a, const kernels::StepBatch& b) {
+  return a.x == b.x && a.labels == b.labels && a.sample_loss == b.sample_loss &&
+         a.sample_correct == b.sample_correct && a.rows == b.rows && a.grad_scale == b.grad_scale;
+}
+}  // namespace
+
+void Mlp::train_steps(const std::vector<BatchView>& views, float* sample_loss,
+                      std::int32_t* sample_correct) {
+  if (!step_) throw std::logic_error("Mlp::train_steps: only the single-launch step runs several steps per launch");
+  if (views.empty()) return;
+  if (views.size() > steps_dev_.size())
+    throw std::invalid_argument("Mlp::train_steps: " + std::to_string(views.size()) +
+                                " steps, reserve_steps() made room for " +
+                                std::to_string(steps_dev_.size()));
+  const bool u8 = views.front().x_f32 == nullptr;
+  std::vector<kernels::StepBatch> t;
+  t.reserve(views.size());
+  for (const BatchView& v : views) {
+    if ((v.x_f32 == nullptr) != u8)
+      throw std::invalid_argument("Mlp::train_steps: every batch of one launch has the same input type");
+    t.push_back(step_->batch(u8 ? static_cast<const void*>(v.x_u8) : v.x_f32, u8, v.y,
+                             sample_loss + v.first_sample, sample_correct + v.first_sample, v.rows));
+  }
+  // The table is uploaded when it differs from the one on the device (the first epoch: a
+  // strategy hands out the same addresses every epoch).
+  bool same = t.size() == steps_host_.size();
+  for (std::size_t i = 0; same && i < t.size(); ++i) same = same_batch(t[i], steps_host_[i]);
+  if (!same) {
+    // The previous upload from the staging buffer finished: every epoch drains the stream.
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::copy(t.begin(), t.end(), steps_pinned_.data());
+    CUDA_CHECK(cudaMemcpyAsync(steps_dev_.data(), steps_pinned_.data(),
+                               t.size() * sizeof(kernels::StepBatch), cudaMemcpyHostToDevice, stream_));
+    steps_host_ = std::move(t);
+  }
+  NvtxRange r(Phase::Forward, "steps (one launch)");
+  kernels::StepArgs a = single_train_args(cfg_.max_batch);
+  if (u8)
+    a.x_u8 = views.front().x_u8;
+  else
+    a.x_f32 = views.front().x_f32;
+  step_->run_steps(a, steps_dev_.data(), static_cast<int>(views.size()), stream_);
 }
 
 void Mlp::forward_fused(const float* x, int rows) {

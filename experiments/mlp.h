@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "kernels/fused_step.h"
 #include "kernels/gemm.h"
 #include "memory_strategies/memory_strategy.h"
 
@@ -30,8 +31,6 @@ namespace memstrat {
 
 namespace kernels {
 class GemmLt;
-class FusedStep;
-struct StepArgs;
 }
 
 /// Largest max_batch·hidden for which `--fused on` picks the single-launch step.
@@ -67,6 +66,14 @@ class Mlp {
   /// Forward, backward and SGD update on one batch. Writes each row's loss and correctness to
   /// sample_loss[first_sample + r] / sample_correct[first_sample + r] (device arrays).
   void train_step(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
+  /// Several steps in ONE kernel launch, in order: bitwise the same as train_step on each view
+  /// in turn. Only on the single-launch path (multi_step()); reserve_steps(n) first (it
+  /// allocates), then at most n views per call. The views' per-step table is uploaded when it
+  /// changes (a stream synchronisation, then one copy); the same views again cost nothing.
+  bool multi_step() const { return step_ != nullptr; }
+  void reserve_steps(int n);
+  void train_steps(const std::vector<BatchView>& views, float* sample_loss,
+                   std::int32_t* sample_correct);
   /// Forward only on device-resident floats; per-row loss and correctness as above (offset 0).
   void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                 std::int32_t* sample_correct);
@@ -103,6 +110,10 @@ class Mlp {
   std::string single_off_reason_;
   void train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
   kernels::StepArgs single_args(int rows);
+  kernels::StepArgs single_train_args(int rows);
+  DeviceBuffer<kernels::StepBatch> steps_dev_;  // train_steps' per-step table
+  PinnedBuffer<kernels::StepBatch> steps_pinned_;
+  std::vector<kernels::StepBatch> steps_host_;  // what steps_dev_ holds
   std::unique_ptr<kernels::GemmLt> lt_;  // only on the cuBLASLt fused path
   int lt_min_rows_ = 1;                  // row counts >= this (up to max_batch) run cuBLASLt
   std::string fused_off_reason_;

@@ -1,11 +1,15 @@
 // trainer.h: Trainer, the epoch loop. It asks the MemoryStrategy for each batch, runs the Mlp
 // step on the compute stream (optionally as a per-batch CUDA graph), and times every epoch with
-// CUDA events (three per batch: ready -> data -> done) and a host clock. It never branches on
-// which strategy it holds.
+// CUDA events (three per batch: ready -> data -> done) and a host clock. With the epoch launch
+// (a strategy whose batches can all be acquired up front, and the single-launch step) it
+// acquires every batch, runs all steps in one kernel launch and releases them; the events then
+// bracket the whole epoch (ready -> data: the acquires, data -> done: the launch). It never
+// branches on which strategy it holds, only on what it says it allows.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/cuda_raii.h"
@@ -36,8 +40,13 @@ class Trainer {
  public:
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
   /// device). `strategy` must already be attached.
+  /// epoch_launch: run each epoch's steps in ONE kernel launch where that is possible (the
+  /// strategy's acquire_ahead() and the Mlp's multi_step()); epoch_launch_off_reason() says why
+  /// not otherwise.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, int batch, bool graphs,
-          cudaStream_t compute);
+          cudaStream_t compute, bool epoch_launch = false);
+  bool epoch_launch() const { return epoch_launch_; }
+  const std::string& epoch_launch_off_reason() const { return epoch_launch_off_reason_; }
 
   EpochResult run_epoch(int epoch);
   /// Test-set loss and accuracy (forward only, outside any timed region).
@@ -48,6 +57,11 @@ class Trainer {
 
  private:
   void step(int b, const BatchView& v);
+  void enqueue_batches();       // one step per batch (graphs optional)
+  void enqueue_epoch_launch();  // every step in one launch
+  bool epoch_launch_ = false;
+  std::string epoch_launch_off_reason_;
+  std::vector<BatchView> views_;
   Mlp& mlp_;
   MemoryStrategy& strategy_;
   cudaStream_t compute_;

@@ -8,14 +8,14 @@
 //   A  Z = X·W1. Item = (warp tile, K chunk). A warp tile is (4·TR) rows × (128/TR) units, each
 //      lane a 4×4 register tile (TR lanes down, 32/TR across; TR = 1, 2, 4, 8 by batch size so a
 //      batch of 8 does not pad to 32 rows). Per K quad a lane loads 4 float4 of X (4 rows ×
-//      4 k; a uint8 row as uchar4, normalised on load) and 4 float4 of W1 (4 k × 4 units) and
+//      4 k; a uint8 row as one 32-bit word, normalised on load) and 4 float4 of W1 (4 k × 4 units) and
 //      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
 //      batches still spread over ~1000 warps; each chunk's partial goes to `partial`.
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
-//      order) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed xor butterfly,
-//      then the warps of a row combined in warp order through shared memory, + b2. Softmax,
-//      loss, correct, dlogits and dH exactly as fused_head does them (W2 staged
-//      in shared memory).
+//      order) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed reduce-scatter
+//      (lane 2c ends with class c), the warps of a row combined in warp order through shared
+//      memory, + b2. Softmax cross-entropy with class c on lane c (warp max / sum), loss,
+//      correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged in shared memory).
 //   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
 //      row), K = rows split over StepPlan::c_split warps and combined in warp order through
 //      shared memory; the owning lane applies the momentum-SGD step to its 4×4 of W1 / vW1 at
@@ -35,6 +35,7 @@
 
 #include "common/cuda_check.h"
 #include "kernels/fused_step.h"
+#include "kernels/pixel_norm.h"
 #include "kernels/sgd_step.cuh"
 
 namespace cg = cooperative_groups;
@@ -51,6 +52,8 @@ constexpr std::size_t kMaxSmemFloats = 48 * 1024 / sizeof(float);  // no opt-in 
 constexpr int kTargetAItems = 2048;  // phase-A work items wanted per step
 constexpr int kMaxChunks = 32;
 constexpr int kCTileM = 32, kCTileN = 16;  // phase-C tile (inputs × units)
+constexpr int kCStageFloats = 8192;        // phase C's staging area (32 KiB)
+constexpr int kCStageIters = 8;            // quads of X and of dH one thread stages per round
 constexpr int kSmallUnits = 16;            // units per small-layer block (half a warp)
 constexpr int kSmallGroups = FusedStep::kThreads / kSmallUnits;  // its row groups (16)
 static_assert(kMaxC <= kSmallUnits, "lane c of a half-warp holds dlogits[row][c]");
@@ -60,18 +63,9 @@ static_assert(kMaxC <= kSmallUnits, "lane c of a half-warp holds dlogits[row][c]
 // and what a clamped load brings is never stored): a load under a branch makes ptxas wait for
 // it at the join, which serialised the loads and cost 3-5x (measured with step_bench).
 //
-// X is never written during a launch: the read-only path is safe for it. A uint8 pixel v is
-// normalised as q = v·(1/255) refined by one fmaf step, q + fmaf(-q, 255, v)·(1/255), which
-// equals static_cast<float>(v) / 255.0f (the expression of normalize_u8 and
-// cpu_ref::normalize_pixel) bit for bit for all 256 values (checked exhaustively in
-// tests/cpu/test_step_plan.cpp, and on the GPU by the u8-vs-f32 bitwise test) without an
-// IEEE division per pixel.
-__device__ __forceinline__ float norm_px(unsigned v) {
-  const float x = static_cast<float>(v);
-  constexpr float r = 1.0f / 255.0f;
-  const float q = x * r;
-  return fmaf(fmaf(-q, 255.0f, x), r, q);
-}
+// X is never written during a launch: the read-only path is safe for it. A uint8 X is loaded
+// four pixels to a 32-bit word and normalised with pixel_norm (kernels/pixel_norm.h: the
+// bits of v / 255.0f without a division or an int -> float conversion).
 template <typename XT>
 struct XLoad;
 template <>
@@ -84,12 +78,12 @@ struct XLoad<float> {
 };
 template <>
 struct XLoad<std::uint8_t> {
-  using Raw = uchar4;
+  using Raw = unsigned;  // 4 pixels
   static __device__ __forceinline__ Raw load(const std::uint8_t* p) {
-    return __ldg(reinterpret_cast<const uchar4*>(p));
+    return __ldg(reinterpret_cast<const unsigned*>(p));
   }
   static __device__ __forceinline__ float4 value(const Raw& r) {
-    return make_float4(norm_px(r.x), norm_px(r.y), norm_px(r.z), norm_px(r.w));
+    return make_float4(pixel_norm(r, 0), pixel_norm(r, 1), pixel_norm(r, 2), pixel_norm(r, 3));
   }
 };
 // Buffers written by this kernel: plain (coherent) loads.
@@ -209,6 +203,22 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
 }
 
 // ---- phase B -------------------------------------------------------------------------------
+// One level of phase B's reduce-scatter: a lane keeps values [0, Half) or [Half, 2·Half) of
+// z[0, 2·Half) (by bit 2·Half of its lane), sends the other half to lane ^ 2·Half and adds what
+// that lane sends; its kept values end in z[0, Half). The choice is a bit-mask blend, not
+// `upper ? z[i] : z[Half + i]`, which the compiler turns into an indexed load from local memory.
+template <int Half>
+__device__ __forceinline__ void rs_level(float (&z)[kMaxC], int lane) {
+  const unsigned m = (lane & (2 * Half)) != 0 ? 0xffffffffu : 0u;
+#pragma unroll
+  for (int i = 0; i < Half; ++i) {
+    const unsigned lo_b = __float_as_uint(z[i]), hi_b = __float_as_uint(z[Half + i]);
+    const float send = __uint_as_float((lo_b & m) | (hi_b & ~m));
+    const float keep_v = __uint_as_float((hi_b & m) | (lo_b & ~m));
+    z[i] = keep_v + __shfl_xor_sync(kFull, send, 2 * Half);
+  }
+}
+
 // sW[j * classes + c] = W2[j][c] (W2's own layout); part: kWarps × kMaxC logit partials.
 __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, const float* sb1,
                         const float* sb2, float* part) {
@@ -253,74 +263,64 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
         for (int c = 0; c < kMaxC; ++c) z[c] = fmaf(hv, sW[j * C + min(c, C - 1)], z[c]);
       }
     }
-    // The same xor butterfly for every class, interleaved (no branch between the shuffles).
-#pragma unroll
-    for (int off = kWarp / 2; off > 0; off /= 2)
-#pragma unroll
-      for (int c = 0; c < kMaxC; ++c) z[c] += __shfl_xor_sync(kFull, z[c], off);
-    if (lane == 0) {
-#pragma unroll
-      for (int c = 0; c < kMaxC; ++c)
-        if (c < C) part[warp * kMaxC + c] = z[c];
-    }
+    // Reduce-scatter of the 16 class sums over the warp: at each level a lane keeps half of its
+    // values and adds the partner's copy of that half (xor 16, 8, 4, 2), then xor 1 completes
+    // the sum; lane l ends with class l >> 1 (a fixed order: deterministic). 16 shuffles
+    // instead of a butterfly of all 16 classes (80); phase B is short enough that its code
+    // size, not its arithmetic, set its time (ncu: instruction-fetch stalls).
+    static_assert(kMaxC == 16, "the reduce-scatter below splits 16 classes over 32 lanes");
+    rs_level<8>(z, lane);
+    rs_level<4>(z, lane);
+    rs_level<2>(z, lane);
+    rs_level<1>(z, lane);
+    z[0] += __shfl_xor_sync(kFull, z[0], 1);
+    if ((lane & 1) == 0 && (lane >> 1) < C) part[warp * kMaxC + (lane >> 1)] = z[0];
     __syncthreads();
     if (valid) {
-      float lg[kMaxC];
-#pragma unroll
-      for (int c = 0; c < kMaxC; ++c) {
-        lg[c] = 0.f;
-        if (c < C) {
-          float s = part[(rloc * wpr) * kMaxC + c];
-          for (int q = 1; q < wpr; ++q) s += part[(rloc * wpr + q) * kMaxC + c];
-          lg[c] = s + sb2[c];
-        }
+      // Softmax cross-entropy with class c on lane c (every warp of the row computes it: the
+      // dH below needs all dlogits). Same expressions as fused_head; the max and the sum
+      // are warp reductions (first maximum wins; bad label -> NaN, 0).
+      const bool cv = lane < C;
+      float lg = -INFINITY;
+      if (cv) {
+        float s = part[(rloc * wpr) * kMaxC + lane];
+        for (int q = 1; q < wpr; ++q) s += part[(rloc * wpr + q) * kMaxC + lane];
+        lg = s + sb2[lane];
       }
-      // softmax cross-entropy, as fused_head (first maximum wins; bad label -> NaN, 0)
-      float mx = lg[0];
-      int arg = 0;
+      float mx = lg;
+      int arg = lane;
 #pragma unroll
-      for (int c = 1; c < kMaxC; ++c) {
-        if (c < C && lg[c] > mx) {
-          mx = lg[c];
-          arg = c;
-        }
+      for (int off = kWarp / 2; off > 0; off /= 2) {
+        const float om = __shfl_xor_sync(kFull, mx, off);
+        const int oa = __shfl_xor_sync(kFull, arg, off);
+        const bool take = om > mx || (om == mx && oa < arg);
+        mx = take ? om : mx;
+        arg = take ? oa : arg;
       }
-      float sum = 0.f;
+      const float e = cv ? expf(lg - mx) : 0.f;
+      float sum = e;
 #pragma unroll
-      for (int c = 0; c < kMaxC; ++c)
-        if (c < C) sum += expf(lg[c] - mx);
+      for (int off = kWarp / 2; off > 0; off /= 2) sum += __shfl_xor_sync(kFull, sum, off);
       const bool lab_ok = label >= 0 && label < C;
-      float z_label = 0.f;
-#pragma unroll
-      for (int c = 0; c < kMaxC; ++c)
-        if (c == label) z_label = lg[c];
+      const float z_label = __shfl_sync(kFull, lg, lab_ok ? label : 0);
       if (pw == 0 && lane == 0) {
         if (a.sample_loss != nullptr) a.sample_loss[row] = lab_ok ? logf(sum) - (z_label - mx) : NAN;
         if (a.sample_correct != nullptr) a.sample_correct[row] = (lab_ok && arg == label) ? 1 : 0;
       }
       if (a.train) {
-        float d[kMaxC];
+        const float pr = e / sum;
+        const float d = cv ? (lane == label ? pr - 1.f : pr) * a.grad_scale : 0.f;
+        if (pw == 0 && cv) a.dlogits[static_cast<std::size_t>(row) * C + lane] = d;
+        float dd[kMaxC];
 #pragma unroll
-        for (int c = 0; c < kMaxC; ++c) {
-          d[c] = 0.f;
-          if (c < C) {
-            const float pr = expf(lg[c] - mx) / sum;
-            d[c] = (c == label ? pr - 1.f : pr) * a.grad_scale;
-          }
-        }
-        if (pw == 0) {
-          float* dl = a.dlogits + static_cast<std::size_t>(row) * C;
-#pragma unroll
-          for (int c = 0; c < kMaxC; ++c)
-            if (c < C && c == lane) dl[c] = d[c];
-        }
+        for (int c = 0; c < kMaxC; ++c) dd[c] = __shfl_sync(kFull, d, c);
         float* dh = a.dH + static_cast<std::size_t>(row) * Hd;
         int t = 0;
         for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr, ++t) {
           float s = 0.f;
 #pragma unroll
           for (int c = 0; c < kMaxC; ++c) {
-            const float t = fmaf(d[c], sW[j * C + min(c, C - 1)], s);
+            const float t = fmaf(dd[c], sW[j * C + min(c, C - 1)], s);
             s = c < C ? t : s;
           }
           float hv = 0.f;
@@ -337,50 +337,83 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
 }
 
 // ---- phase C -------------------------------------------------------------------------------
+// Rows of X and dH a phase-C block stages per round (see phase_c_w1): as many as fit in
+// kCStageFloats and let every thread stage at most kCStageIters quads of each.
+__host__ __device__ constexpr int c_stage_rows(int c_split) {
+  const int tpb = kWarps / c_split;
+  const int by_smem = kCStageFloats / (kCTileM + kCTileN * tpb);
+  const int by_iters = kCStageIters * FusedStep::kThreads / (kCTileN / 4 * tpb);
+  return (by_smem < by_iters ? by_smem : by_iters) / 8 * 8;
+}
+
+// gW1 tiles of one tile row: the block's tpb tiles are neighbours in one row of 32 inputs, so
+// they share X's columns. Per round the block stages R = c_stage_rows rows of X (normalised
+// once, as floats) and of dH (the block's tpb·16 units) in shared memory, every thread's
+// loads issued together (one global round trip per round); then warp kp of a tile accumulates
+// its share of the round's rows from shared memory (16 fmaf per two LDS.128).
 template <typename XT>
 __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
-                           int item, float* red) {
+                           int item, float* smem) {
   using L = XLoad<XT>;
-  constexpr int U = 8;  // rows per round: 16 independent loads in flight
   const int S = p.c_split, tpb = kWarps / S;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int tiles_n = (a.hidden + kCTileN - 1) / kCTileN;
-  const int tiles = ((a.in + kCTileM - 1) / kCTileM) * tiles_n;
-  const int tile = item * tpb + warp / S, kp = warp % S;
-  const bool tv = tile < tiles;  // warp-uniform
-  const int f = tv ? (tile / tiles_n) * kCTileM + 4 * (lane / 4) : 0;
-  const int j = tv ? (tile % tiles_n) * kCTileN + 4 * (lane % 4) : 0;
+  const int groups = (tiles_n + tpb - 1) / tpb;
+  const int f0 = (item / groups) * kCTileM;           // the block's 32 inputs
+  const int u0 = (item % groups) * tpb * kCTileN;     // its first unit
+  const int UW = tpb * kCTileN;                       // units it stages
+  const int tcol = (item % groups) * tpb + warp / S, kp = warp % S;
+  const bool tv = tcol < tiles_n;  // warp-uniform
+  const int f = f0 + 4 * (lane / 4);
+  const int j = tcol * kCTileN + 4 * (lane % 4);
   const bool fv = tv && f < a.in, jv = tv && j < a.hidden;
+  const int R = c_stage_rows(S);
+  float* sX = smem;                                    // [R][kCTileM]
+  float* sD = smem + static_cast<std::size_t>(R) * kCTileM;  // [R][UW]
   float acc[4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
-  if (tv) {
-    const int k0 = static_cast<int>(static_cast<long long>(kp) * a.rows / S);
-    const int k1 = static_cast<int>(static_cast<long long>(kp + 1) * a.rows / S);
-    const XT* xp = X + (fv ? f : a.in - 4);
-    const float* dp = a.dH + (jv ? j : a.hidden - 4);
-    for (int r = k0; r < k1; r += U) {
-      typename L::Raw xr[U];
-      float4 dv[U];
+  constexpr int XQ = kCTileM / 4;  // quads of X per row
+  const int DQ = UW / 4;           // quads of dH per row
+  for (int r0 = 0; r0 < a.rows; r0 += R) {  // block-uniform
+    const int n = min(R, a.rows - r0);
+    // Stage: every load first (clamped into the buffers; a clamped load is never stored).
+    typename L::Raw xr[kCStageIters];
+    float4 dr[kCStageIters];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::size_t rr = static_cast<std::size_t>(min(r + u, k1 - 1));
-        xr[u] = L::load(xp + rr * a.in);
-        dv[u] = load4(dp + rr * a.hidden);
-      }
+    for (int it = 0; it < kCStageIters; ++it) {
+      const int e = static_cast<int>(threadIdx.x) + it * FusedStep::kThreads;
+      const int xrow = min(e / XQ, n - 1), xcol = min(f0 + 4 * (e % XQ), a.in - 4);
+      xr[it] = L::load(X + static_cast<std::size_t>(r0 + xrow) * a.in + xcol);
+      const int drow = min(e / DQ, n - 1), dcol = min(u0 + 4 * (e % DQ), a.hidden - 4);
+      dr[it] = load4(a.dH + static_cast<std::size_t>(r0 + drow) * a.hidden + dcol);
+    }
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (r + u >= k1) break;  // warp-uniform, after every load was issued
-        const float4 xv = L::value(xr[u]);
+    for (int it = 0; it < kCStageIters; ++it) {
+      const int e = static_cast<int>(threadIdx.x) + it * FusedStep::kThreads;
+      if (e < n * XQ) *reinterpret_cast<float4*>(sX + static_cast<std::size_t>(e) * 4) = L::value(xr[it]);
+      if (e < n * DQ) *reinterpret_cast<float4*>(sD + static_cast<std::size_t>(e) * 4) = dr[it];
+    }
+    __syncthreads();
+    if (tv) {
+      const int k0 = kp * n / S, k1 = (kp + 1) * n / S;
+      const float* xs = sX + 4 * (lane / 4);
+      const float* ds = sD + (warp / S) * kCTileN + 4 * (lane % 4);
+#pragma unroll 4
+      for (int r = k0; r < k1; ++r) {
+        const float4 xv = *reinterpret_cast<const float4*>(xs + static_cast<std::size_t>(r) * kCTileM);
+        const float4 dv = *reinterpret_cast<const float4*>(ds + static_cast<std::size_t>(r) * UW);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv[u], jj), acc[i][jj]);
+          for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv, jj), acc[i][jj]);
       }
     }
+    __syncthreads();  // the stage is rewritten by the next round (or reused as `red`)
   }
+  float* red = smem;
   if (S > 1) {  // block-uniform
 #pragma unroll
     for (int e = 0; e < 16; ++e) red[(warp * 16 + e) * kWarp + lane] = acc[e / 4][e % 4];
@@ -505,12 +538,37 @@ __device__ __forceinline__ void stamp(const StepArgs& a, int point) {
   }
 }
 
+// Floats of shared memory the phases use (from offset 0).
+__host__ __device__ std::size_t phase_smem_floats(int hidden, int classes) {
+  const std::size_t b = static_cast<std::size_t>(classes) * static_cast<std::size_t>(hidden) +
+                        static_cast<std::size_t>(hidden) + kMaxC + static_cast<std::size_t>(kWarps) * kMaxC;
+  const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp > kCStageFloats
+                               ? static_cast<std::size_t>(kWarps) * 16 * kWarp
+                               : static_cast<std::size_t>(kCStageFloats);
+  const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
+  return b > c_w1 ? (b > c_small ? b : c_small) : (c_w1 > c_small ? c_w1 : c_small);
+}
+
+constexpr int kBatchVec4 = static_cast<int>(sizeof(StepBatch) / 16);
+static_assert(sizeof(StepBatch) % 16 == 0, "StepBatch travels as float4s");
+// The two StepBatch slots of a multi-step launch follow the phases' shared memory, 16-byte
+// aligned.
+__host__ __device__ std::size_t batch_slot_offset(int hidden, int classes) {
+  return (phase_smem_floats(hidden, classes) + 3) / 4 * 4;
+}
+std::size_t smem_floats(int hidden, int classes) {
+  return batch_slot_offset(hidden, classes) + 2 * sizeof(StepBatch) / sizeof(float);
+}
+
+// One training (or evaluation) step, run by every block of the cooperative grid. The caller
+// passes the shared memory and a grid barrier has to separate two calls (both kernels below).
+// `prefetch` (may be nullptr): 16-byte-aligned global bytes copied to `prefetch_to` in shared
+// memory by cp.async alongside W2 (complete at the first grid barrier), used to fetch the next
+// step's StepBatch while this step runs.
 template <typename XT>
-__global__ void __launch_bounds__(FusedStep::kThreads)
-    fused_step_kernel(StepArgs a, StepPlan p) {
-  extern __shared__ float smem[];
+__device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, cg::grid_group& grid,
+                                          float* smem, const float4* prefetch, float4* prefetch_to) {
   const XT* X = x_of<XT>(a);
-  cg::grid_group grid = cg::this_grid();
   stamp(a, kStampStart);
   const int C = a.classes;
   // Shared memory: sW (W2), sb1, sb2 and the logit partials for phases A-B; phase C reuses it
@@ -527,6 +585,8 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
     for (int i = threadIdx.x; i < a.hidden; i += blockDim.x)
       __pipeline_memcpy_async(sb1 + i, a.b1 + i, 4);
     if (static_cast<int>(threadIdx.x) < C) __pipeline_memcpy_async(sb2 + threadIdx.x, a.b2 + threadIdx.x, 4);
+    if (prefetch != nullptr && static_cast<int>(threadIdx.x) < kBatchVec4)
+      __pipeline_memcpy_async(prefetch_to + threadIdx.x, prefetch + threadIdx.x, 16);
     __pipeline_commit();
   }
   phase_a(a, X, p);
@@ -540,9 +600,9 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
   grid.sync();
   stamp(a, kStampStartC);
   const int small = (a.hidden + kSmallUnits - 1) / kSmallUnits;
-  const int tiles = ((a.in + kCTileM - 1) / kCTileM) * ((a.hidden + kCTileN - 1) / kCTileN);
   const int tpb = kWarps / p.c_split;
-  const int items = small + (tiles + tpb - 1) / tpb;
+  const int items = small + ((a.in + kCTileM - 1) / kCTileM) *
+                                (((a.hidden + kCTileN - 1) / kCTileN + tpb - 1) / tpb);
   for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
     if (item < small)
       phase_c_small(a, item, work);
@@ -552,12 +612,45 @@ __global__ void __launch_bounds__(FusedStep::kThreads)
   stamp(a, kStampEndC);
 }
 
-std::size_t smem_floats(int hidden, int classes) {
-  const std::size_t b = static_cast<std::size_t>(classes) * static_cast<std::size_t>(hidden) +
-                        static_cast<std::size_t>(hidden) + kMaxC + static_cast<std::size_t>(kWarps) * kMaxC;
-  const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp;
-  const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
-  return std::max({b, c_w1, c_small});
+template <typename XT>
+__global__ void __launch_bounds__(FusedStep::kThreads, 2)
+    fused_step_kernel(StepArgs a, StepPlan p) {
+  extern __shared__ float smem[];
+  cg::grid_group grid = cg::this_grid();
+  step_body<XT>(a, p, grid, smem, nullptr, nullptr);
+}
+
+// Steps 0..n-1 in order, a grid barrier between two steps (which orders step s's parameter
+// update before step s+1 reads the parameters, exactly as two launches would). The StepBatch of
+// step s+1 travels to shared memory (two slots, alternating) during step s.
+template <typename XT>
+__global__ void __launch_bounds__(FusedStep::kThreads, 2)
+    fused_steps_kernel(StepArgs base, const StepBatch* __restrict__ batches, int n) {
+  extern __shared__ float smem[];
+  cg::grid_group grid = cg::this_grid();
+  auto* slots = reinterpret_cast<StepBatch*>(smem + batch_slot_offset(base.hidden, base.classes));
+  if (static_cast<int>(threadIdx.x) < kBatchVec4)
+    reinterpret_cast<float4*>(slots)[threadIdx.x] = reinterpret_cast<const float4*>(batches)[threadIdx.x];
+  __syncthreads();
+  for (int s = 0; s < n; ++s) {
+    const StepBatch& bt = slots[s % 2];
+    StepArgs a = base;
+    if (a.x_u8 != nullptr)
+      a.x_u8 = static_cast<const std::uint8_t*>(bt.x);
+    else
+      a.x_f32 = static_cast<const float*>(bt.x);
+    a.labels = bt.labels;
+    a.sample_loss = bt.sample_loss;
+    a.sample_correct = bt.sample_correct;
+    a.rows = bt.rows;
+    a.grad_scale = bt.grad_scale;
+    const StepPlan p = bt.plan;
+    const bool more = s + 1 < n;
+    step_body<XT>(a, p, grid, smem,
+                  more ? reinterpret_cast<const float4*>(batches + s + 1) : nullptr,
+                  reinterpret_cast<float4*>(slots + (s + 1) % 2));
+    if (more) grid.sync();
+  }
 }
 
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
@@ -611,12 +704,17 @@ FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_
   CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
   if (!coop) throw std::runtime_error("FusedStep: this GPU does not support cooperative launches");
   smem_ = smem_floats(hidden, classes) * sizeof(float);
-  int occ_f = 0, occ_u = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_f, fused_step_kernel<float>,
-                                                           kThreads, smem_));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_u, fused_step_kernel<std::uint8_t>,
-                                                           kThreads, smem_));
-  const int occ = std::min(occ_f, occ_u);
+  // Both kernels (one step / several steps) for both input types must fit co-resident.
+  int occ = 1 << 30;
+  const auto fit = [&](const void* k) {
+    int o = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, k, kThreads, smem_));
+    occ = std::min(occ, o);
+  };
+  fit(reinterpret_cast<const void*>(fused_step_kernel<float>));
+  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<float>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t>));
   if (occ < 1) throw std::runtime_error("FusedStep: the kernel does not fit on an SM");
   if (blocks_per_sm > occ)
     throw std::invalid_argument("FusedStep: " + std::to_string(blocks_per_sm) +
@@ -624,17 +722,19 @@ FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_
   grid_ = sms * (blocks_per_sm > 0 ? blocks_per_sm : std::min(occ, 2));
 }
 
-void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
-  const auto bad = [](const std::string& m) { throw std::invalid_argument("FusedStep::run: " + m); };
+namespace {
+[[noreturn]] void bad_arg(const char* where, const std::string& m) {
+  throw std::invalid_argument(std::string(where) + ": " + m);
+}
+}  // namespace
+
+void FusedStep::check_shared(const StepArgs& a) const {
+  const auto bad = [](const std::string& m) { bad_arg("FusedStep", m); };
   if (a.in != in_ || a.hidden != hidden_ || a.classes != classes_)
     bad("shape differs from the one the launcher was built for");
-  if (a.rows < 0 || a.rows > max_batch_)
-    bad(std::to_string(a.rows) + " rows (max_batch is " + std::to_string(max_batch_) + ")");
   if ((a.x_f32 == nullptr) == (a.x_u8 == nullptr)) bad("exactly one of x_f32 / x_u8 must be set");
-  if (a.x_f32 && !aligned(a.x_f32, 16)) bad("a float X must be 16-byte aligned");
-  if (a.x_u8 && !aligned(a.x_u8, 4)) bad("a uint8 X must be 4-byte aligned");
-  if (!a.labels || !a.W1 || !a.b1 || !a.W2 || !a.b2 || !a.H || !a.partial)
-    bad("labels, W1, b1, W2, b2, H and partial are required");
+  if (!a.W1 || !a.b1 || !a.W2 || !a.b2 || !a.H || !a.partial)
+    bad("W1, b1, W2, b2, H and partial are required");
   if (!aligned(a.W1, 16) || !aligned(a.H, 16) || !aligned(a.partial, 16))
     bad("W1, H and partial must be 16-byte aligned");
   if (a.train) {
@@ -645,22 +745,73 @@ void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
       bad("momentum > 0 needs every velocity");
     if (a.momentum > 0.f && !aligned(a.vW1, 16)) bad("vW1 must be 16-byte aligned");
   }
-  if (a.rows == 0) return;
-  const StepPlan plan = plan_step(a.rows, a.in, a.hidden);
+}
+
+cudaLaunchConfig_t FusedStep::config(cudaStream_t s, cudaLaunchAttribute* attr) const {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid_));
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem_;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeCooperative;
   attr[0].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
+  const auto bad = [](const std::string& m) { bad_arg("FusedStep::run", m); };
+  check_shared(a);
+  if (a.rows < 0 || a.rows > max_batch_)
+    bad(std::to_string(a.rows) + " rows (max_batch is " + std::to_string(max_batch_) + ")");
+  if (a.x_f32 && !aligned(a.x_f32, 16)) bad("a float X must be 16-byte aligned");
+  if (a.x_u8 && !aligned(a.x_u8, 4)) bad("a uint8 X must be 4-byte aligned");
+  if (!a.labels) bad("labels are required");
+  if (a.rows == 0) return;
+  const StepPlan plan = plan_step(a.rows, a.in, a.hidden);
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = config(s, attr);
   if (a.x_u8)
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<std::uint8_t>, a, plan));
   else
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<float>, a, plan));
+}
+
+StepBatch FusedStep::batch(const void* x, bool x_u8, const std::int32_t* labels,
+                           float* sample_loss, std::int32_t* sample_correct, int rows) const {
+  const auto bad = [](const std::string& m) { bad_arg("FusedStep::batch", m); };
+  if (rows < 1 || rows > max_batch_)
+    bad(std::to_string(rows) + " rows (1.." + std::to_string(max_batch_) + " allowed)");
+  if (x == nullptr || labels == nullptr) bad("x and labels are required");
+  if (!aligned(x, x_u8 ? 4 : 16)) bad(x_u8 ? "a uint8 X must be 4-byte aligned" : "a float X must be 16-byte aligned");
+  StepBatch b;
+  b.x = x;
+  b.labels = labels;
+  b.sample_loss = sample_loss;
+  b.sample_correct = sample_correct;
+  b.rows = rows;
+  b.grad_scale = 1.0f / static_cast<float>(rows);
+  b.plan = plan_step(rows, in_, hidden_);
+  return b;
+}
+
+void FusedStep::run_steps(const StepArgs& base, const StepBatch* batches, int n,
+                          cudaStream_t s) const {
+  const auto bad = [](const std::string& m) { bad_arg("FusedStep::run_steps", m); };
+  check_shared(base);
+  if (!base.train) bad("a multi-step launch trains (evaluation is one run() per batch)");
+  if (base.stamps != nullptr) bad("stamps are for single-step launches");
+  if (n < 0) bad("negative step count");
+  if (n > 0 && (batches == nullptr || !aligned(batches, 16)))
+    bad("batches must be a 16-byte-aligned device array");
+  if (n == 0) return;
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = config(s, attr);
+  if (base.x_u8)
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_steps_kernel<std::uint8_t>, base, batches, n));
+  else
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_steps_kernel<float>, base, batches, n));
 }
 
 }  // namespace memstrat::kernels

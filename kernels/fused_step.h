@@ -74,6 +74,18 @@ struct StepArgs {
   unsigned long long* stamps = nullptr;
 };
 
+/// What changes from one step to the next when several steps run in one launch
+/// (FusedStep::run_steps). Build it with FusedStep::batch, which checks it.
+struct alignas(16) StepBatch {
+  const void* x = nullptr;  // [rows × in], uint8 or float as the launch's StepArgs says
+  const std::int32_t* labels = nullptr;
+  float* sample_loss = nullptr;            // may be nullptr
+  std::int32_t* sample_correct = nullptr;  // may be nullptr
+  int rows = 0;
+  float grad_scale = 1.f;
+  StepPlan plan;
+};
+
 /// The points stamped by StepArgs::stamps.
 enum StepStamp { kStampStart, kStampEndA, kStampStartB, kStampEndB, kStampStartC, kStampEndC };
 inline constexpr int kStepStamps = 6;
@@ -85,10 +97,23 @@ class FusedStep {
   /// blocks_per_sm == 0: as many as fit, at most 2.
   FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
   void run(const StepArgs& a, cudaStream_t s) const;
+  /// One training step's per-batch part, checked (rows in 1..max_batch, alignment, non-null x
+  /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ...).
+  StepBatch batch(const void* x, bool x_u8, const std::int32_t* labels, float* sample_loss,
+                  std::int32_t* sample_correct, int rows) const;
+  /// Steps 0..n-1 in ONE launch, in order, with a grid barrier between two steps: the same
+  /// arithmetic in the same order as n run() calls (bitwise the same parameters and losses).
+  /// `base` holds what every step shares (parameters, workspaces, lr, momentum; train must be
+  /// true, x_u8 or x_f32 set to any non-null pointer of the steps' input type, rows, labels,
+  /// sample_* and stamps are ignored); `batches` is a device array of n StepBatch made by
+  /// batch() with the same input type.
+  void run_steps(const StepArgs& base, const StepBatch* batches, int n, cudaStream_t s) const;
   int grid_blocks() const { return grid_; }
   static constexpr int kThreads = 256;
 
  private:
+  void check_shared(const StepArgs& a) const;  // everything but the per-batch fields
+  cudaLaunchConfig_t config(cudaStream_t s, cudaLaunchAttribute* attr) const;
   int in_, hidden_, classes_, max_batch_;
   int grid_ = 0;
   std::size_t smem_ = 0;

@@ -96,6 +96,11 @@ class MemoryStrategy {
   /// True when acquire/release enqueue only stream-ordered async work with fixed addresses,
   /// so a whole epoch can be captured into one CUDA graph and replayed.
   virtual bool graph_capturable() const { return false; }
+  /// True when acquire(b) may be called for every batch of the epoch before any batch's compute
+  /// is enqueued, and the views stay valid until end_epoch(): whatever acquire enqueues (if
+  /// anything) needs no compute in between. The trainer may then run the whole epoch's steps in
+  /// one kernel launch (Trainer's epoch launch).
+  virtual bool acquire_ahead() const { return false; }
 };
 
 }  // namespace memstrat

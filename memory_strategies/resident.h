@@ -16,6 +16,9 @@ class ResidentStrategy final : public MemoryStrategy {
   void release(int) override {}
   void end_epoch() override {}
   StrategyStats stats() const override;
+  /// Every batch is a fixed offset into device memory (a refresh epoch's upload is enqueued by
+  /// acquire(0), before any compute).
+  bool acquire_ahead() const override { return true; }
 
  private:
   void upload();

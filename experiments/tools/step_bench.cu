@@ -2,11 +2,14 @@
 // and shows where its time goes.
 //
 //   build/step_bench [--batch N] [--hidden H] [--transfer u8|f32] [--reps R] [--blocks-per-sm B]
+//                    [--steps S]
 //
 // Prints the median (min-max) of R back-to-back launches timed with CUDA events (after 20
 // warm-up launches), then one launch with per-block %globaltimer stamps: for each phase the
 // time from the first block's start to the last block's end, and how long the grid barriers
-// waited. Random X / labels / He-initialised weights; lr 0.05, momentum 0.9.
+// waited; then (S > 0) the median of 5 launches of S steps each (FusedStep::run_steps, the
+// trainer's epoch launch), per step. Random X / labels / He-initialised weights; lr 0.05,
+// momentum 0.9.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -23,13 +26,14 @@ using namespace memstrat;
 
 int main(int argc, char** argv) {
   CLI::App app{"Time the single-launch MLP training step and break it down by phase"};
-  int batch = 256, hidden = 256, reps = 500, bps = 0, in = 784, classes = 10;
+  int batch = 256, hidden = 256, reps = 500, bps = 0, in = 784, classes = 10, steps = 500;
   std::string transfer = "u8";
   app.add_option("--batch", batch, "rows per step")->check(CLI::Range(1, 65536))->capture_default_str();
   app.add_option("--hidden", hidden, "hidden units")->check(CLI::Range(4, 4096))->capture_default_str();
   app.add_option("--transfer", transfer, "input type")->check(CLI::IsMember({"u8", "f32"}))->capture_default_str();
   app.add_option("--reps", reps, "timed launches")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--blocks-per-sm", bps, "0 = the launcher's choice")->check(CLI::Range(0, 8))->capture_default_str();
+  app.add_option("--steps", steps, "steps per multi-step launch (0: skip that measurement)")->check(CLI::Range(0, 1000000))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     int ndev = 0;
@@ -121,6 +125,29 @@ int main(int argc, char** argv) {
     std::printf("  B (head)            ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndB, false)), rel(col(kernels::kStampEndB, true)));
     std::printf("  barrier 2 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartC, false)), rel(col(kernels::kStampStartC, true)));
     std::printf("  C (gW1 + update)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndC, false)), rel(col(kernels::kStampEndC, true)));
+    if (steps > 0) {
+      a.stamps = nullptr;
+      const kernels::StepBatch one = step.batch(a.x_u8 ? static_cast<const void*>(a.x_u8) : a.x_f32,
+                                                a.x_u8 != nullptr, a.labels, a.sample_loss,
+                                                a.sample_correct, batch);
+      const std::vector<kernels::StepBatch> table(static_cast<std::size_t>(steps), one);
+      DeviceBuffer<kernels::StepBatch> dt(table.size());
+      CUDA_CHECK(cudaMemcpyAsync(dt.data(), table.data(), dt.bytes(), cudaMemcpyHostToDevice, s));
+      step.run_steps(a, dt.data(), steps, s);  // warm-up
+      std::vector<double> per;
+      for (int i = 0; i < 5; ++i) {
+        CUDA_CHECK(cudaEventRecord(ev[0], s));
+        step.run_steps(a, dt.data(), steps, s);
+        CUDA_CHECK(cudaEventRecord(ev[1], s));
+        CUDA_CHECK(cudaEventSynchronize(ev[1]));
+        float ms = 0.f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+        per.push_back(1e3 * ms / steps);
+      }
+      std::sort(per.begin(), per.end());
+      std::printf("%d steps in one launch (5 launches): median %.2f us per step (min %.2f, max %.2f)\n",
+                  steps, per[2], per.front(), per.back());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "step_bench: %s\n", e.what());
     return 1;

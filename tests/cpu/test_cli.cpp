@@ -85,6 +85,17 @@ TEST(Cli, FusedChoosesTheStepImplementation) {
   }
 }
 
+TEST(Cli, EpochLaunchIsOnByDefaultAndCanBeTurnedOff) {
+  auto p = parse({"train"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_TRUE(make_train_config(p.req.train).epoch_launch);
+  p = parse({"train", "--epoch-launch", "off"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_FALSE(make_train_config(p.req.train).epoch_launch);
+  p = parse({"train", "--epoch-launch", "maybe"});
+  EXPECT_EQ(p.code, 2);
+}
+
 TEST(Cli, FullOptionSet) {
   auto p = parse({"train", "-s", "double-buffer", "-e", "3", "-b", "1024", "--hidden", "512,128",
                   "--transfer", "f32", "--scenario", "refresh", "--depth", "3", "--copy-streams", "2",

@@ -12,6 +12,7 @@
 #include "kernels/cpu_reference.h"
 
 #include "kernels/fused_step.h"
+#include "kernels/pixel_norm.h"
 
 namespace {
 
@@ -57,21 +58,24 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b256.c_split, 4);
 }
 
-// The kernel normalises a uint8 pixel as q = v·(1/255), q + fmaf(-q, 255, v)·(1/255) instead of
-// dividing (kernels/fused_step.cu, norm_px). That must equal the division of normalize_u8 /
-// cpu_ref::normalize_pixel bit for bit for every value (a plain multiply differs for 126).
+// The kernel normalises a uint8 pixel with pixel_norm (kernels/pixel_norm.h: 2^23 + v built
+// from the bits, then fmaf(v, hi, v·lo)) instead of converting and dividing. That must equal the
+// division of normalize_u8 / cpu_ref::normalize_pixel bit for bit for every value at every byte
+// position of the loaded word (a plain multiply by fl(1/255) differs for 126 values).
 TEST(StepPlan, PixelNormalisationWithoutDivisionIsExact) {
   int differ_mul = 0;
   for (int v = 0; v < 256; ++v) {
-    const float x = static_cast<float>(v);
-    const float r = 1.0f / 255.0f;
-    const float q = x * r;
-    const float refined = std::fma(std::fma(-q, 255.0f, x), r, q);
     const float want = memstrat::cpu_ref::normalize_pixel(static_cast<std::uint8_t>(v));
-    EXPECT_EQ(std::memcmp(&refined, &want, sizeof(float)), 0) << "pixel " << v;
+    for (int byte = 0; byte < 4; ++byte) {
+      // v at `byte`, other bytes set to something else.
+      const unsigned word = (0xA5C3E1F7u & ~(0xFFu << (8 * byte))) | (static_cast<unsigned>(v) << (8 * byte));
+      const float got = memstrat::kernels::pixel_norm(word, byte);
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof(float)), 0) << "pixel " << v << " byte " << byte;
+    }
+    const float q = static_cast<float>(v) * (1.0f / 255.0f);
     differ_mul += std::memcmp(&q, &want, sizeof(float)) != 0;
   }
-  EXPECT_GT(differ_mul, 0) << "the refinement step would be unnecessary";
+  EXPECT_GT(differ_mul, 0) << "a plain multiply would do";
 }
 
 TEST(StepPlan, UnsupportedShapesSayWhy) {

@@ -48,6 +48,7 @@ struct RunSpec {
   int epochs = 2;
   int batch = 256;
   bool graphs = true;
+  bool epoch_launch = true;  // as the CLI's default (it applies to resident only)
   int depth = 2;
   int copy_streams = 1;
   kernels::GemmBackend gemm = kernels::GemmBackend::Cublas;
@@ -57,6 +58,7 @@ struct RunOutput {
   std::vector<std::vector<float>> sample_loss;  // per epoch, per sample
   std::vector<EpochResult> epochs;
   EvalResult test;
+  bool epoch_launch = false;  // whether the trainer ran each epoch in one launch
 };
 
 inline RunOutput train_run(const RunSpec& r) {
@@ -76,8 +78,9 @@ inline RunOutput train_run(const RunSpec& r) {
   so.seed = 1;
   auto st = find_strategy(r.strategy)->make();
   st->attach(data, so, compute);
-  Trainer tr(mlp, *st, data, r.batch, r.graphs, compute);
+  Trainer tr(mlp, *st, data, r.batch, r.graphs, compute, r.epoch_launch);
   RunOutput out;
+  out.epoch_launch = tr.epoch_launch();
   for (int e = 1; e <= r.epochs; ++e) {
     out.epochs.push_back(tr.run_epoch(e));
     out.sample_loss.push_back(tr.last_sample_losses());

@@ -2,7 +2,8 @@
 // reference of the same step, for batch sizes that take every phase-A tile shape (1..1024
 // rows), shapes whose tiles do not divide evenly (in 36, hidden 20), uint8 and float input,
 // momentum 0 and 0.9; evaluation (phases A+B only); bitwise determinism and independence
-// of the grid size; argument checks. Skips (GTEST_SKIP) without a device.
+// of the grid size; several steps in one launch (run_steps) against one launch per step,
+// bitwise; argument checks. Skips (GTEST_SKIP) without a device.
 //
 // Reference (kernels/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
 // cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
@@ -362,6 +363,175 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
   bad = a;
   bad.rows = 0;
   EXPECT_NO_THROW(step.run(bad, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+// A sequence of steps over consecutive batches of h (the last one ragged), either one run()
+// per batch or all of them in one run_steps() launch; parameters, velocities and per-sample
+// outputs after the last step.
+Out run_sequence(const Case& c, const Host& h, int batch, bool one_launch, cudaStream_t s) {
+  const k::FusedStep step(c.in, c.hidden, c.classes, batch);
+  auto x = to_device(h.x, s);
+  auto px = to_device(h.px, s);
+  auto y = to_device(h.y, s);
+  auto W1 = to_device(h.W1, s), b1 = to_device(h.b1, s), W2 = to_device(h.W2, s),
+       b2 = to_device(h.b2, s);
+  const bool mom = c.momentum > 0.f;
+  DeviceBuffer<float> vW1, vb1, vW2, vb2;
+  if (mom) {
+    vW1 = to_device(h.vW1, s);
+    vb1 = to_device(h.vb1, s);
+    vW2 = to_device(h.vW2, s);
+    vb2 = to_device(h.vb2, s);
+  }
+  const std::size_t rh = static_cast<std::size_t>(batch) * c.hidden;
+  DeviceBuffer<float> H(rh), dH(rh), dl(static_cast<std::size_t>(batch) * c.classes),
+      part(k::step_partial_floats(batch, c.in, c.hidden)), loss(c.rows);
+  DeviceBuffer<std::int32_t> correct(c.rows);
+  poison(loss.data(), loss.size(), s);
+  poison(correct.data(), correct.size(), s);
+  k::StepArgs a;
+  a.in = c.in;
+  a.hidden = c.hidden;
+  a.classes = c.classes;
+  a.W1 = W1.data();
+  a.b1 = b1.data();
+  a.W2 = W2.data();
+  a.b2 = b2.data();
+  if (mom) {
+    a.vW1 = vW1.data();
+    a.vb1 = vb1.data();
+    a.vW2 = vW2.data();
+    a.vb2 = vb2.data();
+  }
+  a.H = H.data();
+  a.dH = dH.data();
+  a.dlogits = dl.data();
+  a.partial = part.data();
+  a.lr = 0.05f;
+  a.momentum = c.momentum;
+  std::vector<k::StepBatch> table;
+  for (int r0 = 0; r0 < c.rows; r0 += batch) {
+    const int rows = std::min(batch, c.rows - r0);
+    const std::size_t off = static_cast<std::size_t>(r0) * c.in;
+    const void* xp = c.u8 ? static_cast<const void*>(px.data() + off) : x.data() + off;
+    table.push_back(step.batch(xp, c.u8, y.data() + r0, loss.data() + r0, correct.data() + r0, rows));
+  }
+  if (one_launch) {
+    if (c.u8)
+      a.x_u8 = px.data();
+    else
+      a.x_f32 = x.data();
+    auto dev = to_device(table, s);
+    step.run_steps(a, dev.data(), static_cast<int>(table.size()), s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  } else {
+    for (const k::StepBatch& b : table) {
+      k::StepArgs one = a;
+      if (c.u8)
+        one.x_u8 = static_cast<const std::uint8_t*>(b.x);
+      else
+        one.x_f32 = static_cast<const float*>(b.x);
+      one.labels = b.labels;
+      one.sample_loss = b.sample_loss;
+      one.sample_correct = b.sample_correct;
+      one.rows = b.rows;
+      one.grad_scale = 1.f / static_cast<float>(b.rows);
+      step.run(one, s);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  Out o;
+  o.W1 = to_host(W1.data(), W1.size(), s);
+  o.b1 = to_host(b1.data(), b1.size(), s);
+  o.W2 = to_host(W2.data(), W2.size(), s);
+  o.b2 = to_host(b2.data(), b2.size(), s);
+  if (mom) {
+    o.vW1 = to_host(vW1.data(), vW1.size(), s);
+    o.vb2 = to_host(vb2.data(), vb2.size(), s);
+  }
+  o.loss = to_host(loss.data(), loss.size(), s);
+  o.correct = to_host(correct.data(), correct.size(), s);
+  return o;
+}
+
+// run_steps is the same training as one run() per batch, bit for bit: every step sees the
+// parameters the previous one wrote (a missing or misplaced barrier between steps, a stale
+// StepBatch slot or a wrong plan for the ragged last batch changes the bits). Batch sizes that
+// take different phase-A tiles and phase-C splits, a ragged shape, and a single step.
+TEST_F(SingleLaunch, StepsInOneLaunchAreBitwiseOneLaunchPerStep) {
+  struct Seq {
+    Case c;  // c.rows = rows of the whole sequence
+    int batch;
+  };
+  for (const Seq& q : {Seq{{8 * 6 + 3, 784, 256, 10, true, 0.9f}, 8},
+                       Seq{{64 * 3 + 17, 784, 256, 10, false, 0.9f}, 64},
+                       Seq{{256 * 2 + 96, 784, 256, 10, true, 0.f}, 256},
+                       Seq{{16 * 4 + 5, 36, 20, 3, true, 0.9f}, 16},
+                       Seq{{512 + 300, 784, 128, 10, false, 0.9f}, 512},
+                       Seq{{32, 784, 256, 10, true, 0.9f}, 32}}) {
+    SCOPED_TRACE(describe(q.c) + " batch " + std::to_string(q.batch));
+    const Host h = make_host(q.c, seed_of(97, q.c.rows, q.batch));
+    const Out per_step = run_sequence(q.c, h, q.batch, false, stream_);
+    const Out one = run_sequence(q.c, h, q.batch, true, stream_);
+    EXPECT_TRUE(bitwise_equal(one.W1, per_step.W1, "W1"));
+    EXPECT_TRUE(bitwise_equal(one.b1, per_step.b1, "b1"));
+    EXPECT_TRUE(bitwise_equal(one.W2, per_step.W2, "W2"));
+    EXPECT_TRUE(bitwise_equal(one.b2, per_step.b2, "b2"));
+    EXPECT_TRUE(bitwise_equal(one.vW1, per_step.vW1, "vW1"));
+    EXPECT_TRUE(bitwise_equal(one.vb2, per_step.vb2, "vb2"));
+    EXPECT_TRUE(bitwise_equal(one.loss, per_step.loss, "loss"));
+    EXPECT_TRUE(bitwise_equal(one.correct, per_step.correct, "correct"));
+    // And the steps really trained: the last batch's loss is finite and W1 moved.
+    EXPECT_TRUE(std::isfinite(one.loss.back()));
+    EXPECT_FALSE(bitwise_equal(one.W1, h.W1, "W1 vs initial"));
+  }
+}
+
+TEST_F(SingleLaunch, MultiStepRefusesWhatItCannotRun) {
+  const k::FusedStep step(784, 256, 10, 8);
+  DeviceBuffer<float> x(8 * 784), P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256),
+      dl(80), part(k::step_partial_floats(8, 784, 256)), loss(8);
+  DeviceBuffer<std::int32_t> y(8);
+  EXPECT_THROW(step.batch(x.data(), false, y.data(), loss.data(), nullptr, 0), std::invalid_argument);
+  EXPECT_THROW(step.batch(x.data(), false, y.data(), loss.data(), nullptr, 9), std::invalid_argument);
+  EXPECT_THROW(step.batch(x.data() + 1, false, y.data(), loss.data(), nullptr, 8),
+               std::invalid_argument);  // a float X must be 16-byte aligned
+  EXPECT_THROW(step.batch(nullptr, true, y.data(), loss.data(), nullptr, 8), std::invalid_argument);
+  EXPECT_THROW(step.batch(x.data(), false, nullptr, loss.data(), nullptr, 8), std::invalid_argument);
+  const k::StepBatch ok = step.batch(x.data(), false, y.data(), loss.data(), nullptr, 5);
+  EXPECT_EQ(ok.rows, 5);
+  EXPECT_EQ(ok.grad_scale, 1.f / 5.f);
+  EXPECT_EQ(ok.plan.a_chunks, k::plan_step(5, 784, 256).a_chunks);
+  k::StepArgs a;
+  a.x_f32 = x.data();
+  a.in = 784;
+  a.hidden = 256;
+  a.classes = 10;
+  a.W1 = P.data();
+  a.b1 = P.data() + 784 * 256;
+  a.W2 = a.b1 + 256;
+  a.b2 = a.W2 + 2560;
+  a.H = H.data();
+  a.dH = dH.data();
+  a.dlogits = dl.data();
+  a.partial = part.data();
+  a.lr = 0.05f;
+  auto table = to_device(std::vector<k::StepBatch>{ok, ok}, stream_);
+  EXPECT_NO_THROW(step.run_steps(a, table.data(), 2, stream_));
+  EXPECT_NO_THROW(step.run_steps(a, nullptr, 0, stream_));
+  k::StepArgs bad = a;
+  bad.train = false;
+  EXPECT_THROW(step.run_steps(bad, table.data(), 2, stream_), std::invalid_argument);
+  EXPECT_THROW(step.run_steps(a, nullptr, 2, stream_), std::invalid_argument);
+  EXPECT_THROW(step.run_steps(a, table.data(), -1, stream_), std::invalid_argument);
+  bad = a;
+  bad.x_f32 = nullptr;
+  EXPECT_THROW(step.run_steps(bad, table.data(), 2, stream_), std::invalid_argument);
+  unsigned long long st = 0;
+  bad = a;
+  bad.stamps = &st;
+  EXPECT_THROW(step.run_steps(bad, table.data(), 2, stream_), std::invalid_argument);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 

@@ -65,6 +65,37 @@ TEST(Strategies, GraphsOnAndOffAreBitwiseIdentical) {
   }
 }
 
+// The epoch launch (all steps of an epoch in one kernel launch) is the same training as one
+// launch per batch, bit for bit: static and refresh (whose upload acquire(0) enqueues first),
+// u8 and f32, a batch size with a ragged last batch (60000 = 234·256 + 96) and batch 8.
+TEST(Strategies, EpochLaunchOnAndOffAreBitwiseIdentical) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
+    for (const Transfer t : {Transfer::U8, Transfer::F32}) {
+      RunSpec on, off;
+      on.scenario = off.scenario = sc;
+      on.transfer = off.transfer = t;
+      off.epoch_launch = false;
+      const RunOutput a = train_run(on), b = train_run(off);
+      EXPECT_TRUE(a.epoch_launch);
+      EXPECT_FALSE(b.epoch_launch);
+      EXPECT_EQ(first_difference(a, b), "") << to_string(sc) << " " << to_string(t);
+      EXPECT_EQ(a.test.acc, b.test.acc);
+    }
+  }
+  RunSpec on, off;
+  on.batch = off.batch = 8;
+  on.epochs = off.epochs = 1;
+  off.epoch_launch = false;
+  const RunOutput a = train_run(on), b = train_run(off);
+  EXPECT_TRUE(a.epoch_launch);
+  EXPECT_EQ(first_difference(a, b), "") << "batch 8";
+  // Only a strategy that lets every batch be acquired up front runs it.
+  RunSpec pinned;
+  pinned.strategy = "pinned";
+  EXPECT_FALSE(train_run(pinned).epoch_launch);
+}
+
 TEST(Strategies, DoubleBufferDepthsAndCopyStreamsAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   RunSpec ref;
