@@ -60,7 +60,7 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
       ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   t->add_option("--fused", a.fused,
                 "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
-                "it applies and is faster (fp32, not with --tf32, batch x hidden <= 65536), else "
+                "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
                 "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
                 "kernels (4-5 launches per step); off: the layer-by-layer path (13)")
       ->check(CLI::IsMember({"on", "single", "lt", "off"}))->capture_default_str();

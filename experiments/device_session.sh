@@ -109,7 +109,7 @@ stage_fused() {
   for b in 8 64 256 1024; do for h in 256 1024; do
     [ "$b" = 8 ] && [ "$h" = 1024 ] && continue
     e=6; [ "$b" = 8 ] && e=4
-    fs="on lt off"; [ $((b * h)) -gt 65536 ] && fs="on single lt off"  # where `on` picks lt
+    fs="on lt off"; [ $((b * h)) -gt 262144 ] && fs="on single lt off"  # where `on` picks lt
     for f in $fs; do
       train --strategy resident --batch $b --hidden $h --epochs $e --fused $f --quiet --json "$J" \
             --run-tag "fused-b$b-h$h-$f" | grep summary

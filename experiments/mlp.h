@@ -34,7 +34,7 @@ class GemmLt;
 }
 
 /// Largest max_batch·hidden for which `--fused on` picks the single-launch step.
-inline constexpr long long kSingleLaunchMaxWork = 65536;
+inline constexpr long long kSingleLaunchMaxWork = 262144;
 
 struct MlpConfig {
   std::vector<int> layers = {784, 256, 10};  // input, hidden..., classes
@@ -49,8 +49,8 @@ struct MlpConfig {
   bool fused = true;
   /// With fused: prefer the single-launch step (kernels/fused_step.h) where it applies (fp32
   /// only, so not with tf32) and is the faster one: max_batch·hidden <= kSingleLaunchMaxWork
-  /// (measured on an H200: faster than cuBLASLt up to batch 256 × hidden 256 and batch 64 ×
-  /// hidden 1024, slower beyond). false: the cuBLASLt fused path.
+  /// (measured on an H200: faster than cuBLASLt up to batch 1024 × hidden 256 and batch 256 ×
+  /// hidden 1024, slower at batch 1024 × hidden 1024). false: the cuBLASLt fused path.
   bool single_launch = true;
   /// With single_launch: use it at any size the kernel takes (--fused single).
   bool single_launch_any_size = false;

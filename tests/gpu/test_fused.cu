@@ -671,7 +671,7 @@ TEST_F(Fused, MlpUsesTheFusedPathWhereItApplies) {
   EXPECT_EQ(Mlp(mlp_config(256, 256, true), stream_).step_kind(), "single-launch");
   EXPECT_EQ(Mlp(mlp_config(256, 256, true, false), stream_).step_kind(), "cublaslt-fused");
   EXPECT_EQ(Mlp(mlp_config(256, 256, false), stream_).step_kind(), "layer-by-layer");
-  MlpConfig big = mlp_config(1024, 256, true);  // batch × hidden beyond the single-launch rule
+  MlpConfig big = mlp_config(1024, 1024, true);  // batch × hidden beyond the single-launch rule
   big.single_launch_any_size = false;
   const Mlp b(big, stream_);
   EXPECT_EQ(b.step_kind(), "cublaslt-fused");
