@@ -95,79 +95,102 @@ struct Out {
   std::vector<std::int32_t> correct;
 };
 
-// One launch of the single-launch step on copies of h.
-Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
-  const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
-  const k::FusedStep step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
-  auto x = to_device(h.x, s);
-  auto px = to_device(h.px, s);
-  auto y = to_device(h.y, s);
-  auto W1 = to_device(h.W1, s), b1 = to_device(h.b1, s), W2 = to_device(h.W2, s),
-       b2 = to_device(h.b2, s);
-  const bool mom = c.momentum > 0.f;
-  DeviceBuffer<float> vW1, vb1, vW2, vb2;
-  if (mom) {
-    vW1 = to_device(h.vW1, s);
-    vb1 = to_device(h.vb1, s);
-    vW2 = to_device(h.vW2, s);
-    vb2 = to_device(h.vb2, s);
+// Device copies of h (inputs, parameters, velocities) and a step's workspaces for batches of
+// up to max_batch rows (workspaces and outputs poisoned), with the StepArgs every step shares.
+struct OnDevice {
+  DeviceBuffer<float> x, W1, b1, W2, b2, vW1, vb1, vW2, vb2, H, dH, dl, part, loss;
+  DeviceBuffer<std::uint8_t> px;
+  DeviceBuffer<std::int32_t> y, correct;
+
+  OnDevice(const Case& c, const Host& h, int max_batch, cudaStream_t s)
+      : x(to_device(h.x, s)),
+        W1(to_device(h.W1, s)),
+        b1(to_device(h.b1, s)),
+        W2(to_device(h.W2, s)),
+        b2(to_device(h.b2, s)),
+        H(static_cast<std::size_t>(max_batch) * c.hidden),
+        dH(H.size()),
+        dl(static_cast<std::size_t>(max_batch) * c.classes),
+        part(k::step_partial_floats(max_batch, c.in, c.hidden)),
+        loss(c.rows),
+        px(to_device(h.px, s)),
+        y(to_device(h.y, s)),
+        correct(c.rows) {
+    if (c.momentum > 0.f) {
+      vW1 = to_device(h.vW1, s);
+      vb1 = to_device(h.vb1, s);
+      vW2 = to_device(h.vW2, s);
+      vb2 = to_device(h.vb2, s);
+    }
+    poison(H.data(), H.size(), s);
+    poison(dH.data(), dH.size(), s);
+    poison(dl.data(), dl.size(), s);
+    poison(part.data(), part.size(), s);
+    poison(loss.data(), loss.size(), s);
+    poison(correct.data(), correct.size(), s);
   }
-  const std::size_t rh = static_cast<std::size_t>(max_batch) * c.hidden;
-  DeviceBuffer<float> H(rh), dH(rh), dl(static_cast<std::size_t>(max_batch) * c.classes),
-      part(k::step_partial_floats(max_batch, c.in, c.hidden)), loss(c.rows);
-  DeviceBuffer<std::int32_t> correct(c.rows);
-  poison(H.data(), H.size(), s);
-  poison(dH.data(), dH.size(), s);
-  poison(dl.data(), dl.size(), s);
-  poison(part.data(), part.size(), s);
-  poison(loss.data(), loss.size(), s);
-  poison(correct.data(), correct.size(), s);
-  k::StepArgs a;
-  if (c.u8)
-    a.x_u8 = px.data();
-  else
-    a.x_f32 = x.data();
-  a.labels = y.data();
-  a.rows = c.rows;
-  a.in = c.in;
-  a.hidden = c.hidden;
-  a.classes = c.classes;
-  a.W1 = W1.data();
-  a.b1 = b1.data();
-  a.W2 = W2.data();
-  a.b2 = b2.data();
-  if (mom) {
-    a.vW1 = vW1.data();
-    a.vb1 = vb1.data();
-    a.vW2 = vW2.data();
-    a.vb2 = vb2.data();
+
+  // Everything but rows and grad_scale; x, labels and outputs start at row 0.
+  k::StepArgs args(const Case& c, bool train) const {
+    k::StepArgs a;
+    if (c.u8)
+      a.x_u8 = px.data();
+    else
+      a.x_f32 = x.data();
+    a.labels = y.data();
+    a.in = c.in;
+    a.hidden = c.hidden;
+    a.classes = c.classes;
+    a.W1 = W1.data();
+    a.b1 = b1.data();
+    a.W2 = W2.data();
+    a.b2 = b2.data();
+    if (c.momentum > 0.f) {
+      a.vW1 = vW1.data();
+      a.vb1 = vb1.data();
+      a.vW2 = vW2.data();
+      a.vb2 = vb2.data();
+    }
+    a.H = H.data();
+    a.dH = dH.data();
+    a.dlogits = dl.data();
+    a.partial = part.data();
+    a.sample_loss = loss.data();
+    a.sample_correct = correct.data();
+    a.lr = 0.05f;
+    a.momentum = c.momentum;
+    a.train = train;
+    return a;
   }
-  a.H = H.data();
-  a.dH = dH.data();
-  a.dlogits = dl.data();
-  a.partial = part.data();
-  a.sample_loss = loss.data();
-  a.sample_correct = correct.data();
-  a.grad_scale = 1.f / static_cast<float>(c.rows);
-  a.lr = 0.05f;
-  a.momentum = c.momentum;
-  a.train = train;
-  step.run(a, s);
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  Out o;
-  o.W1 = to_host(W1.data(), W1.size(), s);
-  o.b1 = to_host(b1.data(), b1.size(), s);
-  o.W2 = to_host(W2.data(), W2.size(), s);
-  o.b2 = to_host(b2.data(), b2.size(), s);
-  if (mom) {
+
+  // Parameters, velocities (when there are any) and per-sample outputs, after the stream drains.
+  Out read(cudaStream_t s) const {
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    Out o;
+    o.W1 = to_host(W1.data(), W1.size(), s);
+    o.b1 = to_host(b1.data(), b1.size(), s);
+    o.W2 = to_host(W2.data(), W2.size(), s);
+    o.b2 = to_host(b2.data(), b2.size(), s);
     o.vW1 = to_host(vW1.data(), vW1.size(), s);
     o.vb1 = to_host(vb1.data(), vb1.size(), s);
     o.vW2 = to_host(vW2.data(), vW2.size(), s);
     o.vb2 = to_host(vb2.data(), vb2.size(), s);
+    o.loss = to_host(loss.data(), loss.size(), s);
+    o.correct = to_host(correct.data(), correct.size(), s);
+    return o;
   }
-  o.loss = to_host(loss.data(), loss.size(), s);
-  o.correct = to_host(correct.data(), correct.size(), s);
-  return o;
+};
+
+// One launch of the single-launch step on copies of h.
+Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
+  const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
+  const k::FusedStep step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
+  const OnDevice d(c, h, max_batch, s);
+  k::StepArgs a = d.args(c, train);
+  a.rows = c.rows;
+  a.grad_scale = 1.f / static_cast<float>(c.rows);
+  step.run(a, s);
+  return d.read(s);
 }
 
 struct Ref {
@@ -371,88 +394,34 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
 // outputs after the last step.
 Out run_sequence(const Case& c, const Host& h, int batch, bool one_launch, cudaStream_t s) {
   const k::FusedStep step(c.in, c.hidden, c.classes, batch);
-  auto x = to_device(h.x, s);
-  auto px = to_device(h.px, s);
-  auto y = to_device(h.y, s);
-  auto W1 = to_device(h.W1, s), b1 = to_device(h.b1, s), W2 = to_device(h.W2, s),
-       b2 = to_device(h.b2, s);
-  const bool mom = c.momentum > 0.f;
-  DeviceBuffer<float> vW1, vb1, vW2, vb2;
-  if (mom) {
-    vW1 = to_device(h.vW1, s);
-    vb1 = to_device(h.vb1, s);
-    vW2 = to_device(h.vW2, s);
-    vb2 = to_device(h.vb2, s);
-  }
-  const std::size_t rh = static_cast<std::size_t>(batch) * c.hidden;
-  DeviceBuffer<float> H(rh), dH(rh), dl(static_cast<std::size_t>(batch) * c.classes),
-      part(k::step_partial_floats(batch, c.in, c.hidden)), loss(c.rows);
-  DeviceBuffer<std::int32_t> correct(c.rows);
-  poison(loss.data(), loss.size(), s);
-  poison(correct.data(), correct.size(), s);
-  k::StepArgs a;
-  a.in = c.in;
-  a.hidden = c.hidden;
-  a.classes = c.classes;
-  a.W1 = W1.data();
-  a.b1 = b1.data();
-  a.W2 = W2.data();
-  a.b2 = b2.data();
-  if (mom) {
-    a.vW1 = vW1.data();
-    a.vb1 = vb1.data();
-    a.vW2 = vW2.data();
-    a.vb2 = vb2.data();
-  }
-  a.H = H.data();
-  a.dH = dH.data();
-  a.dlogits = dl.data();
-  a.partial = part.data();
-  a.lr = 0.05f;
-  a.momentum = c.momentum;
+  const OnDevice d(c, h, batch, s);
+  const k::StepArgs a = d.args(c, true);
   std::vector<k::StepBatch> table;
   for (int r0 = 0; r0 < c.rows; r0 += batch) {
     const int rows = std::min(batch, c.rows - r0);
     const std::size_t off = static_cast<std::size_t>(r0) * c.in;
-    const void* xp = c.u8 ? static_cast<const void*>(px.data() + off) : x.data() + off;
-    table.push_back(step.batch(xp, c.u8, y.data() + r0, loss.data() + r0, correct.data() + r0, rows));
+    const void* xp = c.u8 ? static_cast<const void*>(d.px.data() + off) : d.x.data() + off;
+    table.push_back(step.batch(xp, c.u8, a.labels + r0, a.sample_loss + r0, a.sample_correct + r0, rows));
   }
   if (one_launch) {
-    if (c.u8)
-      a.x_u8 = px.data();
-    else
-      a.x_f32 = x.data();
     auto dev = to_device(table, s);
     step.run_steps(a, dev.data(), static_cast<int>(table.size()), s);
-    CUDA_CHECK(cudaStreamSynchronize(s));
-  } else {
-    for (const k::StepBatch& b : table) {
-      k::StepArgs one = a;
-      if (c.u8)
-        one.x_u8 = static_cast<const std::uint8_t*>(b.x);
-      else
-        one.x_f32 = static_cast<const float*>(b.x);
-      one.labels = b.labels;
-      one.sample_loss = b.sample_loss;
-      one.sample_correct = b.sample_correct;
-      one.rows = b.rows;
-      one.grad_scale = 1.f / static_cast<float>(b.rows);
-      step.run(one, s);
-    }
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    return d.read(s);
   }
-  Out o;
-  o.W1 = to_host(W1.data(), W1.size(), s);
-  o.b1 = to_host(b1.data(), b1.size(), s);
-  o.W2 = to_host(W2.data(), W2.size(), s);
-  o.b2 = to_host(b2.data(), b2.size(), s);
-  if (mom) {
-    o.vW1 = to_host(vW1.data(), vW1.size(), s);
-    o.vb2 = to_host(vb2.data(), vb2.size(), s);
+  for (const k::StepBatch& b : table) {
+    k::StepArgs one = a;
+    if (c.u8)
+      one.x_u8 = static_cast<const std::uint8_t*>(b.x);
+    else
+      one.x_f32 = static_cast<const float*>(b.x);
+    one.labels = b.labels;
+    one.sample_loss = b.sample_loss;
+    one.sample_correct = b.sample_correct;
+    one.rows = b.rows;
+    one.grad_scale = 1.f / static_cast<float>(b.rows);
+    step.run(one, s);
   }
-  o.loss = to_host(loss.data(), loss.size(), s);
-  o.correct = to_host(correct.data(), correct.size(), s);
-  return o;
+  return d.read(s);
 }
 
 // run_steps is the same training as one run() per batch, bit for bit: every step sees the
@@ -479,6 +448,8 @@ TEST_F(SingleLaunch, StepsInOneLaunchAreBitwiseOneLaunchPerStep) {
     EXPECT_TRUE(bitwise_equal(one.W2, per_step.W2, "W2"));
     EXPECT_TRUE(bitwise_equal(one.b2, per_step.b2, "b2"));
     EXPECT_TRUE(bitwise_equal(one.vW1, per_step.vW1, "vW1"));
+    EXPECT_TRUE(bitwise_equal(one.vb1, per_step.vb1, "vb1"));
+    EXPECT_TRUE(bitwise_equal(one.vW2, per_step.vW2, "vW2"));
     EXPECT_TRUE(bitwise_equal(one.vb2, per_step.vb2, "vb2"));
     EXPECT_TRUE(bitwise_equal(one.loss, per_step.loss, "loss"));
     EXPECT_TRUE(bitwise_equal(one.correct, per_step.correct, "correct"));
