@@ -23,10 +23,11 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
   const DeviceCaps caps = DeviceCaps::query(0);
   for (const auto& e : strategy_registry()) {
     if (!e.unsupported(caps).empty()) continue;
-    // Batch 512 runs the cuBLASLt step (one launch per batch, graphs); resident also runs
-    // batch 256, the single-launch step with the epoch launch (its per-step table is uploaded
-    // in epoch 1, into memory reserved at construction).
-    for (const int batch : e.name == "resident" ? std::vector<int>{512, 256} : std::vector<int>{512}) {
+    // A batch past the single-launch limit runs the cuBLASLt step (one launch per batch,
+    // graphs); resident also runs batch 256, the single-launch step with the epoch launch (its
+    // per-step table is uploaded in epoch 1, into memory reserved at construction).
+    const int lt_batch = static_cast<int>(kSingleLaunchMaxWork / 256) + 64;
+    for (const int batch : e.name == "resident" ? std::vector<int>{lt_batch, 256} : std::vector<int>{lt_batch}) {
       for (Scenario sc : {Scenario::Static, Scenario::Refresh}) {
         Stream compute = Stream::create();
         MlpConfig m;
