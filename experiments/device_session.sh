@@ -11,8 +11,9 @@
 #   mallocs   cudaMalloc per epoch: built-in counters for 1/5/20 epochs and nsys cuda_api_sum
 #   fused     single-launch step vs cuBLASLt-fused vs layer-by-layer (--fused on|lt|off)
 #   epochlaunch resident, batch 8/64/256: the epoch in one launch vs one launch per batch
-#   stepbench build/step_bench per batch size (one launch per step, several steps per launch,
-#             phase stamps); with NCU=1 also an ncu source-level profile of batch 8 and 256
+#   stepbench build/step_bench per batch size (STEPBENCH_BATCHES, default "8 64 256"; one launch
+#             per step, several steps per launch, phase stamps); with NCU=1 also an ncu
+#             source-level profile of batch 8 and 256
 #   overhead  --profile vs --no-profile
 #   tf32      resident/double-buffer with --tf32
 #   fullmatrix experiments/matrices/full.toml + report
@@ -130,7 +131,7 @@ stage_epochlaunch() {
 
 stage_stepbench() {
   log "stepbench: single-launch step per batch size (u8, hidden 256)"
-  for b in 8 64 256; do build/step_bench --batch $b --steps 1000 | tee -a "$OUT/step_bench.txt"; done
+  for b in ${STEPBENCH_BATCHES:-8 64 256}; do build/step_bench --batch $b --steps 1000 | tee -a "$OUT/step_bench.txt"; done
   [ "${NCU:-0}" = 1 ] || return 0
   for b in 8 256; do
     ncu --set full --import-source yes -k regex:fused_step_kernel --launch-skip 30 --launch-count 1 -f \

@@ -125,6 +125,19 @@ int main(int argc, char** argv) {
     std::printf("  B (head)            ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndB, false)), rel(col(kernels::kStampEndB, true)));
     std::printf("  barrier 2 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartC, false)), rel(col(kernels::kStampStartC, true)));
     std::printf("  C (gW1 + update)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndC, false)), rel(col(kernels::kStampEndC, true)));
+    // Which blocks set each phase's end: the median block, and in C the blocks of the small
+    // layer's items (the first ceil(hidden / 16) blocks: dW2, db1, db2) apart from the rest.
+    auto end_of = [&](int k, int b0, int b1, bool median) {
+      std::vector<unsigned long long> v(t.begin() + static_cast<std::ptrdiff_t>(k) * G + b0,
+                                        t.begin() + static_cast<std::ptrdiff_t>(k) * G + b1);
+      std::sort(v.begin(), v.end());
+      return rel(median ? v[v.size() / 2] : v.back());
+    };
+    const int small = std::min(G, (hidden + 15) / 16);
+    std::printf("  median block ends: A %.2f, B %.2f, C %.2f; C's last end: small-layer blocks %.2f, gW1 blocks %.2f\n",
+                end_of(kernels::kStampEndA, 0, G, true), end_of(kernels::kStampEndB, 0, G, true),
+                end_of(kernels::kStampEndC, 0, G, true), end_of(kernels::kStampEndC, 0, small, false),
+                small < G ? end_of(kernels::kStampEndC, small, G, false) : 0.0);
     if (steps > 0) {
       a.stamps = nullptr;
       const kernels::StepBatch one = step.batch(a.x_u8 ? static_cast<const void*>(a.x_u8) : a.x_f32,
