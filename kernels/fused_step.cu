@@ -12,7 +12,7 @@
 //      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
 //      batches still spread over ~1000 warps; each chunk's partial goes to `partial`.
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
-//      order) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed reduce-scatter
+//      order; up to 16 loads in flight) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed reduce-scatter
 //      (lane 2c ends with class c), the warps of a row combined in warp order through shared
 //      memory, + b2. Softmax cross-entropy with class c on lane c (warp max / sum), loss,
 //      correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged in shared memory).
@@ -219,6 +219,23 @@ __device__ __forceinline__ void rs_level(float (&z)[kMaxC], int lane) {
   }
 }
 
+// partial[0][j] + partial[1][j] + ... + partial[last][j] (stride cstride) in chunk order, W
+// loads in flight per round: 16 when there are more than 8 chunks (one round at batch 256, not
+// two), else 8 (clamped repeats of the last chunk would only add L1 traffic).
+template <int W>
+__device__ __forceinline__ float sum_partials(const float* zp, std::size_t cstride, int j, int last) {
+  float s = 0.f;
+  for (int k0 = 0; k0 <= last; k0 += W) {
+    float v[W];
+#pragma unroll
+    for (int u = 0; u < W; ++u) v[u] = zp[static_cast<std::size_t>(min(k0 + u, last)) * cstride + j];
+#pragma unroll
+    for (int u = 0; u < W; ++u)
+      if (k0 + u <= last) s = k0 + u == 0 ? v[u] : s + v[u];
+  }
+  return s;
+}
+
 // sW[j * classes + c] = W2[j][c] (W2's own layout); part: kWarps × kMaxC logit partials.
 __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, const float* sb1,
                         const float* sb2, float* part) {
@@ -243,16 +260,8 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
       const int last = p.a_chunks - 1;
       int t = 0;
       for (int j = pw * kWarp + lane; j < Hd; j += kWarp * wpr, ++t) {
-        // partial[0] + partial[1] + ... in chunk order; 8 independent loads per round.
-        float s = 0.f;
-        for (int k0 = 0; k0 <= last; k0 += 8) {
-          float v[8];
-#pragma unroll
-          for (int u = 0; u < 8; ++u) v[u] = zp[static_cast<std::size_t>(min(k0 + u, last)) * cstride + j];
-#pragma unroll
-          for (int u = 0; u < 8; ++u)
-            if (k0 + u <= last) s = k0 + u == 0 ? v[u] : s + v[u];
-        }
+        // partial[0] + partial[1] + ... in chunk order, in rounds of independent loads.
+        float s = last < 8 ? sum_partials<8>(zp, cstride, j, last) : sum_partials<16>(zp, cstride, j, last);
         s = s + sb1[j];
         const float hv = s < 0.f ? 0.f : s;
         h[j] = hv;
