@@ -116,6 +116,8 @@ Mlp::Mlp(const MlpConfig& cfg, cudaStream_t stream)
 
   fused_off_reason_ = fused_off(cfg_);
   single_off_reason_ = single_off(cfg_);
+  if (single_off_reason_.empty())
+    single_off_reason_ = kernels::step_unsupported_here(cfg_.layers[1], cfg_.layers[2]);
   if (single_off_reason_.empty()) {
     step_ = std::make_unique<kernels::FusedStep>(cfg_.layers[0], cfg_.layers[1], cfg_.layers[2],
                                                  cfg_.max_batch);

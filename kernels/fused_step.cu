@@ -48,11 +48,13 @@ constexpr int kWarps = FusedStep::kThreads / kWarp;  // 8
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kMaxC = kStepMaxClasses;
 static_assert(kMaxC <= kWarp, "lane c stores dlogits[c]");
-constexpr std::size_t kMaxSmemFloats = 48 * 1024 / sizeof(float);  // no opt-in needed
+// The most shared memory a block may take (opt-in past 48 KiB): two blocks fit on an SM of
+// cc 9.0 and one on cc 8.x; step_unsupported_here says when a GPU gives a block less.
+constexpr std::size_t kMaxSmemFloats = 96 * 1024 / sizeof(float);
 constexpr int kTargetAItems = 2048;  // phase-A work items wanted per step
 constexpr int kMaxChunks = 32;
 constexpr int kCTileM = 32, kCTileN = 16;  // phase-C tile (inputs × units)
-constexpr int kCStageFloats = 8192;        // phase C's staging area (32 KiB)
+constexpr int kCStageFloats = 16384;       // phase C's staging area (64 KiB: batch 256 in one round)
 constexpr int kCStageIters = 8;            // quads of X and of dH one thread stages per round
 constexpr int kSmallUnits = 16;            // units per small-layer block (half a warp)
 constexpr int kSmallGroups = FusedStep::kThreads / kSmallUnits;  // its row groups (16)
@@ -351,9 +353,22 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
 __host__ __device__ constexpr int c_stage_rows(int c_split) {
   const int tpb = kWarps / c_split;
   const int by_smem = kCStageFloats / (kCTileM + kCTileN * tpb);
-  const int by_iters = kCStageIters * FusedStep::kThreads / (kCTileN / 4 * tpb);
+  // Quads per row: X kCTileM / 4, dH kCTileN / 4 · tpb; the larger bounds the rows.
+  const int qpr = kCTileM / 4 > kCTileN / 4 * tpb ? kCTileM / 4 : kCTileN / 4 * tpb;
+  const int by_iters = kCStageIters * FusedStep::kThreads / qpr;
   return (by_smem < by_iters ? by_smem : by_iters) / 8 * 8;
 }
+// Every c_split: a round's X and dH fit the staging area and kCStageIters quads per thread.
+constexpr bool c_stage_fits() {
+  for (int s = 1; s <= kWarps; s *= 2) {
+    const int tpb = kWarps / s, R = c_stage_rows(s);
+    if (R < 8 || R * (kCTileM + kCTileN * tpb) > kCStageFloats) return false;
+    if (R * (kCTileM / 4) > kCStageIters * FusedStep::kThreads) return false;
+    if (R * (kCTileN / 4 * tpb) > kCStageIters * FusedStep::kThreads) return false;
+  }
+  return true;
+}
+static_assert(c_stage_fits(), "phase C's staging round does not fit");
 
 // gW1 tiles of one tile row: the block's tpb tiles are neighbours in one row of 32 inputs, so
 // they share X's columns. Per round the block stages R = c_stage_rows rows of X (normalised
@@ -674,8 +689,21 @@ std::string step_unsupported(int in, int hidden, int classes) {
     return std::to_string(classes) + " classes (the single-launch step takes at most " +
            std::to_string(kStepMaxClasses) + ")";
   if (smem_floats(hidden, classes) > kMaxSmemFloats)
-    return "W2 (" + std::to_string(hidden) + "×" + std::to_string(classes) +
-           ") does not fit in 48 KiB of shared memory";
+    return "W2 (" + std::to_string(hidden) + "×" + std::to_string(classes) + ") does not fit in " +
+           std::to_string(kMaxSmemFloats * sizeof(float) / 1024) + " KiB of shared memory";
+  return "";
+}
+
+std::string step_unsupported_here(int hidden, int classes) {
+  int dev = 0, coop = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  if (!coop) return "this GPU does not support cooperative launches";
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const std::size_t need = smem_floats(hidden, classes) * sizeof(float);
+  if (static_cast<std::size_t>(optin) < need)
+    return "the single-launch step needs " + std::to_string(need / 1024) +
+           " KiB of shared memory per block, this GPU gives at most " + std::to_string(optin / 1024);
   return "";
 }
 
@@ -707,15 +735,16 @@ FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_
     throw std::invalid_argument("FusedStep: " + why);
   if (max_batch <= 0) throw std::invalid_argument("FusedStep: max_batch must be > 0");
   if (blocks_per_sm < 0) throw std::invalid_argument("FusedStep: blocks_per_sm must be >= 0");
-  int dev = 0, sms = 0, coop = 0;
+  if (const std::string why = step_unsupported_here(hidden, classes); !why.empty())
+    throw std::runtime_error("FusedStep: " + why);
+  int dev = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  if (!coop) throw std::runtime_error("FusedStep: this GPU does not support cooperative launches");
   smem_ = smem_floats(hidden, classes) * sizeof(float);
   // Both kernels (one step / several steps) for both input types must fit co-resident.
   int occ = 1 << 30;
   const auto fit = [&](const void* k) {
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_)));
     int o = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, k, kThreads, smem_));
     occ = std::min(occ, o);

@@ -15,7 +15,7 @@
 // test checks 1 and 2 blocks per SM).
 //
 // Supported shapes (step_unsupported says why not): in % 4 == 0, hidden % 4 == 0,
-// 1 <= classes <= kStepMaxClasses, and W2 fits in 48 KiB of shared memory. X must be 16-byte
+// 1 <= classes <= kStepMaxClasses, and W2 fits in 96 KiB of shared memory. X must be 16-byte
 // (f32) / 4-byte (u8) aligned: every strategy's batches are when in % 4 == 0; run() refuses a
 // pointer that is not rather than read it misaligned.
 #pragma once
@@ -32,6 +32,9 @@ inline constexpr int kStepMaxClasses = 16;
 
 /// "" when the single-launch step takes this shape, else the reason it does not.
 std::string step_unsupported(int in, int hidden, int classes);
+/// "" when the current device can run the single-launch step for this shape (cooperative
+/// launch, the step's shared memory per block, 64 KiB and more), else the reason it cannot.
+std::string step_unsupported_here(int hidden, int classes);
 
 /// How one step with `rows` rows is split into work items (a pure function of its arguments).
 struct StepPlan {
