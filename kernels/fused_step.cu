@@ -12,14 +12,16 @@
 //      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
 //      batches still spread over ~1000 warps; each chunk's partial goes to `partial`.
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
-//      order; up to 16 loads in flight) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then by a fixed reduce-scatter
-//      (lane 2c ends with class c), the warps of a row combined in warp order through shared
-//      memory, + b2. Softmax cross-entropy with class c on lane c (warp max / sum), loss,
-//      correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged in shared memory).
+//      order; up to 16 loads in flight) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then
+//      by a fixed reduce-scatter (lane 2c ends with class c), the warps of a row combined in
+//      warp order through shared memory, + b2. Softmax cross-entropy with class c on lane c
+//      (warp max / sum), loss, correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged
+//      in shared memory).
 //   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
-//      row), K = rows split over StepPlan::c_split warps and combined in warp order through
-//      shared memory; the owning lane applies the momentum-SGD step to its 4×4 of W1 / vW1 at
-//      once (gW1 never goes to memory). Blocks of another kind sum dW2, db1 (32 units per
+//      row; X and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's
+//      only use of shared memory past 48 KiB), K = rows split over StepPlan::c_split warps and
+//      combined in warp order through shared memory; the owning lane applies the momentum-SGD
+//      step to its 4×4 of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind sum dW2, db1 (32 units per
 //      block, 8 row groups, fixed tree) and db2 and step W2, b1, b2.
 // Phase A reads W1 and phase B reads W2 / b1 before the barrier after which phase C writes
 // them, and data written in one phase is first read after a barrier, never before in the same
