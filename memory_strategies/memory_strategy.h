@@ -93,9 +93,6 @@ class MemoryStrategy {
   virtual void end_epoch() = 0;
   /// Figures for the last epoch; valid after the compute stream finished that epoch.
   virtual StrategyStats stats() const = 0;
-  /// True when acquire/release enqueue only stream-ordered async work with fixed addresses,
-  /// so a whole epoch can be captured into one CUDA graph and replayed.
-  virtual bool graph_capturable() const { return false; }
   /// True when acquire(b) may be called for every batch of the epoch before any batch's compute
   /// is enqueued, and the views stay valid until end_epoch(): whatever acquire enqueues (if
   /// anything) needs no compute in between. The trainer may then run the whole epoch's steps in
