@@ -349,6 +349,16 @@ __device__ void phase_b(const StepArgs& a, const StepPlan& p, const float* sW, c
   }
 }
 
+__device__ __forceinline__ void stamp(const StepArgs& a, int point) {
+  if (a.stamps == nullptr) return;  // grid-uniform
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    a.stamps[static_cast<std::size_t>(point) * gridDim.x + blockIdx.x] = t;
+  }
+}
+
 // ---- phase C -------------------------------------------------------------------------------
 // Rows of X and dH a phase-C block stages per round (see phase_c_w1): as many as fit in
 // kCStageFloats and let every thread stage at most kCStageIters quads of each.
@@ -439,6 +449,7 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
     }
     __syncthreads();  // the stage is rewritten by the next round (or reused as `red`)
   }
+  stamp(a, kStampGradC);
   float* red = smem;
   if (S > 1) {  // block-uniform
 #pragma unroll
@@ -554,16 +565,6 @@ __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
   __syncthreads();  // red is rewritten by the next item
 }
 
-__device__ __forceinline__ void stamp(const StepArgs& a, int point) {
-  if (a.stamps == nullptr) return;  // grid-uniform
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    a.stamps[static_cast<std::size_t>(point) * gridDim.x + blockIdx.x] = t;
-  }
-}
-
 // Floats of shared memory the phases use (from offset 0).
 __host__ __device__ std::size_t phase_smem_floats(int hidden, int classes) {
   const std::size_t b = static_cast<std::size_t>(classes) * static_cast<std::size_t>(hidden) +
@@ -625,6 +626,7 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
   if (!a.train) return;
   grid.sync();
   stamp(a, kStampStartC);
+  stamp(a, kStampGradC);  // moved on by a W1 item
   const int small = (a.hidden + kSmallUnits - 1) / kSmallUnits;
   const int tpb = kWarps / p.c_split;
   const int items = small + ((a.in + kCTileM - 1) / kCTileM) *
@@ -638,18 +640,22 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
   stamp(a, kStampEndC);
 }
 
-template <typename XT>
+// kStamped: a.stamps is honoured; the kernel for training and evaluation is built without.
+template <typename XT, bool kStamped>
 __global__ void __launch_bounds__(FusedStep::kThreads, 2)
     fused_step_kernel(StepArgs a, StepPlan p) {
   extern __shared__ float smem[];
   cg::grid_group grid = cg::this_grid();
+  if (!kStamped) a.stamps = nullptr;
   step_body<XT>(a, p, grid, smem, nullptr, nullptr);
 }
 
 // Steps 0..n-1 in order, a grid barrier between two steps (which orders step s's parameter
 // update before step s+1 reads the parameters, exactly as two launches would). The StepBatch of
 // step s+1 travels to shared memory (two slots, alternating) during step s.
-template <typename XT>
+// kStamped: base.stamps is honoured (for step base.stamp_step); the training kernel is built
+// without, so that the stamps cost it no registers.
+template <typename XT, bool kStamped>
 __global__ void __launch_bounds__(FusedStep::kThreads, 2)
     fused_steps_kernel(StepArgs base, const StepBatch* __restrict__ batches, int n) {
   extern __shared__ float smem[];
@@ -661,6 +667,7 @@ __global__ void __launch_bounds__(FusedStep::kThreads, 2)
   for (int s = 0; s < n; ++s) {
     const StepBatch& bt = slots[s % 2];
     StepArgs a = base;
+    if (!kStamped || s != base.stamp_step) a.stamps = nullptr;
     if (a.x_u8 != nullptr)
       a.x_u8 = static_cast<const std::uint8_t*>(bt.x);
     else
@@ -751,10 +758,14 @@ FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, k, kThreads, smem_));
     occ = std::min(occ, o);
   };
-  fit(reinterpret_cast<const void*>(fused_step_kernel<float>));
-  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<float>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t>));
+  fit(reinterpret_cast<const void*>(fused_step_kernel<float, false>));
+  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t, false>));
+  fit(reinterpret_cast<const void*>(fused_step_kernel<float, true>));
+  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t, true>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<float, false>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t, false>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<float, true>));
+  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t, true>));
   if (occ < 1) throw std::runtime_error("FusedStep: the kernel does not fit on an SM");
   if (blocks_per_sm > occ)
     throw std::invalid_argument("FusedStep: " + std::to_string(blocks_per_sm) +
@@ -812,10 +823,13 @@ void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
   const StepPlan plan = plan_step(a.rows, a.in, a.hidden);
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = config(s, attr);
+  const bool stamped = a.stamps != nullptr;
   if (a.x_u8)
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<std::uint8_t>, a, plan));
+    CUDA_CHECK(cudaLaunchKernelEx(
+        &cfg, stamped ? fused_step_kernel<std::uint8_t, true> : fused_step_kernel<std::uint8_t, false>, a, plan));
   else
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_step_kernel<float>, a, plan));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_step_kernel<float, true> : fused_step_kernel<float, false>,
+                                  a, plan));
 }
 
 StepBatch FusedStep::batch(const void* x, bool x_u8, const std::int32_t* labels,
@@ -841,17 +855,23 @@ void FusedStep::run_steps(const StepArgs& base, const StepBatch* batches, int n,
   const auto bad = [](const std::string& m) { bad_arg("FusedStep::run_steps", m); };
   check_shared(base);
   if (!base.train) bad("a multi-step launch trains (evaluation is one run() per batch)");
-  if (base.stamps != nullptr) bad("stamps are for single-step launches");
   if (n < 0) bad("negative step count");
+  if (base.stamps != nullptr && (base.stamp_step < 0 || base.stamp_step >= n))
+    bad("stamp_step " + std::to_string(base.stamp_step) + " is not one of the " + std::to_string(n) +
+        " steps");
   if (n > 0 && (batches == nullptr || !aligned(batches, 16)))
     bad("batches must be a 16-byte-aligned device array");
   if (n == 0) return;
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = config(s, attr);
+  const bool stamped = base.stamps != nullptr;
   if (base.x_u8)
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_steps_kernel<std::uint8_t>, base, batches, n));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_steps_kernel<std::uint8_t, true>
+                                                : fused_steps_kernel<std::uint8_t, false>,
+                                  base, batches, n));
   else
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_steps_kernel<float>, base, batches, n));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_steps_kernel<float, true> : fused_steps_kernel<float, false>,
+                                  base, batches, n));
 }
 
 }  // namespace memstrat::kernels

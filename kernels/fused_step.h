@@ -72,9 +72,12 @@ struct StepArgs {
   float lr = 0.f, momentum = 0.f;
   bool train = true;  // false: forward, loss and correct only (phases A and B)
   /// Profiling only (nullptr in training): kStepStamps × grid_blocks() %globaltimer readings,
-  /// stamps[k * grid + block] = when `block` passed point k (see StepStamp). Costs a block
-  /// barrier per point, so the timed launch is slightly slower than an untimed one.
+  /// stamps[k * grid + block] = when `block` passed point k (see StepStamp) in run()'s step, or
+  /// in step stamp_step of a run_steps launch. Runs a kernel built with the stamps (the one for
+  /// untimed launches has none) that costs a block barrier per point, so the timed launch is
+  /// slightly slower than an untimed one.
   unsigned long long* stamps = nullptr;
+  int stamp_step = 0;
 };
 
 /// What changes from one step to the next when several steps run in one launch
@@ -89,9 +92,12 @@ struct alignas(16) StepBatch {
   StepPlan plan;
 };
 
-/// The points stamped by StepArgs::stamps.
-enum StepStamp { kStampStart, kStampEndA, kStampStartB, kStampEndB, kStampStartC, kStampEndC };
-inline constexpr int kStepStamps = 6;
+/// The points stamped by StepArgs::stamps. kStampStart: the step starts (in run_steps, when the
+/// barrier after the previous step released the block); kStampGradC: the block's last W1 item
+/// has its gW1 tile (before the reduction over warps and the update; at kStampStartC for a
+/// block without W1 items).
+enum StepStamp { kStampStart, kStampEndA, kStampStartB, kStampEndB, kStampStartC, kStampEndC, kStampGradC };
+inline constexpr int kStepStamps = 7;
 
 /// The launcher: sizes the cooperative grid once (occupancy query at construction, never
 /// inside a graph capture) and checks every call's arguments.
@@ -107,9 +113,10 @@ class FusedStep {
   /// Steps 0..n-1 in ONE launch, in order, with a grid barrier between two steps: the same
   /// arithmetic in the same order as n run() calls (bitwise the same parameters and losses).
   /// `base` holds what every step shares (parameters, workspaces, lr, momentum; train must be
-  /// true, x_u8 or x_f32 set to any non-null pointer of the steps' input type, rows, labels,
-  /// sample_* and stamps are ignored); `batches` is a device array of n StepBatch made by
-  /// batch() with the same input type.
+  /// true, x_u8 or x_f32 set to any non-null pointer of the steps' input type, rows, labels and
+  /// sample_* are ignored; stamps, if set, records step stamp_step, in 0..n-1, with a kernel
+  /// built for it); `batches` is a device array of n StepBatch made by batch() with the same
+  /// input type.
   void run_steps(const StepArgs& base, const StepBatch* batches, int n, cudaStream_t s) const;
   int grid_blocks() const { return grid_; }
   static constexpr int kThreads = 256;

@@ -8,14 +8,17 @@
 // warm-up launches), then one launch with per-block %globaltimer stamps: for each phase the
 // time from the first block's start to the last block's end, and how long the grid barriers
 // waited; then (S > 0) the median of 5 launches of S steps each (FusedStep::run_steps, the
-// trainer's epoch launch), per step. Random X / labels / He-initialised weights; lr 0.05,
-// momentum 0.9.
+// trainer's epoch launch), per step, and the same stamps for the middle step of one more such
+// launch. --stamps-csv also writes every block's stamps. Random X / labels / He-initialised
+// weights; lr 0.05, momentum 0.9.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -23,6 +26,57 @@
 #include "kernels/fused_step.h"
 
 using namespace memstrat;
+
+namespace {
+
+std::vector<unsigned long long> read_stamps(const DeviceBuffer<unsigned long long>& d, int G, cudaStream_t s) {
+  std::vector<unsigned long long> t(static_cast<std::size_t>(kernels::kStepStamps) * G);
+  CUDA_CHECK(cudaMemcpyAsync(t.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return t;
+}
+
+// Per phase: the first and the last block to pass each point, in us from the first block's start.
+void print_stamps(const char* what, const std::vector<unsigned long long>& t, int G, int hidden,
+                  std::FILE* csv) {
+  auto col = [&](int k, bool latest) {
+    unsigned long long v = t[static_cast<std::size_t>(k) * G];
+    for (int b = 1; b < G; ++b) {
+      const unsigned long long x = t[static_cast<std::size_t>(k) * G + b];
+      v = latest ? std::max(v, x) : std::min(v, x);
+    }
+    return v;
+  };
+  const unsigned long long t0 = col(kernels::kStampStart, false);
+  auto rel = [&](unsigned long long x) { return 1e-3 * static_cast<double>(x - t0); };
+  std::printf("%s (us from the first block's start):\n", what);
+  std::printf("  blocks started      %8.2f .. %8.2f\n", 0.0, rel(col(kernels::kStampStart, true)));
+  std::printf("  A (forward GEMM)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndA, false)), rel(col(kernels::kStampEndA, true)));
+  std::printf("  barrier 1 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartB, false)), rel(col(kernels::kStampStartB, true)));
+  std::printf("  B (head)            ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndB, false)), rel(col(kernels::kStampEndB, true)));
+  std::printf("  barrier 2 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartC, false)), rel(col(kernels::kStampStartC, true)));
+  std::printf("  C: gW1 tiles done    %8.2f .. %8.2f\n", rel(col(kernels::kStampGradC, false)), rel(col(kernels::kStampGradC, true)));
+  std::printf("  C (gW1 + update)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndC, false)), rel(col(kernels::kStampEndC, true)));
+  // Which blocks set each phase's end: the median block, and in C the blocks of the small
+  // layer's items (the first ceil(hidden / 16) blocks: dW2, db1, db2) apart from the rest.
+  auto end_of = [&](int k, int b0, int b1, bool median) {
+    std::vector<unsigned long long> v(t.begin() + static_cast<std::ptrdiff_t>(k) * G + b0,
+                                      t.begin() + static_cast<std::ptrdiff_t>(k) * G + b1);
+    std::sort(v.begin(), v.end());
+    return rel(median ? v[v.size() / 2] : v.back());
+  };
+  if (csv != nullptr)
+    for (int b = 0; b < G; ++b)
+      for (int k = 0; k < kernels::kStepStamps; ++k)
+        std::fprintf(csv, "%s,%d,%d,%.3f\n", what, b, k, rel(t[static_cast<std::size_t>(k) * G + b]));
+  const int small = std::min(G, (hidden + 15) / 16);
+  std::printf("  median block ends: A %.2f, B %.2f, C %.2f; C's last end: small-layer blocks %.2f, gW1 blocks %.2f\n",
+              end_of(kernels::kStampEndA, 0, G, true), end_of(kernels::kStampEndB, 0, G, true),
+              end_of(kernels::kStampEndC, 0, G, true), end_of(kernels::kStampEndC, 0, small, false),
+              small < G ? end_of(kernels::kStampEndC, small, G, false) : 0.0);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Time the single-launch MLP training step and break it down by phase"};
@@ -34,12 +88,23 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed launches")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--blocks-per-sm", bps, "0 = the launcher's choice")->check(CLI::Range(0, 8))->capture_default_str();
   app.add_option("--steps", steps, "steps per multi-step launch (0: skip that measurement)")->check(CLI::Range(0, 1000000))->capture_default_str();
+  std::string csv_path;
+  app.add_option("--stamps-csv", csv_path, "also write every block's stamps (what,block,point,us) to this file");
   CLI11_PARSE(app, argc, argv);
   try {
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
       std::fprintf(stderr, "step_bench: needs an NVIDIA GPU\n");
       return 3;
+    }
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv(nullptr, &std::fclose);
+    if (!csv_path.empty()) {
+      csv.reset(std::fopen(csv_path.c_str(), "w"));
+      if (!csv) {
+        std::fprintf(stderr, "step_bench: cannot write %s\n", csv_path.c_str());
+        return 2;
+      }
+      std::fprintf(csv.get(), "what,block,point,us\n");
     }
     Stream s = Stream::create();
     const kernels::FusedStep step(in, hidden, classes, batch, bps);
@@ -104,40 +169,8 @@ int main(int argc, char** argv) {
                 reps, us[us.size() / 2], us.front(), us.back());
     a.stamps = stamps.data();
     step.run(a, s);
-    const int G = step.grid_blocks();
-    std::vector<unsigned long long> t(static_cast<std::size_t>(kernels::kStepStamps) * G);
-    CUDA_CHECK(cudaMemcpyAsync(t.data(), stamps.data(), stamps.bytes(), cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    auto col = [&](int k, bool latest) {
-      unsigned long long v = t[static_cast<std::size_t>(k) * G];
-      for (int b = 1; b < G; ++b) {
-        const unsigned long long x = t[static_cast<std::size_t>(k) * G + b];
-        v = latest ? std::max(v, x) : std::min(v, x);
-      }
-      return v;
-    };
-    const unsigned long long t0 = col(kernels::kStampStart, false);
-    auto rel = [&](unsigned long long x) { return 1e-3 * static_cast<double>(x - t0); };
-    std::printf("one stamped launch (us from the first block's start):\n");
-    std::printf("  blocks started      %8.2f .. %8.2f\n", 0.0, rel(col(kernels::kStampStart, true)));
-    std::printf("  A (forward GEMM)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndA, false)), rel(col(kernels::kStampEndA, true)));
-    std::printf("  barrier 1 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartB, false)), rel(col(kernels::kStampStartB, true)));
-    std::printf("  B (head)            ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndB, false)), rel(col(kernels::kStampEndB, true)));
-    std::printf("  barrier 2 released  %8.2f .. %8.2f\n", rel(col(kernels::kStampStartC, false)), rel(col(kernels::kStampStartC, true)));
-    std::printf("  C (gW1 + update)    ends %8.2f .. %8.2f\n", rel(col(kernels::kStampEndC, false)), rel(col(kernels::kStampEndC, true)));
-    // Which blocks set each phase's end: the median block, and in C the blocks of the small
-    // layer's items (the first ceil(hidden / 16) blocks: dW2, db1, db2) apart from the rest.
-    auto end_of = [&](int k, int b0, int b1, bool median) {
-      std::vector<unsigned long long> v(t.begin() + static_cast<std::ptrdiff_t>(k) * G + b0,
-                                        t.begin() + static_cast<std::ptrdiff_t>(k) * G + b1);
-      std::sort(v.begin(), v.end());
-      return rel(median ? v[v.size() / 2] : v.back());
-    };
-    const int small = std::min(G, (hidden + 15) / 16);
-    std::printf("  median block ends: A %.2f, B %.2f, C %.2f; C's last end: small-layer blocks %.2f, gW1 blocks %.2f\n",
-                end_of(kernels::kStampEndA, 0, G, true), end_of(kernels::kStampEndB, 0, G, true),
-                end_of(kernels::kStampEndC, 0, G, true), end_of(kernels::kStampEndC, 0, small, false),
-                small < G ? end_of(kernels::kStampEndC, small, G, false) : 0.0);
+    print_stamps("one stamped launch", read_stamps(stamps, step.grid_blocks(), s), step.grid_blocks(), hidden,
+                 csv.get());
     if (steps > 0) {
       a.stamps = nullptr;
       const kernels::StepBatch one = step.batch(a.x_u8 ? static_cast<const void*>(a.x_u8) : a.x_f32,
@@ -160,6 +193,14 @@ int main(int argc, char** argv) {
       std::sort(per.begin(), per.end());
       std::printf("%d steps in one launch (5 launches): median %.2f us per step (min %.2f, max %.2f)\n",
                   steps, per[2], per.front(), per.back());
+      a.stamps = stamps.data();
+      a.stamp_step = steps / 2;
+      step.run_steps(a, dt.data(), steps, s);
+      a.stamps = nullptr;
+      const std::string what = "step " + std::to_string(steps / 2) + " of a stamped " +
+                               std::to_string(steps) + "-step launch";
+      print_stamps(what.c_str(), read_stamps(stamps, step.grid_blocks(), s), step.grid_blocks(), hidden,
+                   csv.get());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "step_bench: %s\n", e.what());

@@ -93,6 +93,7 @@ Host make_host(const Case& c, std::uint32_t seed) {
 struct Out {
   std::vector<float> W1, b1, W2, b2, vW1, vb1, vW2, vb2, loss;
   std::vector<std::int32_t> correct;
+  std::vector<unsigned long long> stamps;  // run_sequence with stamp_step >= 0: [point][block]
 };
 
 // Device copies of h (inputs, parameters, velocities) and a step's workspaces for batches of
@@ -201,7 +202,7 @@ struct Ref {
 Ref run_ref(const Case& c, const Host& h, bool train) {
   Ref r;
   Out& o = r.out;
-  o = Out{h.W1, h.b1, h.W2, h.b2, h.vW1, h.vb1, h.vW2, h.vb2, {}, {}};
+  o = Out{h.W1, h.b1, h.W2, h.b2, h.vW1, h.vb1, h.vW2, h.vb2, {}, {}, {}};
   const std::size_t rh = static_cast<std::size_t>(c.rows) * c.hidden;
   std::vector<float> H(rh), dH(rh), dl(static_cast<std::size_t>(c.rows) * c.classes),
       logits(static_cast<std::size_t>(c.rows) * c.classes);
@@ -392,21 +393,39 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
 // A sequence of steps over consecutive batches of h (the last one ragged), either one run()
 // per batch or all of them in one run_steps() launch; parameters, velocities and per-sample
 // outputs after the last step.
-Out run_sequence(const Case& c, const Host& h, int batch, bool one_launch, cudaStream_t s) {
+// Steps of sizes[0], sizes[1], ... rows (summing to c.rows) in order. stamp_step >= 0 (one
+// launch only): the launch stamps that step (Out::stamps).
+Out run_sequence(const Case& c, const Host& h, const std::vector<int>& sizes, bool one_launch,
+                 cudaStream_t s, int stamp_step = -1) {
+  const int batch = *std::max_element(sizes.begin(), sizes.end());
   const k::FusedStep step(c.in, c.hidden, c.classes, batch);
   const OnDevice d(c, h, batch, s);
   const k::StepArgs a = d.args(c, true);
   std::vector<k::StepBatch> table;
-  for (int r0 = 0; r0 < c.rows; r0 += batch) {
-    const int rows = std::min(batch, c.rows - r0);
+  int r0 = 0;
+  for (const int rows : sizes) {
     const std::size_t off = static_cast<std::size_t>(r0) * c.in;
     const void* xp = c.u8 ? static_cast<const void*>(d.px.data() + off) : d.x.data() + off;
     table.push_back(step.batch(xp, c.u8, a.labels + r0, a.sample_loss + r0, a.sample_correct + r0, rows));
+    r0 += rows;
   }
+  if (r0 != c.rows) throw std::logic_error("run_sequence: the sizes do not add up to c.rows");
   if (one_launch) {
     auto dev = to_device(table, s);
-    step.run_steps(a, dev.data(), static_cast<int>(table.size()), s);
-    return d.read(s);
+    if (stamp_step < 0) {
+      step.run_steps(a, dev.data(), static_cast<int>(table.size()), s);
+      return d.read(s);
+    }
+    const std::size_t n = static_cast<std::size_t>(k::kStepStamps) * step.grid_blocks();
+    DeviceBuffer<unsigned long long> st(n);
+    CUDA_CHECK(cudaMemsetAsync(st.data(), 0, st.bytes(), s));
+    k::StepArgs stamped = a;
+    stamped.stamps = st.data();
+    stamped.stamp_step = stamp_step;
+    step.run_steps(stamped, dev.data(), static_cast<int>(table.size()), s);
+    Out o = d.read(s);
+    o.stamps = to_host(st.data(), n, s);
+    return o;
   }
   for (const k::StepBatch& b : table) {
     k::StepArgs one = a;
@@ -427,22 +446,34 @@ Out run_sequence(const Case& c, const Host& h, int batch, bool one_launch, cudaS
 // run_steps is the same training as one run() per batch, bit for bit: every step sees the
 // parameters the previous one wrote (a missing or misplaced barrier between steps, a stale
 // StepBatch slot or a wrong plan for the ragged last batch changes the bits). Batch sizes that
-// take different phase-A tiles and phase-C splits, a ragged shape, and a single step.
+// take different phase-A tiles and phase-C splits, a ragged shape, a single step, and sequences
+// whose steps change plan from one step to the next (600, 100, 8 and 700 rows take different
+// tiles, chunks and splits), in both input types.
 TEST_F(SingleLaunch, StepsInOneLaunchAreBitwiseOneLaunchPerStep) {
   struct Seq {
     Case c;  // c.rows = rows of the whole sequence
-    int batch;
+    std::vector<int> sizes;
   };
-  for (const Seq& q : {Seq{{8 * 6 + 3, 784, 256, 10, true, 0.9f}, 8},
-                       Seq{{64 * 3 + 17, 784, 256, 10, false, 0.9f}, 64},
-                       Seq{{256 * 2 + 96, 784, 256, 10, true, 0.f}, 256},
-                       Seq{{16 * 4 + 5, 36, 20, 3, true, 0.9f}, 16},
-                       Seq{{512 + 300, 784, 128, 10, false, 0.9f}, 512},
-                       Seq{{32, 784, 256, 10, true, 0.9f}, 32}}) {
-    SCOPED_TRACE(describe(q.c) + " batch " + std::to_string(q.batch));
-    const Host h = make_host(q.c, seed_of(97, q.c.rows, q.batch));
-    const Out per_step = run_sequence(q.c, h, q.batch, false, stream_);
-    const Out one = run_sequence(q.c, h, q.batch, true, stream_);
+  const auto even = [](int rows, int batch) {
+    std::vector<int> v;
+    for (int r0 = 0; r0 < rows; r0 += batch) v.push_back(std::min(batch, rows - r0));
+    return v;
+  };
+  for (const Seq& q : {Seq{{8 * 6 + 3, 784, 256, 10, true, 0.9f}, even(8 * 6 + 3, 8)},
+                       Seq{{64 * 3 + 17, 784, 256, 10, false, 0.9f}, even(64 * 3 + 17, 64)},
+                       Seq{{256 * 2 + 96, 784, 256, 10, true, 0.f}, even(256 * 2 + 96, 256)},
+                       Seq{{16 * 4 + 5, 36, 20, 3, true, 0.9f}, even(16 * 4 + 5, 16)},
+                       Seq{{512 + 300, 784, 128, 10, false, 0.9f}, even(512 + 300, 512)},
+                       Seq{{32, 784, 256, 10, true, 0.9f}, {32}},
+                       Seq{{600 * 2 + 100, 784, 256, 10, true, 0.9f}, {600, 600, 100}},
+                       Seq{{100 + 600 + 8 + 700, 784, 256, 10, false, 0.9f}, {100, 600, 8, 700}},
+                       Seq{{100 + 600 + 8 + 700, 784, 256, 10, true, 0.f}, {100, 600, 8, 700}}}) {
+    std::string sizes;
+    for (const int n : q.sizes) sizes += " " + std::to_string(n);
+    SCOPED_TRACE(describe(q.c) + " steps of" + sizes);
+    const Host h = make_host(q.c, seed_of(97, q.c.rows, q.sizes.front()));
+    const Out per_step = run_sequence(q.c, h, q.sizes, false, stream_);
+    const Out one = run_sequence(q.c, h, q.sizes, true, stream_);
     EXPECT_TRUE(bitwise_equal(one.W1, per_step.W1, "W1"));
     EXPECT_TRUE(bitwise_equal(one.b1, per_step.b1, "b1"));
     EXPECT_TRUE(bitwise_equal(one.W2, per_step.W2, "W2"));
@@ -456,6 +487,34 @@ TEST_F(SingleLaunch, StepsInOneLaunchAreBitwiseOneLaunchPerStep) {
     // And the steps really trained: the last batch's loss is finite and W1 moved.
     EXPECT_TRUE(std::isfinite(one.loss.back()));
     EXPECT_FALSE(bitwise_equal(one.W1, h.W1, "W1 vs initial"));
+  }
+}
+
+// A stamped multi-step launch (step_bench's breakdown of the epoch launch) stamps every point
+// of the step it is asked for, in phase order for every block, and trains bit for bit as the
+// unstamped one (which runs a kernel built without stamps).
+TEST_F(SingleLaunch, StampedMultiStepLaunchTimesOneStepAndChangesNoBits) {
+  const Case c{256 * 2 + 96, 784, 256, 10, true, 0.9f};
+  const std::vector<int> sizes{256, 256, 96};
+  const Host h = make_host(c, seed_of(98, c.rows, 256));
+  const Out plain = run_sequence(c, h, sizes, true, stream_);
+  for (const int step : {0, 1, 2}) {
+    SCOPED_TRACE("stamp_step " + std::to_string(step));
+    const Out o = run_sequence(c, h, sizes, true, stream_, step);
+    EXPECT_TRUE(bitwise_equal(o.W1, plain.W1, "W1"));
+    EXPECT_TRUE(bitwise_equal(o.vW1, plain.vW1, "vW1"));
+    EXPECT_TRUE(bitwise_equal(o.W2, plain.W2, "W2"));
+    EXPECT_TRUE(bitwise_equal(o.loss, plain.loss, "loss"));
+    const std::size_t G = o.stamps.size() / k::kStepStamps;
+    ASSERT_GT(G, 0u);
+    const int order[] = {k::kStampStart, k::kStampEndA, k::kStampStartB, k::kStampEndB,
+                         k::kStampStartC, k::kStampGradC, k::kStampEndC};
+    for (std::size_t b = 0; b < G; ++b) {
+      SCOPED_TRACE("block " + std::to_string(b));
+      for (int i = 0; i < 7; ++i) ASSERT_NE(o.stamps[order[i] * G + b], 0ull) << "point " << order[i];
+      for (int i = 1; i < 7; ++i)
+        ASSERT_LE(o.stamps[order[i - 1] * G + b], o.stamps[order[i] * G + b]) << "point " << order[i];
+    }
   }
 }
 
@@ -502,6 +561,9 @@ TEST_F(SingleLaunch, MultiStepRefusesWhatItCannotRun) {
   unsigned long long st = 0;
   bad = a;
   bad.stamps = &st;
+  bad.stamp_step = 2;  // of steps 0 and 1
+  EXPECT_THROW(step.run_steps(bad, table.data(), 2, stream_), std::invalid_argument);
+  bad.stamp_step = -1;
   EXPECT_THROW(step.run_steps(bad, table.data(), 2, stream_), std::invalid_argument);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
