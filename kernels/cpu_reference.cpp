@@ -215,4 +215,29 @@ void fused_update(const kernels::FusedUpdateArgs& a) {
   if (a.W1 != nullptr) sgd_update(a.W1, a.gW1, mom ? a.vW1 : nullptr, a.n_w1, a.lr, a.momentum);
 }
 
+double mlp_mean_xent(const double* x, const std::int32_t* labels, int rows, int in, int hidden,
+                     int classes, const double* w1, const double* b1, const double* w2,
+                     const double* b2) {
+  std::vector<double> h(static_cast<std::size_t>(hidden)), z(static_cast<std::size_t>(classes));
+  double total = 0;
+  for (int n = 0; n < rows; ++n) {
+    for (int j = 0; j < hidden; ++j) {
+      double s = b1[j];
+      for (int i = 0; i < in; ++i) s += x[static_cast<std::size_t>(n) * in + i] * w1[static_cast<std::size_t>(i) * hidden + j];
+      h[j] = s > 0 ? s : 0;
+    }
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int c = 0; c < classes; ++c) {
+      double s = b2[c];
+      for (int j = 0; j < hidden; ++j) s += h[j] * w2[static_cast<std::size_t>(j) * classes + c];
+      z[c] = s;
+      mx = std::max(mx, s);
+    }
+    double se = 0;
+    for (int c = 0; c < classes; ++c) se += std::exp(z[c] - mx);
+    total += std::log(se) + mx - z[labels[n]];
+  }
+  return total / rows;
+}
+
 }  // namespace memstrat::cpu_ref

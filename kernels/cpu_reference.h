@@ -55,6 +55,13 @@ struct CompareResult {
 CompareResult compare(const float* got, const float* ref, std::size_t n, double atol, double rtol,
                       std::size_t max_listed = 10);
 
+/// Mean softmax cross-entropy of a one-hidden-layer ReLU MLP over `rows` samples, every
+/// operation in double: the ground truth of the finite-difference gradient checks (CPU and GPU).
+/// x[rows×in], w1[in×hidden], b1[hidden], w2[hidden×classes], b2[classes]; labels in [0, classes).
+double mlp_mean_xent(const double* x, const std::int32_t* labels, int rows, int in, int hidden,
+                     int classes, const double* w1, const double* b1, const double* w2,
+                     const double* b2);
+
 // ---- the fused one-hidden-layer step (kernels/fused_mlp.h) -------------------------------
 /// Same contract as kernels::fused_head, composed of the references above: logits =
 /// gemm_nn(H, W2, b2, Bias) (double sums, rounded to float), softmax_xent on those logits, and

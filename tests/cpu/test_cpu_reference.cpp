@@ -238,29 +238,11 @@ TEST(CpuRef, CompareToleranceNanAndListing) {
 
 constexpr int kIn = 5, kHid = 7, kOut = 3, kBatch = 4;
 
-double loss_double(const std::vector<double>& x, const std::vector<int>& y,
-                   const std::vector<double>& w1, const std::vector<double>& b1,
-                   const std::vector<double>& w2, const std::vector<double>& b2) {
-  double total = 0;
-  for (int n = 0; n < kBatch; ++n) {
-    double h[kHid], z[kOut];
-    for (int j = 0; j < kHid; ++j) {
-      double s = b1[j];
-      for (int i = 0; i < kIn; ++i) s += x[n * kIn + i] * w1[i * kHid + j];
-      h[j] = s > 0 ? s : 0;
-    }
-    double mx = -1e300;
-    for (int c = 0; c < kOut; ++c) {
-      double s = b2[c];
-      for (int j = 0; j < kHid; ++j) s += h[j] * w2[j * kOut + c];
-      z[c] = s;
-      mx = std::max(mx, s);
-    }
-    double se = 0;
-    for (int c = 0; c < kOut; ++c) se += std::exp(z[c] - mx);
-    total += std::log(se) + mx - z[y[n]];
-  }
-  return total / kBatch;
+// The double-precision loss at the current parameters p = {w1, b1, w2, b2}.
+double loss_double(const std::vector<double>& x, const std::vector<std::int32_t>& y,
+                   const std::vector<double> (&p)[4]) {
+  return ref::mlp_mean_xent(x.data(), y.data(), kBatch, kIn, kHid, kOut, p[0].data(), p[1].data(),
+                            p[2].data(), p[3].data());
 }
 
 TEST(CpuRef, TinyMlpBackwardMatchesFiniteDifferences) {
@@ -296,7 +278,6 @@ TEST(CpuRef, TinyMlpBackwardMatchesFiniteDifferences) {
   ref::bias_grad(dh.data(), db1.data(), kBatch, kHid);
 
   std::vector<double> xd(x.begin(), x.end());
-  std::vector<int> yd(y.begin(), y.end());
   std::vector<double> p[4] = {{w1.begin(), w1.end()},
                               {b1.begin(), b1.end()},
                               {w2.begin(), w2.end()},
@@ -304,14 +285,14 @@ TEST(CpuRef, TinyMlpBackwardMatchesFiniteDifferences) {
   const std::vector<float>* grads[4] = {&dw1, &db1, &dw2, &db2};
   double mean_loss = 0;
   for (float l : loss) mean_loss += l;
-  EXPECT_NEAR(mean_loss / kBatch, loss_double(xd, yd, p[0], p[1], p[2], p[3]), 1e-6);
+  EXPECT_NEAR(mean_loss / kBatch, loss_double(xd, y, p), 1e-6);
   for (int t = 0; t < 4; ++t) {
     for (std::size_t i = 0; i < p[t].size(); ++i) {
       const double saved = p[t][i];
       p[t][i] = saved + eps;
-      const double lp = loss_double(xd, yd, p[0], p[1], p[2], p[3]);
+      const double lp = loss_double(xd, y, p);
       p[t][i] = saved - eps;
-      const double lm = loss_double(xd, yd, p[0], p[1], p[2], p[3]);
+      const double lm = loss_double(xd, y, p);
       p[t][i] = saved;
       const double num = (lp - lm) / (2 * eps);
       const double ana = (*grads[t])[i];
