@@ -390,11 +390,10 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-// A sequence of steps over consecutive batches of h (the last one ragged), either one run()
-// per batch or all of them in one run_steps() launch; parameters, velocities and per-sample
-// outputs after the last step.
-// Steps of sizes[0], sizes[1], ... rows (summing to c.rows) in order. stamp_step >= 0 (one
-// launch only): the launch stamps that step (Out::stamps).
+// A sequence of steps over consecutive rows of h, sizes[0], sizes[1], ... rows each (summing to
+// c.rows), either one run() per batch or all of them in one run_steps() launch; parameters,
+// velocities and per-sample outputs after the last step. stamp_step >= 0 (one launch only): the
+// launch stamps that step (Out::stamps).
 Out run_sequence(const Case& c, const Host& h, const std::vector<int>& sizes, bool one_launch,
                  cudaStream_t s, int stamp_step = -1) {
   const int batch = *std::max_element(sizes.begin(), sizes.end());
@@ -509,10 +508,12 @@ TEST_F(SingleLaunch, StampedMultiStepLaunchTimesOneStepAndChangesNoBits) {
     ASSERT_GT(G, 0u);
     const int order[] = {k::kStampStart, k::kStampEndA, k::kStampStartB, k::kStampEndB,
                          k::kStampStartC, k::kStampGradC, k::kStampEndC};
+    constexpr int kPoints = static_cast<int>(sizeof(order) / sizeof(order[0]));
+    static_assert(kPoints == k::kStepStamps, "every stamp point is checked");
     for (std::size_t b = 0; b < G; ++b) {
       SCOPED_TRACE("block " + std::to_string(b));
-      for (int i = 0; i < 7; ++i) ASSERT_NE(o.stamps[order[i] * G + b], 0ull) << "point " << order[i];
-      for (int i = 1; i < 7; ++i)
+      for (int i = 0; i < kPoints; ++i) ASSERT_NE(o.stamps[order[i] * G + b], 0ull) << "point " << order[i];
+      for (int i = 1; i < kPoints; ++i)
         ASSERT_LE(o.stamps[order[i - 1] * G + b], o.stamps[order[i] * G + b]) << "point " << order[i];
     }
   }
