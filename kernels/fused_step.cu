@@ -21,8 +21,8 @@
 //      row; X and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's
 //      only use of shared memory past 48 KiB), K = rows split over StepPlan::c_split warps and
 //      combined in warp order through shared memory; the owning lane applies the momentum-SGD
-//      step to its 4×4 of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind sum dW2, db1 (32 units per
-//      block, 8 row groups, fixed tree) and db2 and step W2, b1, b2.
+//      step to its 4×4 of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind
+//      sum dW2, db1 (16 units per block, 16 row groups, fixed tree) and db2 and step W2, b1, b2.
 // Phase A reads W1 and phase B reads W2 / b1 before the barrier after which phase C writes
 // them, and data written in one phase is first read after a barrier, never before in the same
 // launch.
