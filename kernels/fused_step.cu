@@ -10,7 +10,10 @@
 //      batch of 8 does not pad to 32 rows). Per K quad a lane loads 4 float4 of X (4 rows ×
 //      4 k; a uint8 row as one 32-bit word, normalised on load) and 4 float4 of W1 (4 k × 4 units) and
 //      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
-//      batches still spread over ~1000 warps; each chunk's partial goes to `partial`.
+//      batches still spread over ~1000 warps; each chunk's partial goes to `partial`. Where the 8
+//      warps of a block share their chunk and rows (TR = 8, hidden % 128 == 0) the block stages
+//      that X slice in shared memory, normalised once, and the warps read X from there
+//      (phase_a_block: same items, same fmaf, same bits).
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
 //      order; up to 16 loads in flight) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then
 //      by a fixed reduce-scatter (lane 2c ends with class c), the warps of a row combined in
@@ -203,6 +206,100 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
         phase_a_item<8>(a, X, tile, chunk, p.a_chunks);
         break;
     }
+  }
+}
+
+// Block-level phase A (p.a_tr == 8 and hidden a multiple of 128, i.e. 16-unit warp tiles in
+// rows of a multiple of 8 tiles): the 8 warps of a block take items 8g .. 8g + 7, which share
+// their K chunk and their 32 rows, so the block stages that X slice once in shared memory
+// (normalised once per block instead of once per lane per use), then each warp runs the same
+// loop as phase_a_item with X from shared memory: the same items, fmaf for fmaf, so the same
+// bits. Staged row r sits at slot (r % 4)·8 + r / 4 and a slot holds `stride` (odd) float4s, so
+// that the 8 rows one LDS.128 of a warp reads (rows 4m + i, m = lane / 4) fall in 8 different
+// bank quads. Why (ncu, H200, batch 256 u8): the per-lane loop issued 341 instructions per 128
+// useful fmaf (pixel normalisation 4 per pixel, the zero selects, X addresses) and half of its
+// warp samples were issue-bound (selected / not selected); per step 22.67 -> 21.23 µs.
+__host__ __device__ inline int a_block_stride(int in, int chunks) {
+  const int quads = in / 4;
+  return ((quads + chunks - 1) / chunks) | 1;
+}
+
+template <typename XT>
+__device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
+                              float4* sx) {
+  using L = XLoad<XT>;
+  constexpr int TC = 4, WM = 32, WN = 16;  // a_tr 8
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int tiles_n = a.hidden / WN;
+  const int tiles = ((a.rows + WM - 1) / WM) * tiles_n;
+  const int groups = tiles * p.a_chunks / kWarps;
+  const int quads = a.in / 4;
+  const int stride = a_block_stride(a.in, p.a_chunks);
+  const std::size_t ldw = static_cast<std::size_t>(a.hidden);
+  for (int g = blockIdx.x; g < groups; g += gridDim.x) {  // block-uniform
+    const int it = g * kWarps + warp;
+    const int chunk = it / tiles, tile = it % tiles;
+    const int rbase = (tile / tiles_n) * WM;  // the same for the block's 8 warps
+    const int q0 = static_cast<int>(static_cast<long long>(chunk) * quads / p.a_chunks);
+    const int q1 = static_cast<int>(static_cast<long long>(chunk + 1) * quads / p.a_chunks);
+    const int nq = q1 - q0;
+    // Stage rows rbase .. rbase + 31, quads q0 .. q1: element e = row + 32·qq, four loads in
+    // flight per thread per pass (clamped into X; a clamped load is never stored).
+    for (int e0 = 0; e0 < WM * nq; e0 += 4 * FusedStep::kThreads) {
+      typename L::Raw raw[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int e = min(e0 + u * FusedStep::kThreads + static_cast<int>(threadIdx.x), WM * nq - 1);
+        const int row = min(rbase + e % WM, a.rows - 1);
+        raw[u] = L::load(X + static_cast<std::size_t>(row) * a.in + 4 * (q0 + e / WM));
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int e = e0 + u * FusedStep::kThreads + static_cast<int>(threadIdx.x);
+        const int r = e % WM;
+        if (e < WM * nq) sx[((r % 4) * 8 + r / 4) * stride + e / WM] = L::value(raw[u]);
+      }
+    }
+    __syncthreads();
+    const int r0 = rbase + 4 * (lane / TC);
+    const int j = (tile % tiles_n) * WN + 4 * (lane % TC);  // < hidden: hidden % 16 == 0
+    const float* w = a.W1 + j;
+    const float4* xs = sx + (lane / TC) * stride;  // row 4m + i at slot i·8 + m
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
+    for (int q = q0; q < q1; q += 2) {  // as phase_a_item's 4-byte path
+      const int qb = q + 1 < q1 ? q + 1 : q;
+      float4 wb[2][4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
+        wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
+      }
+      const bool second = qb != q;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float4 xv = xs[i * 8 * stride + (h == 0 ? q : qb) - q0];
+          if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj)
+              acc[i][jj] = fmaf(comp(xv, kk), comp(wb[h][kk], jj), acc[i][jj]);
+        }
+      }
+    }
+    float* out = a.partial + static_cast<std::size_t>(chunk) * a.rows * a.hidden;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (r0 + i < a.rows)
+        *reinterpret_cast<float4*>(out + static_cast<std::size_t>(r0 + i) * a.hidden + j) =
+            make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    __syncthreads();  // the stage is rewritten by the next group
   }
 }
 
@@ -616,7 +713,17 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
       __pipeline_memcpy_async(prefetch_to + threadIdx.x, prefetch + threadIdx.x, 16);
     __pipeline_commit();
   }
-  phase_a(a, X, p);
+  {
+    // Phase A's staging area (block-level path): after the logit partials, up to the end of the
+    // phases' shared memory.
+    const std::size_t off = (static_cast<std::size_t>(part - smem) + kWarps * kMaxC + 3) / 4 * 4;
+    const std::size_t room = phase_smem_floats(a.hidden, C) - off;
+    if (p.a_tr == 8 && a.hidden % 128 == 0 &&
+        static_cast<std::size_t>(32) * a_block_stride(a.in, p.a_chunks) * 4 <= room)
+      phase_a_block<XT>(a, X, p, reinterpret_cast<float4*>(smem + off));
+    else
+      phase_a(a, X, p);
+  }
   __pipeline_wait_prior(0);
   stamp(a, kStampEndA);
   grid.sync();  // also a block barrier: sW is complete

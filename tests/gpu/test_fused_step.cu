@@ -267,6 +267,10 @@ const std::vector<Case>& cases() {
       // 3 and 16 classes; a partial batch of a larger max_batch
       {37, 36, 20, 3, false, 0.9f},     {5, 36, 20, 16, true, 0.f},
       {100, 784, 256, 10, true, 0.9f, 256},
+      // phase A's block-level path (hidden % 128 == 0, > 16 rows) with ragged rows and a K of
+      // 9 quads (one quad per chunk: the odd-quad tail in every item); 300 × 1024 above takes
+      // the per-warp path (its staged X would not fit)
+      {40, 36, 128, 3, true, 0.9f},
   };
   return c;
 }
