@@ -12,8 +12,9 @@
 //      does 64 fmaf, k ascending. K (= in) is cut into StepPlan::a_chunks chunks so that small
 //      batches still spread over ~1000 warps; each chunk's partial goes to `partial`. Where the 8
 //      warps of a block share their chunk and rows (TR = 8, hidden % 128 == 0) the block stages
-//      that X slice in shared memory, normalised once, and the warps read X from there
-//      (phase_a_block: same items, same fmaf, same bits).
+//      that X slice in shared memory, normalised once, and the warps read X from there, and
+//      where it also fits each warp's W1 slice, copied with cp.async (phase_a_block: same items,
+//      same fmaf, same bits).
 //   B  Per row (StepPlan::b_wpr warps per row): z = partial[0] + partial[1] + ... (chunk
 //      order; up to 16 loads in flight) + b1, H = z < 0 ? 0 : z, logits summed lane-wise then
 //      by a fixed reduce-scatter (lane 2c ends with class c), the warps of a row combined in
@@ -219,12 +220,16 @@ __device__ void phase_a(const StepArgs& a, const XT* X, const StepPlan& p) {
 // bank quads. Why (ncu, H200, batch 256 u8): the per-lane loop issued 341 instructions per 128
 // useful fmaf (pixel normalisation 4 per pixel, the zero selects, X addresses) and half of its
 // warp samples were issue-bound (selected / not selected); per step 22.67 -> 21.23 µs.
+// kWS (where it fits: batch 256 and 64 at hidden 256, not batch 1024): each warp also copies its
+// W1 rows [4·q0, 4·q1) × 16 units to shared memory with cp.async, issued with the X loads, so the
+// item waits for one global round trip instead of one per quad pair; per step 21.17 -> 20.24 µs.
+// (W1 of the next pair prefetched into registers instead spilled and was slower: 21.73 µs.)
 __host__ __device__ inline int a_block_stride(int in, int chunks) {
   const int quads = in / 4;
   return ((quads + chunks - 1) / chunks) | 1;
 }
 
-template <typename XT>
+template <typename XT, bool kWS>
 __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
                               float4* sx) {
   using L = XLoad<XT>;
@@ -243,6 +248,13 @@ __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const
     const int q0 = static_cast<int>(static_cast<long long>(chunk) * quads / p.a_chunks);
     const int q1 = static_cast<int>(static_cast<long long>(chunk + 1) * quads / p.a_chunks);
     const int nq = q1 - q0;
+    const int j0 = (tile % tiles_n) * WN;
+    float4* sw = sx + WM * stride + warp * 16 * stride;  // kWS: this warp's W1 rows, [k][4]
+    if constexpr (kWS) {
+      for (int e = lane; e < 16 * nq; e += kWarp)
+        __pipeline_memcpy_async(sw + e, a.W1 + static_cast<std::size_t>(4 * q0 + e / 4) * ldw + j0 + 4 * (e % 4), 16);
+      __pipeline_commit();
+    }
     // Stage rows rbase .. rbase + 31, quads q0 .. q1: element e = row + 32·qq, four loads in
     // flight per thread per pass (clamped into X; a clamped load is never stored).
     for (int e0 = 0; e0 < WM * nq; e0 += 4 * FusedStep::kThreads) {
@@ -260,6 +272,7 @@ __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const
         if (e < WM * nq) sx[((r % 4) * 8 + r / 4) * stride + e / WM] = L::value(raw[u]);
       }
     }
+    if constexpr (kWS) __pipeline_wait_prior(0);
     __syncthreads();
     const int r0 = rbase + 4 * (lane / TC);
     const int j = (tile % tiles_n) * WN + 4 * (lane % TC);  // < hidden: hidden % 16 == 0
@@ -275,8 +288,13 @@ __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const
       float4 wb[2][4];
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
-        wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
+        if constexpr (kWS) {
+          wb[0][kk] = sw[(4 * (q - q0) + kk) * 4 + lane % TC];
+          wb[1][kk] = sw[(4 * (qb - q0) + kk) * 4 + lane % TC];
+        } else {
+          wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
+          wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
+        }
       }
       const bool second = qb != q;
 #pragma unroll
@@ -718,9 +736,11 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
     // phases' shared memory.
     const std::size_t off = (static_cast<std::size_t>(part - smem) + kWarps * kMaxC + 3) / 4 * 4;
     const std::size_t room = phase_smem_floats(a.hidden, C) - off;
-    if (p.a_tr == 8 && a.hidden % 128 == 0 &&
-        static_cast<std::size_t>(32) * a_block_stride(a.in, p.a_chunks) * 4 <= room)
-      phase_a_block<XT>(a, X, p, reinterpret_cast<float4*>(smem + off));
+    const std::size_t st = static_cast<std::size_t>(a_block_stride(a.in, p.a_chunks));
+    if (p.a_tr == 8 && a.hidden % 128 == 0 && (32 + 16 * kWarps) * st * 4 <= room)
+      phase_a_block<XT, true>(a, X, p, reinterpret_cast<float4*>(smem + off));
+    else if (p.a_tr == 8 && a.hidden % 128 == 0 && 32 * st * 4 <= room)
+      phase_a_block<XT, false>(a, X, p, reinterpret_cast<float4*>(smem + off));
     else
       phase_a(a, X, p);
   }
