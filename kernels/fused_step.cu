@@ -22,7 +22,7 @@
 //      (warp max / sum), loss, correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged
 //      in shared memory).
 //   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
-//      row; X and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's
+//      row; in launchers for kTallRows rows and more 32×32 tiles, lane 8 inputs × 4 units; X and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's
 //      only use of shared memory past 48 KiB), K = rows split over StepPlan::c_split warps and
 //      combined in warp order through shared memory; the owning lane applies the momentum-SGD
 //      step to its 4×4 of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind
@@ -59,7 +59,11 @@ static_assert(kMaxC <= kWarp, "lane c stores dlogits[c]");
 constexpr std::size_t kMaxSmemFloats = 96 * 1024 / sizeof(float);
 constexpr int kTargetAItems = 2048;  // phase-A work items wanted per step
 constexpr int kMaxChunks = 32;
-constexpr int kCTileM = 32, kCTileN = 16;  // phase-C tile (inputs × units)
+constexpr int kCTileM = 32;  // phase-C warp tile: 32 inputs × c_tile_n(kTall) units
+// A lane's part of a phase-C warp tile: 4 inputs × 4 units (warp tile 32 × 16), or with the tall
+// tile (launchers for batches of kTallRows and more) 8 inputs × 4 units (32 × 32).
+__host__ __device__ constexpr int c_tile_n(bool tall) { return tall ? 32 : 16; }
+__host__ __device__ constexpr int c_lane_m(bool tall) { return tall ? 8 : 4; }
 constexpr int kCStageFloats = 16384;       // phase C's staging area (64 KiB: batch 256 in one round)
 constexpr int kCStageIters = 8;            // quads of X and of dH one thread stages per round
 constexpr int kSmallUnits = 16;            // units per small-layer block (half a warp)
@@ -477,55 +481,59 @@ __device__ __forceinline__ void stamp(const StepArgs& a, int point) {
 // ---- phase C -------------------------------------------------------------------------------
 // Rows of X and dH a phase-C block stages per round (see phase_c_w1): as many as fit in
 // kCStageFloats and let every thread stage at most kCStageIters quads of each.
-__host__ __device__ constexpr int c_stage_rows(int c_split) {
+__host__ __device__ constexpr int c_stage_rows(int c_split, int tn) {
   const int tpb = kWarps / c_split;
-  const int by_smem = kCStageFloats / (kCTileM + kCTileN * tpb);
-  // Quads per row: X kCTileM / 4, dH kCTileN / 4 · tpb; the larger bounds the rows.
-  const int qpr = kCTileM / 4 > kCTileN / 4 * tpb ? kCTileM / 4 : kCTileN / 4 * tpb;
+  const int by_smem = kCStageFloats / (kCTileM + tn * tpb);
+  // Quads per row: X kCTileM / 4, dH tn / 4 · tpb; the larger bounds the rows.
+  const int qpr = kCTileM / 4 > tn / 4 * tpb ? kCTileM / 4 : tn / 4 * tpb;
   const int by_iters = kCStageIters * FusedStep::kThreads / qpr;
   return (by_smem < by_iters ? by_smem : by_iters) / 8 * 8;
 }
 // Every c_split: a round's X and dH fit the staging area and kCStageIters quads per thread.
 constexpr bool c_stage_fits() {
-  for (int s = 1; s <= kWarps; s *= 2) {
-    const int tpb = kWarps / s, R = c_stage_rows(s);
-    if (R < 8 || R * (kCTileM + kCTileN * tpb) > kCStageFloats) return false;
-    if (R * (kCTileM / 4) > kCStageIters * FusedStep::kThreads) return false;
-    if (R * (kCTileN / 4 * tpb) > kCStageIters * FusedStep::kThreads) return false;
-  }
+  for (int tn = c_tile_n(false); tn <= c_tile_n(true); tn *= 2)
+    for (int s = 1; s <= kWarps; s *= 2) {
+      const int tpb = kWarps / s, R = c_stage_rows(s, tn);
+      if (R < 8 || R * (kCTileM + tn * tpb) > kCStageFloats) return false;
+      if (R * (kCTileM / 4) > kCStageIters * FusedStep::kThreads) return false;
+      if (R * (tn / 4 * tpb) > kCStageIters * FusedStep::kThreads) return false;
+    }
   return true;
 }
 static_assert(c_stage_fits(), "phase C's staging round does not fit");
 
 // gW1 tiles of one tile row: the block's tpb tiles are neighbours in one row of 32 inputs, so
 // they share X's columns. Per round the block stages R = c_stage_rows rows of X (normalised
-// once, as floats) and of dH (the block's tpb·16 units) in shared memory, every thread's
+// once, as floats) and of dH (the block's tpb·TN units) in shared memory, every thread's
 // loads issued together (one global round trip per round); then warp kp of a tile accumulates
-// its share of the round's rows from shared memory (16 fmaf per two LDS.128).
-template <typename XT>
+// its share of the round's rows from shared memory (16 fmaf per two LDS.128; kTall: 32 fmaf
+// per three, which is what bounds this loop when both blocks of an SM run it at big batches).
+template <typename XT, bool kTall>
 __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
                            int item, float* smem) {
   using L = XLoad<XT>;
   const int S = p.c_split, tpb = kWarps / S;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int tiles_n = (a.hidden + kCTileN - 1) / kCTileN;
+  constexpr int TN = c_tile_n(kTall), LM = c_lane_m(kTall), LN = 4;
+  constexpr int kLanesN = TN / LN;  // lanes across a tile's units (4, tall 8)
+  const int tiles_n = (a.hidden + TN - 1) / TN;
   const int groups = (tiles_n + tpb - 1) / tpb;
   const int f0 = (item / groups) * kCTileM;           // the block's 32 inputs
-  const int u0 = (item % groups) * tpb * kCTileN;     // its first unit
-  const int UW = tpb * kCTileN;                       // units it stages
+  const int u0 = (item % groups) * tpb * TN;          // its first unit
+  const int UW = tpb * TN;                            // units it stages
   const int tcol = (item % groups) * tpb + warp / S, kp = warp % S;
   const bool tv = tcol < tiles_n;  // warp-uniform
-  const int f = f0 + 4 * (lane / 4);
-  const int j = tcol * kCTileN + 4 * (lane % 4);
-  const bool fv = tv && f < a.in, jv = tv && j < a.hidden;
-  const int R = c_stage_rows(S);
+  const int f = f0 + LM * (lane / kLanesN);
+  const int j = tcol * TN + LN * (lane % kLanesN);
+  const bool jv = tv && j < a.hidden;
+  const int R = c_stage_rows(S, TN);
   float* sX = smem;                                    // [R][kCTileM]
   float* sD = smem + static_cast<std::size_t>(R) * kCTileM;  // [R][UW]
-  float acc[4][4];
+  float acc[LM][LN];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < LM; ++i)
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) acc[i][jj] = 0.f;
+    for (int jj = 0; jj < LN; ++jj) acc[i][jj] = 0.f;
   constexpr int XQ = kCTileM / 4;  // quads of X per row
   const int DQ = UW / 4;           // quads of dH per row
   for (int r0 = 0; r0 < a.rows; r0 += R) {  // block-uniform
@@ -550,58 +558,67 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
     __syncthreads();
     if (tv) {
       const int k0 = kp * n / S, k1 = (kp + 1) * n / S;
-      const float* xs = sX + 4 * (lane / 4);
-      const float* ds = sD + (warp / S) * kCTileN + 4 * (lane % 4);
+      const float* xs = sX + LM * (lane / kLanesN);
+      const float* ds = sD + (warp / S) * TN + LN * (lane % kLanesN);
 #pragma unroll 4
       for (int r = k0; r < k1; ++r) {
-        const float4 xv = *reinterpret_cast<const float4*>(xs + static_cast<std::size_t>(r) * kCTileM);
+        float4 xv[LM / 4];
+#pragma unroll
+        for (int h = 0; h < LM / 4; ++h)
+          xv[h] = *reinterpret_cast<const float4*>(xs + static_cast<std::size_t>(r) * kCTileM + 4 * h);
         const float4 dv = *reinterpret_cast<const float4*>(ds + static_cast<std::size_t>(r) * UW);
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < LM; ++i)
 #pragma unroll
-          for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, i), comp(dv, jj), acc[i][jj]);
+          for (int jj = 0; jj < LN; ++jj) acc[i][jj] = fmaf(comp(xv[i / 4], i % 4), comp(dv, jj), acc[i][jj]);
       }
     }
     __syncthreads();  // the stage is rewritten by the next round (or reused as `red`)
   }
   stamp(a, kStampGradC);
   float* red = smem;
+  constexpr int kAcc = LM * LN;
   if (S > 1) {  // block-uniform
 #pragma unroll
-    for (int e = 0; e < 16; ++e) red[(warp * 16 + e) * kWarp + lane] = acc[e / 4][e % 4];
+    for (int e = 0; e < kAcc; ++e) red[(warp * kAcc + e) * kWarp + lane] = acc[e / LN][e % LN];
     __syncthreads();
     if (tv && kp == 0) {
       for (int s = 1; s < S; ++s)
 #pragma unroll
-        for (int e = 0; e < 16; ++e) acc[e / 4][e % 4] += red[((warp + s) * 16 + e) * kWarp + lane];
+        for (int e = 0; e < kAcc; ++e) acc[e / LN][e % LN] += red[((warp + s) * kAcc + e) * kWarp + lane];
     }
     __syncthreads();  // red is rewritten by the next item
   }
-  if (!(kp == 0 && fv && jv)) return;
+  if (!(kp == 0 && jv)) return;
   const bool use_v = a.momentum > 0.f;
-  float4 w[4], v[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
-    w[i] = load4(a.W1 + idx);
-    v[i] = load4((use_v ? a.vW1 : a.W1) + idx);  // unconditional (unused without momentum)
-  }
+  for (int h = 0; h < LM / 4; ++h) {  // the lane's inputs, a quad at a time (in % 4 == 0)
+    if (f + 4 * h >= a.in) break;
+    float4 w[4], v[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::size_t idx = static_cast<std::size_t>(f + i) * a.hidden + j;
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {  // sgd_step's expressions (sgd_step.cuh), on registers
-      float& pw = comp(w[i], jj);
-      float& vw = comp(v[i], jj);
-      if (use_v) {
-        vw = fmaf(a.momentum, vw, acc[i][jj]);
-        pw = fmaf(-a.lr, vw, pw);
-      } else {
-        pw = fmaf(-a.lr, acc[i][jj], pw);
-      }
+    for (int i = 0; i < 4; ++i) {
+      const std::size_t idx = static_cast<std::size_t>(f + 4 * h + i) * a.hidden + j;
+      w[i] = load4(a.W1 + idx);
+      v[i] = load4((use_v ? a.vW1 : a.W1) + idx);  // unconditional (unused without momentum)
     }
-    if (use_v) *reinterpret_cast<float4*>(a.vW1 + idx) = v[i];
-    *reinterpret_cast<float4*>(a.W1 + idx) = w[i];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const std::size_t idx = static_cast<std::size_t>(f + 4 * h + i) * a.hidden + j;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {  // sgd_step's expressions (sgd_step.cuh), on registers
+        float& pw = comp(w[i], jj);
+        float& vw = comp(v[i], jj);
+        const float g = acc[4 * h + i][jj];
+        if (use_v) {
+          vw = fmaf(a.momentum, vw, g);
+          pw = fmaf(-a.lr, vw, pw);
+        } else {
+          pw = fmaf(-a.lr, g, pw);
+        }
+      }
+      if (use_v) *reinterpret_cast<float4*>(a.vW1 + idx) = v[i];
+      *reinterpret_cast<float4*>(a.W1 + idx) = w[i];
+    }
   }
 }
 
@@ -684,9 +701,9 @@ __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
 __host__ __device__ std::size_t phase_smem_floats(int hidden, int classes) {
   const std::size_t b = static_cast<std::size_t>(classes) * static_cast<std::size_t>(hidden) +
                         static_cast<std::size_t>(hidden) + kMaxC + static_cast<std::size_t>(kWarps) * kMaxC;
-  const std::size_t c_w1 = static_cast<std::size_t>(kWarps) * 16 * kWarp > kCStageFloats
-                               ? static_cast<std::size_t>(kWarps) * 16 * kWarp
-                               : static_cast<std::size_t>(kCStageFloats);
+  // The gW1 staging area, or the reduction over warps (kWarps × the tall lane tile's 32 × 32 lanes).
+  constexpr std::size_t c_red = static_cast<std::size_t>(kWarps) * c_lane_m(true) * 4 * kWarp;
+  const std::size_t c_w1 = c_red > kCStageFloats ? c_red : static_cast<std::size_t>(kCStageFloats);
   const std::size_t c_small = static_cast<std::size_t>(kSmallGroups) * (classes + 2) * kSmallUnits;
   return b > c_w1 ? (b > c_small ? b : c_small) : (c_w1 > c_small ? c_w1 : c_small);
 }
@@ -707,7 +724,7 @@ std::size_t smem_floats(int hidden, int classes) {
 // `prefetch` (may be nullptr): 16-byte-aligned global bytes copied to `prefetch_to` in shared
 // memory by cp.async alongside W2 (complete at the first grid barrier), used to fetch the next
 // step's StepBatch while this step runs.
-template <typename XT>
+template <typename XT, bool kTall>
 __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, cg::grid_group& grid,
                                           float* smem, const float4* prefetch, float4* prefetch_to) {
   const XT* X = x_of<XT>(a);
@@ -756,25 +773,26 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
   stamp(a, kStampGradC);  // moved on by a W1 item
   const int small = (a.hidden + kSmallUnits - 1) / kSmallUnits;
   const int tpb = kWarps / p.c_split;
-  const int items = small + ((a.in + kCTileM - 1) / kCTileM) *
-                                (((a.hidden + kCTileN - 1) / kCTileN + tpb - 1) / tpb);
+  constexpr int TN = c_tile_n(kTall);
+  const int items = small + ((a.in + kCTileM - 1) / kCTileM) * (((a.hidden + TN - 1) / TN + tpb - 1) / tpb);
   for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
     if (item < small)
       phase_c_small(a, item, work);
     else
-      phase_c_w1(a, X, p, item - small, work);
+      phase_c_w1<XT, kTall>(a, X, p, item - small, work);
   }
   stamp(a, kStampEndC);
 }
 
 // kStamped: a.stamps is honoured; the kernel for training and evaluation is built without.
-template <typename XT, bool kStamped>
+// kTall: phase C's tall lane tile (FusedStep::tall_c); the plan must have been made for it.
+template <typename XT, bool kStamped, bool kTall>
 __global__ void __launch_bounds__(FusedStep::kThreads, 2)
     fused_step_kernel(StepArgs a, StepPlan p) {
   extern __shared__ float smem[];
   cg::grid_group grid = cg::this_grid();
   if (!kStamped) a.stamps = nullptr;
-  step_body<XT>(a, p, grid, smem, nullptr, nullptr);
+  step_body<XT, kTall>(a, p, grid, smem, nullptr, nullptr);
 }
 
 // Steps 0..n-1 in order, a grid barrier between two steps (which orders step s's parameter
@@ -782,7 +800,7 @@ __global__ void __launch_bounds__(FusedStep::kThreads, 2)
 // step s+1 travels to shared memory (two slots, alternating) during step s.
 // kStamped: base.stamps is honoured (for step base.stamp_step); the training kernel is built
 // without, so that the stamps cost it no registers.
-template <typename XT, bool kStamped>
+template <typename XT, bool kStamped, bool kTall>
 __global__ void __launch_bounds__(FusedStep::kThreads, 2)
     fused_steps_kernel(StepArgs base, const StepBatch* __restrict__ batches, int n) {
   extern __shared__ float smem[];
@@ -806,7 +824,7 @@ __global__ void __launch_bounds__(FusedStep::kThreads, 2)
     a.grad_scale = bt.grad_scale;
     const StepPlan p = bt.plan;
     const bool more = s + 1 < n;
-    step_body<XT>(a, p, grid, smem,
+    step_body<XT, kTall>(a, p, grid, smem,
                   more ? reinterpret_cast<const float4*>(batches + s + 1) : nullptr,
                   reinterpret_cast<float4*>(slots + (s + 1) % 2));
     if (more) grid.sync();
@@ -814,6 +832,19 @@ __global__ void __launch_bounds__(FusedStep::kThreads, 2)
 }
 
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
+
+using StepKernel = void (*)(StepArgs, StepPlan);
+using StepsKernel = void (*)(StepArgs, const StepBatch*, int);
+template <typename XT>
+StepKernel step_kernel(bool stamped, bool tall) {
+  return stamped ? (tall ? fused_step_kernel<XT, true, true> : fused_step_kernel<XT, true, false>)
+                 : (tall ? fused_step_kernel<XT, false, true> : fused_step_kernel<XT, false, false>);
+}
+template <typename XT>
+StepsKernel steps_kernel(bool stamped, bool tall) {
+  return stamped ? (tall ? fused_steps_kernel<XT, true, true> : fused_steps_kernel<XT, true, false>)
+                 : (tall ? fused_steps_kernel<XT, false, true> : fused_steps_kernel<XT, false, false>);
+}
 
 }  // namespace
 
@@ -843,7 +874,9 @@ std::string step_unsupported_here(int hidden, int classes) {
   return "";
 }
 
-StepPlan plan_step(int rows, int in, int hidden) {
+StepPlan plan_step(int rows, int in, int hidden) { return plan_step(rows, in, hidden, false); }
+
+StepPlan plan_step(int rows, int in, int hidden, bool tall_c) {
   StepPlan p;
   p.rows = rows;
   p.a_tr = rows <= 4 ? 1 : rows <= 8 ? 2 : rows <= 16 ? 4 : 8;
@@ -853,7 +886,9 @@ StepPlan plan_step(int rows, int in, int hidden) {
   chunks = std::min<long long>(chunks, std::min(kMaxChunks, std::max(in / 4, 1)));
   p.a_chunks = static_cast<int>(std::max<long long>(chunks, 1));
   p.b_wpr = rows <= 256 ? 8 : rows <= 512 ? 4 : rows <= 1024 ? 2 : 1;
-  p.c_split = rows >= 512 ? 8 : rows >= 256 ? 4 : rows >= 128 ? 2 : 1;  // <= 64-128 rows a warp
+  // <= 64-128 rows a warp; the tall tile has half as many tiles, so it splits K one step further
+  p.c_split = tall_c ? (rows >= 256 ? 8 : rows >= 128 ? 4 : 2)
+                     : (rows >= 512 ? 8 : rows >= 256 ? 4 : rows >= 128 ? 2 : 1);
   return p;
 }
 
@@ -866,7 +901,7 @@ std::size_t step_partial_floats(int max_batch, int in, int hidden) {
 }
 
 FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm)
-    : in_(in), hidden_(hidden), classes_(classes), max_batch_(max_batch) {
+    : in_(in), hidden_(hidden), classes_(classes), max_batch_(max_batch), tall_(max_batch >= kTallRows) {
   if (const std::string why = step_unsupported(in, hidden, classes); !why.empty())
     throw std::invalid_argument("FusedStep: " + why);
   if (max_batch <= 0) throw std::invalid_argument("FusedStep: max_batch must be > 0");
@@ -885,14 +920,12 @@ FusedStep::FusedStep(int in, int hidden, int classes, int max_batch, int blocks_
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, k, kThreads, smem_));
     occ = std::min(occ, o);
   };
-  fit(reinterpret_cast<const void*>(fused_step_kernel<float, false>));
-  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t, false>));
-  fit(reinterpret_cast<const void*>(fused_step_kernel<float, true>));
-  fit(reinterpret_cast<const void*>(fused_step_kernel<std::uint8_t, true>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<float, false>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t, false>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<float, true>));
-  fit(reinterpret_cast<const void*>(fused_steps_kernel<std::uint8_t, true>));
+  for (const bool stamped : {false, true}) {  // the kernels of this launcher's phase-C kind
+    fit(reinterpret_cast<const void*>(step_kernel<float>(stamped, tall_)));
+    fit(reinterpret_cast<const void*>(step_kernel<std::uint8_t>(stamped, tall_)));
+    fit(reinterpret_cast<const void*>(steps_kernel<float>(stamped, tall_)));
+    fit(reinterpret_cast<const void*>(steps_kernel<std::uint8_t>(stamped, tall_)));
+  }
   if (occ < 1) throw std::runtime_error("FusedStep: the kernel does not fit on an SM");
   if (blocks_per_sm > occ)
     throw std::invalid_argument("FusedStep: " + std::to_string(blocks_per_sm) +
@@ -947,16 +980,14 @@ void FusedStep::run(const StepArgs& a, cudaStream_t s) const {
   if (a.x_u8 && !aligned(a.x_u8, 4)) bad("a uint8 X must be 4-byte aligned");
   if (!a.labels) bad("labels are required");
   if (a.rows == 0) return;
-  const StepPlan plan = plan_step(a.rows, a.in, a.hidden);
+  const StepPlan plan = plan_step(a.rows, a.in, a.hidden, tall_);
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = config(s, attr);
   const bool stamped = a.stamps != nullptr;
   if (a.x_u8)
-    CUDA_CHECK(cudaLaunchKernelEx(
-        &cfg, stamped ? fused_step_kernel<std::uint8_t, true> : fused_step_kernel<std::uint8_t, false>, a, plan));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, step_kernel<std::uint8_t>(stamped, tall_), a, plan));
   else
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_step_kernel<float, true> : fused_step_kernel<float, false>,
-                                  a, plan));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, step_kernel<float>(stamped, tall_), a, plan));
 }
 
 StepBatch FusedStep::batch(const void* x, bool x_u8, const std::int32_t* labels,
@@ -973,7 +1004,7 @@ StepBatch FusedStep::batch(const void* x, bool x_u8, const std::int32_t* labels,
   b.sample_correct = sample_correct;
   b.rows = rows;
   b.grad_scale = 1.0f / static_cast<float>(rows);
-  b.plan = plan_step(rows, in_, hidden_);
+  b.plan = plan_step(rows, in_, hidden_, tall_);
   return b;
 }
 
@@ -993,12 +1024,9 @@ void FusedStep::run_steps(const StepArgs& base, const StepBatch* batches, int n,
   const cudaLaunchConfig_t cfg = config(s, attr);
   const bool stamped = base.stamps != nullptr;
   if (base.x_u8)
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_steps_kernel<std::uint8_t, true>
-                                                : fused_steps_kernel<std::uint8_t, false>,
-                                  base, batches, n));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, steps_kernel<std::uint8_t>(stamped, tall_), base, batches, n));
   else
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, stamped ? fused_steps_kernel<float, true> : fused_steps_kernel<float, false>,
-                                  base, batches, n));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, steps_kernel<float>(stamped, tall_), base, batches, n));
 }
 
 }  // namespace memstrat::kernels

@@ -42,9 +42,11 @@ struct StepPlan {
   int a_tr = 8;     // phase A warp tile: (4·a_tr) rows × (128 / a_tr) hidden units
   int a_chunks = 1; // phase A: K (= in) split into this many chunks, summed in phase B in order
   int b_wpr = 1;    // phase B: warps per row (each takes every b_wpr-th group of 32 units)
-  int c_split = 1;  // phase C: warps splitting K (= rows) of one 32×16 gW1 tile
+  int c_split = 1;  // phase C: warps splitting K (= rows) of one 32×16 (tall: 32×32) gW1 tile
 };
-StepPlan plan_step(int rows, int in, int hidden);
+StepPlan plan_step(int rows, int in, int hidden);  // tall_c = false
+/// tall_c: the plan of a launcher with phase C's tall lane tile (FusedStep::tall_c()).
+StepPlan plan_step(int rows, int in, int hidden, bool tall_c);
 /// Floats of the phase-A partial buffer a step of up to max_batch rows needs.
 std::size_t step_partial_floats(int max_batch, int in, int hidden);
 
@@ -107,7 +109,7 @@ class FusedStep {
   FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
   void run(const StepArgs& a, cudaStream_t s) const;
   /// One training step's per-batch part, checked (rows in 1..max_batch, alignment, non-null x
-  /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ...).
+  /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ..., tall_c()).
   StepBatch batch(const void* x, bool x_u8, const std::int32_t* labels, float* sample_loss,
                   std::int32_t* sample_correct, int rows) const;
   /// Steps 0..n-1 in ONE launch, in order, with a grid barrier between two steps: the same
@@ -119,12 +121,19 @@ class FusedStep {
   /// input type.
   void run_steps(const StepArgs& base, const StepBatch* batches, int n, cudaStream_t s) const;
   int grid_blocks() const { return grid_; }
+  /// Phase C's gW1 warp tiles are 32 inputs × 32 units, a lane 8 × 4 (half the shared-memory
+  /// reads per fmaf of the 32 × 16 tile, 4 × 4 a lane), in launchers for batches of kTallRows
+  /// and more: there it wins (batch 1024: -10 µs per step), at batch 256 it lost. Fixed per
+  /// launcher, so every step of one launcher (its last partial batch too) sums in the same way.
+  bool tall_c() const { return tall_; }
+  static constexpr int kTallRows = 512;
   static constexpr int kThreads = 256;
 
  private:
   void check_shared(const StepArgs& a) const;  // everything but the per-batch fields
   cudaLaunchConfig_t config(cudaStream_t s, cudaLaunchAttribute* attr) const;
   int in_, hidden_, classes_, max_batch_;
+  bool tall_ = false;
   int grid_ = 0;
   std::size_t smem_ = 0;
 };

@@ -160,11 +160,11 @@ int main(int argc, char** argv) {
       us.push_back(1e3 * ms);
     }
     std::sort(us.begin(), us.end());
-    const kernels::StepPlan plan = kernels::plan_step(batch, in, hidden);
+    const kernels::StepPlan plan = kernels::plan_step(batch, in, hidden, step.tall_c());
     std::printf("step_bench: batch %d hidden %d %s, grid %d blocks x %d threads; plan a_tr %d "
-                "a_chunks %d b_wpr %d c_split %d\n",
+                "a_chunks %d b_wpr %d c_split %d, phase-C tile %s\n",
                 batch, hidden, transfer.c_str(), step.grid_blocks(), kernels::FusedStep::kThreads,
-                plan.a_tr, plan.a_chunks, plan.b_wpr, plan.c_split);
+                plan.a_tr, plan.a_chunks, plan.b_wpr, plan.c_split, step.tall_c() ? "32x32 (tall)" : "32x16");
     std::printf("per launch (event to event, %d back-to-back): median %.2f us (min %.2f, max %.2f)\n",
                 reps, us[us.size() / 2], us.front(), us.back());
     a.stamps = stamps.data();

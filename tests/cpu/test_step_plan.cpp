@@ -58,6 +58,19 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b256.c_split, 4);
 }
 
+// The tall phase-C tile (launchers for FusedStep::kTallRows rows and more) changes only c_split:
+// its tiles are twice as wide, so K is split one step further; phases A and B are the same.
+TEST(StepPlan, TallPhaseCTileSplitsKOneStepFurther) {
+  for (const int rows : {1, 8, 100, 128, 256, 600, 1024}) {
+    const k::StepPlan n = k::plan_step(rows, 784, 256), t = k::plan_step(rows, 784, 256, true);
+    EXPECT_EQ(t.a_tr, n.a_tr) << rows;
+    EXPECT_EQ(t.a_chunks, n.a_chunks) << rows;
+    EXPECT_EQ(t.b_wpr, n.b_wpr) << rows;
+    EXPECT_EQ(t.c_split, rows >= 256 ? 8 : rows >= 128 ? 4 : 2) << rows;
+  }
+  EXPECT_EQ(k::plan_step(1024, 784, 256, false).c_split, 8);
+}
+
 // The kernel normalises a uint8 pixel with pixel_norm (kernels/pixel_norm.h: 2^23 + v built
 // from the bits, then fmaf(v, hi, v·lo)) instead of converting and dividing. That must equal the
 // division of normalize_u8 / cpu_ref::normalize_pixel bit for bit for every value at every byte

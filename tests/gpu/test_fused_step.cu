@@ -271,6 +271,9 @@ const std::vector<Case>& cases() {
       // 9 quads (one quad per chunk: the odd-quad tail in every item); 300 × 1024 above takes
       // the per-warp path (its staged X would not fit)
       {40, 36, 128, 3, true, 0.9f},
+      // the tall phase-C tile (launchers of >= 512 rows, as 600 and 1024 above) on small and
+      // ragged steps: c_split 2 and 4, in 36 (a second tile row of 4 inputs), hidden 20
+      {100, 784, 256, 10, true, 0.9f, 600}, {37, 36, 20, 3, false, 0.9f, 512},
   };
   return c;
 }
