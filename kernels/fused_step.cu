@@ -121,6 +121,33 @@ __device__ __forceinline__ const std::uint8_t* x_of<std::uint8_t>(const StepArgs
 }
 
 // ---- phase A -------------------------------------------------------------------------------
+// One quad pair of a phase-A lane's 4×4 register tile: W1 rows 4q .. 4q + 3 and 4qb .. 4qb + 3
+// (4 units from w), then acc[i][jj] += x[i][k]·w[k][jj] for quad q, then quad qb, k ascending;
+// x(h, i) gives row i's X quad of quad h; !second (qb == q, an odd chunk's last quad) zeroes
+// the second quad's X: fmaf(0, w, acc) leaves acc as it is.
+__device__ __forceinline__ void load_w_pair(float4 (&wb)[2][4], const float* w, int q, int qb, std::size_t ldw) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
+    wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
+  }
+}
+template <typename XGet>
+__device__ __forceinline__ void fma_pair(float (&acc)[4][4], const float4 (&wb)[2][4], bool second, XGet x) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float4 xv = x(h, i);
+      if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) acc[i][jj] = fmaf(comp(xv, kk), comp(wb[h][kk], jj), acc[i][jj]);
+    }
+  }
+}
+
 template <int TR, typename XT>
 __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __restrict__ X,
                                              int tile, int chunk, int chunks) {
@@ -158,25 +185,8 @@ __device__ __forceinline__ void phase_a_item(const StepArgs& a, const XT* __rest
       xa[0][i] = L::load(xr[i] + 4 * q);
       xa[1][i] = L::load(xr[i] + 4 * qb);
     }
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
-      wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
-    }
-    const bool second = qb != q;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float4 xv = L::value(xa[h][i]);
-        if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj)
-            acc[i][jj] = fmaf(comp(xv, kk), comp(wb[h][kk], jj), acc[i][jj]);
-      }
-    }
+    load_w_pair(wb, w, q, qb, ldw);
+    fma_pair(acc, wb, qb != q, [&](int h, int i) { return L::value(xa[h][i]); });
   }
   if (!jv) return;
   float* out = a.partial + static_cast<std::size_t>(chunk) * a.rows * a.hidden;
@@ -290,30 +300,16 @@ __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const
     for (int q = q0; q < q1; q += 2) {  // as phase_a_item's 4-byte path
       const int qb = q + 1 < q1 ? q + 1 : q;
       float4 wb[2][4];
+      if constexpr (kWS) {
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        if constexpr (kWS) {
+        for (int kk = 0; kk < 4; ++kk) {
           wb[0][kk] = sw[(4 * (q - q0) + kk) * 4 + lane % TC];
           wb[1][kk] = sw[(4 * (qb - q0) + kk) * 4 + lane % TC];
-        } else {
-          wb[0][kk] = load4(w + static_cast<std::size_t>(4 * q + kk) * ldw);
-          wb[1][kk] = load4(w + static_cast<std::size_t>(4 * qb + kk) * ldw);
         }
+      } else {
+        load_w_pair(wb, w, q, qb, ldw);
       }
-      const bool second = qb != q;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float4 xv = xs[i * 8 * stride + (h == 0 ? q : qb) - q0];
-          if (h == 1 && !second) xv = make_float4(0.f, 0.f, 0.f, 0.f);  // a select, no branch
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj)
-              acc[i][jj] = fmaf(comp(xv, kk), comp(wb[h][kk], jj), acc[i][jj]);
-        }
-      }
+      fma_pair(acc, wb, qb != q, [&](int h, int i) { return xs[i * 8 * stride + (h == 0 ? q : qb) - q0]; });
     }
     float* out = a.partial + static_cast<std::size_t>(chunk) * a.rows * a.hidden;
 #pragma unroll
