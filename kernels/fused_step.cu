@@ -22,11 +22,13 @@
 //      (warp max / sum), loss, correct, dlogits, and dH = dlogits·W2^T ⊙ 1[H > 0] (W2 staged
 //      in shared memory).
 //   C  gW1 = X^T·dH in 32×16 tiles (lane: 4 inputs × 4 units, one float4 of X and of dH per
-//      row; in launchers for kTallRows rows and more 32×32 tiles, lane 8 inputs × 4 units; X and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's
-//      only use of shared memory past 48 KiB), K = rows split over StepPlan::c_split warps and
-//      combined in warp order through shared memory; the owning lane applies the momentum-SGD
-//      step to its 4×4 of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind
-//      sum dW2, db1 (16 units per block, 16 row groups, fixed tree) and db2 and step W2, b1, b2.
+//      row; in launchers for kTallRows rows and more 32×32 tiles, lane 8 inputs × 4 units; X
+//      and dH staged in shared memory, up to 256 rows a round in 64 KiB, the kernel's only use
+//      of shared memory past 48 KiB, with phase A's staging), K = rows split over
+//      StepPlan::c_split warps and combined in warp order through shared memory; the owning
+//      lane applies the momentum-SGD step to its 4×4 (tall: 8×4) of W1 / vW1 at once (gW1
+//      never goes to memory). Blocks of another kind sum dW2, db1 (16 units per block, 16 row
+//      groups, fixed tree) and db2 and step W2, b1, b2.
 // Phase A reads W1 and phase B reads W2 / b1 before the barrier after which phase C writes
 // them, and data written in one phase is first read after a barrier, never before in the same
 // launch.
@@ -289,7 +291,7 @@ __device__ void phase_a_block(const StepArgs& a, const XT* __restrict__ X, const
     if constexpr (kWS) __pipeline_wait_prior(0);
     __syncthreads();
     const int r0 = rbase + 4 * (lane / TC);
-    const int j = (tile % tiles_n) * WN + 4 * (lane % TC);  // < hidden: hidden % 16 == 0
+    const int j = j0 + 4 * (lane % TC);  // < hidden: hidden % 16 == 0
     const float* w = a.W1 + j;
     const float4* xs = sx + (lane / TC) * stride;  // row 4m + i at slot i·8 + m
     float acc[4][4];
