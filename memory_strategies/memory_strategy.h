@@ -58,7 +58,7 @@ struct StrategyStats {
   double host_ms = 0.0;                // host time spent inside acquire/release (e.g. blocking copies)
 };
 
-/// Device properties the strategies' supported() checks look at.
+/// Device properties the registry's capability checks (StrategyEntry::unsupported) look at.
 struct DeviceCaps {
   int device = 0;
   bool concurrent_managed_access = false;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "memory_strategies/registry.h"
 
@@ -49,4 +50,18 @@ TEST(Registry, WaiverReasonsFollowDeviceCaps) {
   EXPECT_EQ(find_strategy("um")->unsupported(managed_only), "");
   EXPECT_NE(find_strategy("um-prefetch")->unsupported(managed_only).find("concurrentManagedAccess"),
             std::string::npos);
+}
+
+TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
+  DeviceCaps none;  // all false
+  try {
+    make_supported(*find_strategy("zero-copy"), none);
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("canMapHostMemory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_supported(*find_strategy("um-advise"), none), std::runtime_error);
+  const auto s = make_supported(*find_strategy("resident"), none);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->name(), "resident");
 }
