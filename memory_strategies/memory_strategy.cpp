@@ -9,14 +9,12 @@ std::string_view to_string(Scenario s) { return s == Scenario::Static ? "static"
 
 std::string AdviseSet::to_string() const {
   std::string s;
-  auto add = [&](bool on, const char* name) {
-    if (!on) return;
+  const bool on[] = {read_mostly, preferred_device, accessed_by};
+  for (std::size_t i = 0; i < std::size(kAdviseHints); ++i) {
+    if (!on[i]) continue;
     if (!s.empty()) s += ",";
-    s += name;
-  };
-  add(read_mostly, "read-mostly");
-  add(preferred_device, "preferred-device");
-  add(accessed_by, "accessed-by");
+    s += kAdviseHints[i];
+  }
   return s.empty() ? "none" : s;
 }
 

@@ -38,18 +38,35 @@ std::string needs_concurrent_managed(const DeviceCaps& c) {
 }
 
 std::vector<StrategyEntry> make_registry() {
+  const StrategyOption depth{
+      "depth", "device batch buffers in flight", OptionKind::Integer, 2, 64, {}, "2",
+      [](const StrategyOptions& o) { return std::to_string(o.depth); }};
+  const StrategyOption copy_streams{
+      "copy-streams", "copy streams, used round-robin", OptionKind::Integer, 1, 16, {}, "1",
+      [](const StrategyOptions& o) { return std::to_string(o.copy_streams); }};
+  const StrategyOption advise{
+      "advise", "cudaMemAdvise hints set once at attach", OptionKind::HintSet, 0, 0,
+      {std::begin(kAdviseHints), std::end(kAdviseHints)}, "read-mostly,preferred-device,accessed-by",
+      [](const StrategyOptions& o) { return o.advise.to_string(); }};
   return {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, make<ResidentStrategy>},
-      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, make<PageableStrategy>},
-      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, make<PinnedStrategy>},
-      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, make<DoubleBufferStrategy>},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, make<ZeroCopyStrategy>},
-      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, managed("um", {/*prefetch=*/false, /*advise=*/false})},
-      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
-      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>},
+      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
+      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
+      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>},
+      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
+      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
+      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
   };
 }
 }  // namespace
+
+std::string StrategyOption::allowed() const {
+  if (kind == OptionKind::Integer) return std::to_string(min) + ".." + std::to_string(max);
+  std::string s = "comma-separated subset of ";
+  for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? "," : "") + std::string(choices[i]);
+  return s + ", or none";
+}
 
 const std::vector<StrategyEntry>& strategy_registry() {
   static const std::vector<StrategyEntry> r = make_registry();
@@ -69,6 +86,14 @@ std::string strategy_names() {
     s += e.name;
   }
   return s;
+}
+
+const std::vector<StrategyOption>& strategy_options(std::string_view name) {
+  const StrategyEntry* e = find_strategy(name);
+  if (e == nullptr)
+    throw std::invalid_argument("unknown strategy '" + std::string(name) +
+                                "'; choose one of: " + strategy_names());
+  return e->options;
 }
 
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps) {
