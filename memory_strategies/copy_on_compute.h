@@ -4,9 +4,9 @@
 // overwriting data the previous step still reads; nothing overlaps).
 #pragma once
 
-#include <chrono>
-
-#include "memory_strategies/strategy_common.h"
+#include "common/cuda_raii.h"
+#include "memory_strategies/copy_timeline.h"
+#include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
 
@@ -25,16 +25,12 @@ class CopyOnComputeStream : public MemoryStrategy {
                              std::int32_t** labels) = 0;
 
  private:
-  std::optional<EpochWriter> writer_;
-  BatchGeometry geom_;
-  Transfer transfer_ = Transfer::U8;
-  cudaStream_t compute_ = nullptr;
+  HostEpochSource source_;
   void* host_images_ = nullptr;
   std::int32_t* host_labels_ = nullptr;
   DeviceBuffer<std::uint8_t> dev_images_;  // one batch, raw bytes of the transfer format
   DeviceBuffer<std::int32_t> dev_labels_;
   CopyTimeline timeline_;
-  std::uint64_t bytes_ = 0;
   double host_ms_ = 0.0;
 };
 

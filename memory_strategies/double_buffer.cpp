@@ -1,5 +1,6 @@
 #include "memory_strategies/double_buffer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -11,16 +12,14 @@ void DoubleBufferStrategy::attach(const HostDataset& data, const StrategyOptions
                                   cudaStream_t compute) {
   if (opt.depth < 2) throw std::invalid_argument("double-buffer: --depth must be >= 2");
   if (opt.copy_streams < 1) throw std::invalid_argument("double-buffer: --copy-streams must be >= 1");
-  writer_.emplace(data, opt);
-  transfer_ = opt.transfer;
-  compute_ = compute;
+  source_.configure(data, opt, compute);
+  const BatchGeometry& g = source_.geometry();
   depth_ = opt.depth;
-  geom_ = {writer_->samples(), opt.batch, writer_->image_bytes_per_sample()};
-  host_images_ = PinnedBuffer<std::uint8_t>(writer_->image_bytes());
-  host_labels_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(writer_->samples()));
+  host_images_ = PinnedBuffer<std::uint8_t>(source_.image_bytes());
+  host_labels_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
   for (int k = 0; k < depth_; ++k) {
-    slot_images_.emplace_back(geom_.image_bytes(0));
-    slot_labels_.emplace_back(static_cast<std::size_t>(geom_.rows(0)));
+    slot_images_.emplace_back(g.image_bytes(0));
+    slot_labels_.emplace_back(static_cast<std::size_t>(g.rows(0)));
     copied_.push_back(Event::create_sync_only());
     consumed_.push_back(Event::create_sync_only());
   }
@@ -29,56 +28,47 @@ void DoubleBufferStrategy::attach(const HostDataset& data, const StrategyOptions
     copy_streams_.push_back(Stream::create());
     nvtx_name_stream(copy_streams_.back(), ("copy " + std::to_string(c)).c_str());
   }
-  timeline_.allocate(geom_.batches());
-  if (!writer_->refreshes()) writer_->write(1, host_images_.data(), host_labels_.data());
+  timeline_.allocate(g.batches());
+  source_.bind(host_images_.data(), host_labels_.data());
 }
 
 void DoubleBufferStrategy::begin_epoch(int epoch) {
   // The previous epoch has finished on the GPU (the trainer synchronises between epochs), so
   // the host copy may be rewritten and no slot is in use.
-  if (writer_->refreshes()) writer_->write(epoch, host_images_.data(), host_labels_.data());
+  source_.begin_epoch(epoch);
   timeline_.begin_epoch();
   issued_ = 0;
-  bytes_ = 0;
 }
 
 void DoubleBufferStrategy::issue_copy(int b) {
+  const BatchGeometry& g = source_.geometry();
   const int slot = b % depth_;
   cudaStream_t s = copy_streams_[static_cast<std::size_t>(b) % copy_streams_.size()];
   // Wait until the step that last read this slot is done (recorded in release()).
   if (consumed_recorded_[slot]) CUDA_CHECK(cudaStreamWaitEvent(s, consumed_[slot], 0));
   NvtxRange r(Phase::H2D, "h2d");
   timeline_.start(b, s);
-  CUDA_CHECK(cudaMemcpyAsync(slot_images_[slot].data(), host_images_.data() + geom_.image_offset(b),
-                             geom_.image_bytes(b), cudaMemcpyHostToDevice, s));
-  CUDA_CHECK(cudaMemcpyAsync(slot_labels_[slot].data(), host_labels_.data() + geom_.first(b),
-                             geom_.label_bytes(b), cudaMemcpyHostToDevice, s));
-  timeline_.stop(b, s);
+  CUDA_CHECK(cudaMemcpyAsync(slot_images_[slot].data(), host_images_.data() + g.image_offset(b),
+                             g.image_bytes(b), cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaMemcpyAsync(slot_labels_[slot].data(), host_labels_.data() + g.first(b),
+                             g.label_bytes(b), cudaMemcpyHostToDevice, s));
+  timeline_.stop(b, s, g.bytes(b));
   CUDA_CHECK(cudaEventRecord(copied_[slot], s));
-  bytes_ += geom_.image_bytes(b) + geom_.label_bytes(b);
 }
 
 BatchView DoubleBufferStrategy::acquire(int b) {
   // Keep up to depth batches in flight: b (needed now) and the next depth-1.
-  const int last = std::min(geom_.batches(), b + depth_);
+  const int last = std::min(source_.geometry().batches(), b + depth_);
   while (issued_ < last) issue_copy(issued_++);
   const int slot = b % depth_;
-  CUDA_CHECK(cudaStreamWaitEvent(compute_, copied_[slot], 0));
-  return make_view(slot_images_[slot].data(), slot_labels_[slot].data(), transfer_, geom_.rows(b),
-                   geom_.first(b));
+  CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), copied_[slot], 0));
+  return source_.slot_view(slot_images_[slot].data(), slot_labels_[slot].data(), b);
 }
 
 void DoubleBufferStrategy::release(int b) {
   const int slot = b % depth_;
-  CUDA_CHECK(cudaEventRecord(consumed_[slot], compute_));
+  CUDA_CHECK(cudaEventRecord(consumed_[slot], source_.compute()));
   consumed_recorded_[slot] = 1;
-}
-
-StrategyStats DoubleBufferStrategy::stats() const {
-  StrategyStats s;
-  s.h2d_bytes = bytes_;
-  s.copy_ms = timeline_.total_ms();
-  return s;
 }
 
 }  // namespace memstrat

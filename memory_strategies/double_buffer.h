@@ -8,7 +8,9 @@
 
 #include <vector>
 
-#include "memory_strategies/strategy_common.h"
+#include "common/cuda_raii.h"
+#include "memory_strategies/copy_timeline.h"
+#include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
 
@@ -20,14 +22,11 @@ class DoubleBufferStrategy final : public MemoryStrategy {
   BatchView acquire(int b) override;
   void release(int b) override;
   void end_epoch() override {}
-  StrategyStats stats() const override;
+  StrategyStats stats() const override { return timeline_.stats(); }
 
  private:
   void issue_copy(int b);  // enqueue batch b into slot b % depth on copy stream b % streams
-  std::optional<EpochWriter> writer_;
-  BatchGeometry geom_;
-  Transfer transfer_ = Transfer::U8;
-  cudaStream_t compute_ = nullptr;
+  HostEpochSource source_;
   int depth_ = 2;
   PinnedBuffer<std::uint8_t> host_images_;
   PinnedBuffer<std::int32_t> host_labels_;
@@ -38,7 +37,6 @@ class DoubleBufferStrategy final : public MemoryStrategy {
   std::vector<char> consumed_recorded_;
   CopyTimeline timeline_;
   int issued_ = 0;  // batches [0, issued_) of this epoch have their copy enqueued
-  std::uint64_t bytes_ = 0;
 };
 
 }  // namespace memstrat

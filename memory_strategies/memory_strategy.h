@@ -22,6 +22,10 @@ enum class Scenario { Static, Refresh };
 std::string_view to_string(Transfer t);
 std::string_view to_string(Scenario s);
 
+/// The cudaMemAdvise hints by their option names (--advise), in AdviseSet's field order.
+inline constexpr std::string_view kAdviseHints[] = {"read-mostly", "preferred-device",
+                                                    "accessed-by"};
+
 /// cudaMemAdvise hints for um-advise, each selectable.
 struct AdviseSet {
   bool read_mostly = true;       // cudaMemAdviseSetReadMostly
@@ -58,7 +62,7 @@ struct StrategyStats {
   double host_ms = 0.0;                // host time spent inside acquire/release (e.g. blocking copies)
 };
 
-/// Device properties the strategies' supported() checks look at.
+/// Device properties the registry's capability checks (StrategyEntry::unsupported) look at.
 struct DeviceCaps {
   int device = 0;
   bool concurrent_managed_access = false;

@@ -1,12 +1,12 @@
 #include "memory_strategies/registry.h"
 
+#include <stdexcept>
+
 #include "memory_strategies/double_buffer.h"
+#include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
 #include "memory_strategies/pinned.h"
 #include "memory_strategies/resident.h"
-#include "memory_strategies/um.h"
-#include "memory_strategies/um_advise.h"
-#include "memory_strategies/um_prefetch.h"
 #include "memory_strategies/zero_copy.h"
 
 namespace memstrat {
@@ -16,6 +16,13 @@ template <typename T>
 std::unique_ptr<MemoryStrategy> make() {
   return std::make_unique<T>();
 }
+std::function<std::unique_ptr<MemoryStrategy>()> managed(std::string_view name,
+                                                         ManagedStrategy::Hints hints) {
+  return [name, hints]() -> std::unique_ptr<MemoryStrategy> {
+    return std::make_unique<ManagedStrategy>(name, hints);
+  };
+}
+
 std::string always(const DeviceCaps&) { return {}; }
 std::string needs_mapping(const DeviceCaps& c) {
   return c.can_map_host_memory ? "" : "device cannot map host memory (canMapHostMemory = 0)";
@@ -29,19 +36,40 @@ std::string needs_concurrent_managed(const DeviceCaps& c) {
              ? ""
              : "prefetch/advise need concurrentManagedAccess = 1 (not on this device/OS)";
 }
+
+std::vector<StrategyEntry> make_registry() {
+  const StrategyOption depth{
+      "depth", "device batch buffers in flight", OptionKind::Integer, 2, 64, {}, "2",
+      [](const StrategyOptions& o) { return std::to_string(o.depth); }};
+  const StrategyOption copy_streams{
+      "copy-streams", "copy streams, used round-robin", OptionKind::Integer, 1, 16, {}, "1",
+      [](const StrategyOptions& o) { return std::to_string(o.copy_streams); }};
+  const StrategyOption advise{
+      "advise", "cudaMemAdvise hints set once at attach", OptionKind::HintSet, 0, 0,
+      {std::begin(kAdviseHints), std::end(kAdviseHints)}, "read-mostly,preferred-device,accessed-by",
+      [](const StrategyOptions& o) { return o.advise.to_string(); }};
+  return {
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>},
+      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
+      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
+      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>},
+      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
+      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
+      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
+  };
+}
 }  // namespace
 
+std::string StrategyOption::allowed() const {
+  if (kind == OptionKind::Integer) return std::to_string(min) + ".." + std::to_string(max);
+  std::string s = "comma-separated subset of ";
+  for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? "," : "") + std::string(choices[i]);
+  return s + ", or none";
+}
+
 const std::vector<StrategyEntry>& strategy_registry() {
-  static const std::vector<StrategyEntry> r = {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, make<ResidentStrategy>},
-      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, make<PageableStrategy>},
-      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, make<PinnedStrategy>},
-      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, make<DoubleBufferStrategy>},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, make<ZeroCopyStrategy>},
-      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, make<UmStrategy>},
-      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, make<UmPrefetchStrategy>},
-      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, make<UmAdviseStrategy>},
-  };
+  static const std::vector<StrategyEntry> r = make_registry();
   return r;
 }
 
@@ -58,6 +86,21 @@ std::string strategy_names() {
     s += e.name;
   }
   return s;
+}
+
+const std::vector<StrategyOption>& strategy_options(std::string_view name) {
+  const StrategyEntry* e = find_strategy(name);
+  if (e == nullptr)
+    throw std::invalid_argument("unknown strategy '" + std::string(name) +
+                                "'; choose one of: " + strategy_names());
+  return e->options;
+}
+
+std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps) {
+  if (const std::string why = e.unsupported(caps); !why.empty())
+    throw std::runtime_error("strategy '" + std::string(e.name) +
+                             "' is waived on this device: " + why);
+  return e.make();
 }
 
 }  // namespace memstrat

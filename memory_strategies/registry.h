@@ -1,7 +1,9 @@
 // registry.h: the one list of memory strategies. The CLI, the tests and the matrix runner all
-// enumerate it. Adding a strategy = one new file + one line in registry.cpp.
+// enumerate it. Adding a strategy = one new file + one line in registry.cpp: its name, a one-line
+// description, the device capability it needs, the per-strategy options it reads, a factory.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -11,12 +13,38 @@
 
 namespace memstrat {
 
+enum class OptionKind {
+  Integer,  // a whole number in [min, max]
+  HintSet,  // a comma-separated subset of `choices`, or "none"
+};
+
+/// An option only some strategies read (a field of StrategyOptions), declared once so that the
+/// CLI's help, a machine-readable description and the matrix runner read the same facts.
+struct StrategyOption {
+  std::string_view name;     // the CLI long option without dashes, e.g. "depth"
+  std::string_view meaning;  // one line
+  OptionKind kind = OptionKind::Integer;
+  int min = 0;  // Integer: the inclusive range
+  int max = 0;
+  std::vector<std::string_view> choices;  // HintSet: the hint names
+  std::string_view default_value;         // as typed on the command line
+  /// The option's value in `opt`, spelled as on the command line: ties the declaration to the
+  /// StrategyOptions field it stands for (StrategyOptions{} must give default_value).
+  std::string (*value)(const StrategyOptions& opt) = nullptr;
+  /// The allowed values for a reader: "2..64", or "comma-separated subset of a,b,c, or none".
+  std::string allowed() const;
+};
+
 struct StrategyEntry {
   std::string_view name;         // the CLI name
   std::string_view description;  // one line
-  /// Empty when the device can run it, else the reason it is waived (not failed).
+  /// Empty when the device can run it, else the reason it is waived (not failed). The only
+  /// capability check: attach() assumes it passed.
   std::string (*unsupported)(const DeviceCaps&);
-  std::unique_ptr<MemoryStrategy> (*make)();
+  /// The per-strategy options it reads; empty when it reads only the common ones.
+  std::vector<StrategyOption> options;
+  /// A new, unattached strategy (constructing allocates nothing; attach does).
+  std::function<std::unique_ptr<MemoryStrategy>()> make;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();
@@ -24,5 +52,10 @@ const std::vector<StrategyEntry>& strategy_registry();
 const StrategyEntry* find_strategy(std::string_view name);
 /// "resident, pageable, ..." for messages.
 std::string strategy_names();
+/// The per-strategy options strategy `name` reads; throws std::invalid_argument when unknown.
+const std::vector<StrategyOption>& strategy_options(std::string_view name);
+/// e.make() once the device passed e.unsupported(caps); otherwise throws std::runtime_error with
+/// the waiver reason. For paths that want a strategy or an error, not a waiver to report.
+std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps);
 
 }  // namespace memstrat

@@ -3,7 +3,9 @@
 // pointer offset. The upper bound every other strategy is measured against.
 #pragma once
 
-#include "memory_strategies/strategy_common.h"
+#include "common/cuda_raii.h"
+#include "memory_strategies/copy_timeline.h"
+#include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
 
@@ -15,24 +17,20 @@ class ResidentStrategy final : public MemoryStrategy {
   BatchView acquire(int b) override;
   void release(int) override {}
   void end_epoch() override {}
-  StrategyStats stats() const override;
+  StrategyStats stats() const override { return timeline_.stats(); }
   /// Every batch is a fixed offset into device memory (a refresh epoch's upload is enqueued by
   /// acquire(0), before any compute).
   bool acquire_ahead() const override { return true; }
 
  private:
   void upload();
-  std::optional<EpochWriter> writer_;
-  BatchGeometry geom_;
-  Transfer transfer_ = Transfer::U8;
-  cudaStream_t compute_ = nullptr;
+  HostEpochSource source_;
   PinnedBuffer<std::uint8_t> host_images_;  // staging for the (re)uploads
   PinnedBuffer<std::int32_t> host_labels_;
   DeviceBuffer<std::uint8_t> dev_images_;
   DeviceBuffer<std::int32_t> dev_labels_;
   CopyTimeline timeline_;
   bool upload_pending_ = false;
-  std::uint64_t bytes_ = 0;
 };
 
 }  // namespace memstrat

@@ -1,5 +1,9 @@
 #include "memory_strategies/um_hints.h"
 
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
 #include "common/cuda_check.h"
 
 namespace memstrat {
@@ -14,6 +18,21 @@ cudaMemLocation device_location(int device) {
 }
 #endif
 }  // namespace
+
+void check_managed_fits(std::size_t bytes, const char* strategy) {
+  std::size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  // Keep a margin for the MLP's own buffers, cuBLAS workspaces and the driver.
+  const std::size_t margin = std::max<std::size_t>(512ull << 20, total_b / 20);
+  if (bytes + margin > free_b) {
+    std::ostringstream m;
+    m << strategy << ": refusing to allocate " << (bytes >> 20) << " MiB of managed memory: the GPU "
+      << "reports only " << (free_b >> 20) << " MiB free (a margin of " << (margin >> 20)
+      << " MiB is kept). Over-requesting managed memory can hang the GPU. Use a smaller data "
+      << "set (--train-samples) or free GPU memory.";
+    throw std::runtime_error(m.str());
+  }
+}
 
 void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStream_t stream) {
   if (bytes == 0) return;

@@ -1,5 +1,6 @@
-// um_hints.h: the one place that calls cudaMemPrefetchAsync and cudaMemAdvise. CUDA 13 changed
-// both to take a cudaMemLocation; everything else in memstrat calls these helpers.
+// um_hints.h: the unified-memory calls every managed strategy makes, each in one place: the guard
+// against over-requesting managed memory, and cudaMemPrefetchAsync / cudaMemAdvise (CUDA 13
+// changed both to take a cudaMemLocation; everything else in memstrat calls these helpers).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +8,10 @@
 #include <cstddef>
 
 namespace memstrat {
+
+/// Refuse a managed allocation the device could not hold: over-requesting managed memory can
+/// hang the GPU. Throws std::runtime_error with the numbers and what to do.
+void check_managed_fits(std::size_t bytes, const char* strategy);
 
 /// Migrate [ptr, ptr+bytes) of managed memory to `device`, ordered on `stream`.
 void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStream_t stream);

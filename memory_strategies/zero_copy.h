@@ -4,7 +4,8 @@
 // than once per step).
 #pragma once
 
-#include "memory_strategies/strategy_common.h"
+#include "common/cuda_raii.h"
+#include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
 
@@ -12,16 +13,14 @@ class ZeroCopyStrategy final : public MemoryStrategy {
  public:
   std::string_view name() const override { return "zero-copy"; }
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
-  void begin_epoch(int epoch) override;
-  BatchView acquire(int b) override;
+  void begin_epoch(int epoch) override { source_.begin_epoch(epoch); }
+  BatchView acquire(int b) override { return source_.epoch_view(dev_images_, dev_labels_, b); }
   void release(int) override {}
   void end_epoch() override {}
   StrategyStats stats() const override { return {}; }  // no explicit transfers: CUPTI can't see them either
 
  private:
-  std::optional<EpochWriter> writer_;
-  BatchGeometry geom_;
-  Transfer transfer_ = Transfer::U8;
+  HostEpochSource source_;
   PinnedBuffer<std::uint8_t> host_images_;  // mapped
   PinnedBuffer<std::int32_t> host_labels_;  // mapped
   const std::uint8_t* dev_images_ = nullptr;  // device aliases of the mapped memory

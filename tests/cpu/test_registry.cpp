@@ -1,8 +1,14 @@
-// Registry: the one list the CLI, tests and matrix runner enumerate.
+// Registry: the one list the CLI, tests and matrix runner enumerate, with the per-strategy
+// options each strategy declares.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 
+#include "experiments/cli.h"
 #include "memory_strategies/registry.h"
 
 using namespace memstrat;
@@ -49,4 +55,111 @@ TEST(Registry, WaiverReasonsFollowDeviceCaps) {
   EXPECT_EQ(find_strategy("um")->unsupported(managed_only), "");
   EXPECT_NE(find_strategy("um-prefetch")->unsupported(managed_only).find("concurrentManagedAccess"),
             std::string::npos);
+}
+
+TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
+  DeviceCaps none;  // all false
+  try {
+    make_supported(*find_strategy("zero-copy"), none);
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("canMapHostMemory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_supported(*find_strategy("um-advise"), none), std::runtime_error);
+  const auto s = make_supported(*find_strategy("resident"), none);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->name(), "resident");
+}
+
+// Which strategy reads which per-strategy option: what `--help`, a description of the strategies
+// and the matrix runner's axes are built from.
+TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"double-buffer", {"depth", "copy-streams"}}, {"um-advise", {"advise"}}};
+  for (const auto& e : strategy_registry()) {
+    std::vector<std::string> got;
+    for (const auto& o : strategy_options(e.name)) got.emplace_back(o.name);
+    const auto it = want.find(std::string(e.name));
+    EXPECT_EQ(got, it == want.end() ? std::vector<std::string>{} : it->second) << e.name;
+  }
+  EXPECT_THROW(strategy_options("double_buffer"), std::invalid_argument);
+  EXPECT_EQ(strategy_options("double-buffer")[0].allowed(), "2..64");
+  EXPECT_EQ(strategy_options("um-advise")[0].allowed(),
+            "comma-separated subset of read-mostly,preferred-device,accessed-by, or none");
+}
+
+TEST(StrategyOptionDecl, DeclarationsAreCompleteAndDefaultsAreStrategyOptionsDefaults) {
+  std::map<std::string_view, const StrategyOption*> by_name;
+  const StrategyOptions defaults;
+  for (const auto& e : strategy_registry()) {
+    std::set<std::string_view> seen;
+    for (const auto& o : e.options) {
+      EXPECT_TRUE(seen.insert(o.name).second) << e.name << " declares " << o.name << " twice";
+      EXPECT_GT(o.meaning.size(), 10u) << o.name;
+      ASSERT_NE(o.value, nullptr) << o.name;
+      EXPECT_EQ(o.value(defaults), o.default_value) << e.name << " --" << o.name;
+      if (o.kind == OptionKind::Integer) {
+        EXPECT_LE(o.min, o.max) << o.name;
+        const int d = std::stoi(std::string(o.default_value));
+        EXPECT_TRUE(o.min <= d && d <= o.max) << o.name << " default " << d;
+        EXPECT_TRUE(o.choices.empty()) << o.name;
+      } else {
+        ASSERT_FALSE(o.choices.empty()) << o.name;
+        std::stringstream ss{std::string(o.default_value)};
+        for (std::string tok; std::getline(ss, tok, ',');)
+          EXPECT_NE(std::find(o.choices.begin(), o.choices.end(), tok), o.choices.end())
+              << o.name << " default has '" << tok << "'";
+      }
+      // An option several strategies read is the same option everywhere.
+      if (auto [it, fresh] = by_name.emplace(o.name, &o); !fresh) {
+        EXPECT_EQ(it->second->default_value, o.default_value) << o.name;
+        EXPECT_EQ(it->second->allowed(), o.allowed()) << o.name;
+      }
+    }
+  }
+}
+
+namespace {
+// `memstrat train [--NAME VALUE]`: the exit code parsing decided (nullopt = accepted) and the
+// option's value as it reaches StrategyOptions.
+std::pair<std::optional<int>, std::string> parse_option(const StrategyOption& o,
+                                                        const std::string& v) {
+  const std::string flag = "--" + std::string(o.name);
+  std::vector<const char*> argv = {"memstrat", "train"};
+  if (!v.empty()) argv.insert(argv.end(), {flag.c_str(), v.c_str()});
+  CliRequest req;
+  std::ostringstream out, err;
+  const std::optional<int> code =
+      parse_cli(static_cast<int>(argv.size()), argv.data(), req, out, err);
+  if (code) return {code, ""};
+  return {code, o.value(make_train_config(req.train).strategy)};
+}
+}  // namespace
+
+// The command line is still wired by hand; it must agree with the declarations: same defaults,
+// and it accepts exactly the declared values.
+TEST(StrategyOptionDecl, TheCommandLineAgreesWithTheDeclarations) {
+  for (const auto& e : strategy_registry()) {
+    for (const auto& o : e.options) {
+      EXPECT_EQ(parse_option(o, "").second, o.default_value) << "--" << o.name << " default";
+      if (o.kind == OptionKind::Integer) {
+        for (int v : {o.min, o.max}) {
+          const auto [code, got] = parse_option(o, std::to_string(v));
+          EXPECT_FALSE(code.has_value()) << "--" << o.name << " " << v << " refused";
+          EXPECT_EQ(got, std::to_string(v)) << "--" << o.name;
+        }
+        for (int v : {o.min - 1, o.max + 1})
+          EXPECT_EQ(parse_option(o, std::to_string(v)).first, 2) << "--" << o.name << " " << v;
+      } else {
+        std::vector<std::string> values = {"none"};
+        values.insert(values.end(), o.choices.begin(), o.choices.end());
+        for (const std::string& v : values) {
+          const auto [code, got] = parse_option(o, v);
+          EXPECT_FALSE(code.has_value()) << "--" << o.name << " " << v << " refused";
+          EXPECT_EQ(got, v) << "--" << o.name;
+        }
+        EXPECT_EQ(parse_option(o, "no-such-hint").first, 2) << "--" << o.name;
+      }
+    }
+  }
 }

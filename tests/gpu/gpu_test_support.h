@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,12 @@ inline RunOutput train_run(const RunSpec& r) {
   so.depth = r.depth;
   so.copy_streams = r.copy_streams;
   so.seed = 1;
-  auto st = find_strategy(r.strategy)->make();
+  // The registry's capability check comes first: attach() does not repeat it.
+  const StrategyEntry* entry = find_strategy(r.strategy);
+  if (entry == nullptr) throw std::invalid_argument("unknown strategy '" + r.strategy + "'");
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  auto st = make_supported(*entry, DeviceCaps::query(device));
   st->attach(data, so, compute);
   Trainer tr(mlp, *st, data, r.batch, r.graphs, compute, r.epoch_launch);
   RunOutput out;

@@ -2,7 +2,6 @@
 // during an epoch (graph capture in epoch 1 included), counted by the built-in CUPTI profiler.
 #include "common/cupti_profiler.h"
 #include "gpu_test_support.h"
-#include "memory_strategies/strategy_common.h"
 
 using namespace memstrat;
 using namespace memstrat::testing;

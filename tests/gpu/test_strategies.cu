@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "gpu_test_support.h"
-#include "memory_strategies/strategy_common.h"
+#include "memory_strategies/um_hints.h"  // check_managed_fits
 
 using namespace memstrat;
 using namespace memstrat::testing;

@@ -1,0 +1,49 @@
+#include "memory_strategies/copy_timeline.h"
+
+#include <algorithm>
+
+namespace memstrat {
+
+void CopyTimeline::allocate(int batches) {
+  start_.clear();
+  stop_.clear();
+  for (int i = 0; i < batches; ++i) {
+    start_.push_back(Event::create());
+    stop_.push_back(Event::create());
+  }
+  used_.assign(static_cast<std::size_t>(batches), 0);
+}
+
+void CopyTimeline::begin_epoch() {
+  std::fill(used_.begin(), used_.end(), 0);
+  bytes_ = 0;
+}
+
+void CopyTimeline::start(int b, cudaStream_t s) { CUDA_CHECK(cudaEventRecord(start_[b], s)); }
+
+void CopyTimeline::stop(int b, cudaStream_t s, std::uint64_t bytes) {
+  CUDA_CHECK(cudaEventRecord(stop_[b], s));
+  used_[b] = 1;
+  bytes_ += bytes;
+}
+
+std::optional<double> CopyTimeline::total_ms() const {
+  double total = 0.0;
+  bool any = false;
+  for (std::size_t b = 0; b < used_.size(); ++b) {
+    if (!used_[b]) continue;
+    total += elapsed_ms(start_[b], stop_[b]);
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return total;
+}
+
+StrategyStats CopyTimeline::stats() const {
+  StrategyStats s;
+  s.h2d_bytes = bytes_;
+  s.copy_ms = total_ms();
+  return s;
+}
+
+}  // namespace memstrat

@@ -1,0 +1,37 @@
+#include "memory_strategies/memory_strategy.h"
+
+#include "common/cuda_check.h"
+
+namespace memstrat {
+
+std::string_view to_string(Transfer t) { return t == Transfer::U8 ? "u8" : "f32"; }
+std::string_view to_string(Scenario s) { return s == Scenario::Static ? "static" : "refresh"; }
+
+std::string AdviseSet::to_string() const {
+  std::string s;
+  const bool on[] = {read_mostly, preferred_device, accessed_by};
+  for (std::size_t i = 0; i < std::size(kAdviseHints); ++i) {
+    if (!on[i]) continue;
+    if (!s.empty()) s += ",";
+    s += kAdviseHints[i];
+  }
+  return s.empty() ? "none" : s;
+}
+
+DeviceCaps DeviceCaps::query(int device) {
+  DeviceCaps c;
+  c.device = device;
+  int v = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, device));
+  c.concurrent_managed_access = v != 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, device));
+  c.managed_memory = v != 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrCanMapHostMemory, device));
+  c.can_map_host_memory = v != 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrAsyncEngineCount, device));
+  c.async_engine_count = v;
+  CUDA_CHECK(cudaMemGetInfo(&c.free_bytes, &c.total_bytes));
+  return c;
+}
+
+}  // namespace memstrat
