@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/chrome_trace.h"
+#include "tests/support/trace_checks.h"
 
 namespace memstrat {
 namespace {

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/chrome_trace.h"
 #include "common/cupti_profiler.h"
+#include "tests/support/trace_checks.h"
 
 namespace memstrat {
 namespace {
