@@ -9,7 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include "common/cupti_profiler.h"
+#include "common/profiler/api_names.h"
+#include "common/profiler/profiler.h"
+#include "common/profiler/window_ledger.h"
 #include "tests/support/trace_checks.h"
 
 namespace memstrat {

@@ -1,5 +1,5 @@
 // trace_checks.h: what tests check on a Chrome trace-event file (ChromeTrace's output, see
-// common/chrome_trace.h): validate_trace_events() checks a parsed file against the
+// common/profiler/chrome_trace.h): validate_trace_events() checks a parsed file against the
 // format, trace_overlap_us() measures how long two categories of events overlap (the
 // copy/compute overlap of double-buffer).
 //

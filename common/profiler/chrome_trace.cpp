@@ -1,4 +1,4 @@
-#include "common/chrome_trace.h"
+#include "common/profiler/chrome_trace.h"
 
 #include <cerrno>
 #include <cmath>
