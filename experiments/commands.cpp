@@ -16,10 +16,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/cupti_profiler.h"
 #include "common/cuda_raii.h"
 #include "common/mnist.h"
 #include "common/nvtx.h"
+#include "common/profiler/profiler.h"
 #include "common/run_record.h"
 #include "experiments/trainer.h"
 #include "memory_strategies/epoch_data.h"

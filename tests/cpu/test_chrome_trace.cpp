@@ -9,7 +9,8 @@
 #include <limits>
 #include <string>
 
-#include "common/chrome_trace.h"
+#include "common/profiler/chrome_trace.h"
+#include "tests/support/trace_checks.h"
 
 namespace memstrat {
 namespace {

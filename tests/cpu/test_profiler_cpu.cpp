@@ -9,8 +9,10 @@
 #include <fstream>
 #include <string>
 
-#include "common/chrome_trace.h"
-#include "common/cupti_profiler.h"
+#include "common/profiler/api_names.h"
+#include "common/profiler/profiler.h"
+#include "common/profiler/window_ledger.h"
+#include "tests/support/trace_checks.h"
 
 namespace memstrat {
 namespace {

@@ -1,6 +1,6 @@
 // "No allocation after attach": for every strategy, no allocation API of any kind is called
 // during an epoch (graph capture in epoch 1 included), counted by the built-in CUPTI profiler.
-#include "common/cupti_profiler.h"
+#include "common/profiler/profiler.h"
 #include "gpu_test_support.h"
 
 using namespace memstrat;

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <string>
 
-#include "common/chrome_trace.h"
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "common/cupti_profiler.h"
 #include "common/nvtx.h"
+#include "common/profiler/profiler.h"
+#include "tests/support/trace_checks.h"
 
 namespace memstrat {
 namespace {

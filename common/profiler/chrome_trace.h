@@ -1,7 +1,6 @@
 // chrome_trace.h: ChromeTrace, a small writer for the Chrome trace-event JSON format (opens in
-// Perfetto and chrome://tracing), validate_trace_events() that checks a parsed file against that
-// format, and trace_overlap_us() that measures how long two categories of events overlap
-// (copy/compute overlap of double-buffer).
+// Perfetto and chrome://tracing). The checks tests run on written files are in
+// tests/support/trace_checks.h.
 //
 // Format reference: "Trace Event Format" (Google, the document linked from chrome://tracing).
 // Timestamps and durations are microseconds (doubles). The file is
@@ -72,20 +71,5 @@ class ChromeTrace {
   nlohmann::json other_ = nlohmann::json::object();
   std::size_t rejected_ = 0;
 };
-
-/// Checks a parsed trace against the trace-event format: the container (object with a
-/// "traceEvents" array, or a bare array), and per event: "ph" is a known phase; "name" is a
-/// string; "pid"/"tid" are integers; "ts" is a finite number (all phases but "M"); "dur" is a
-/// finite number >= 0 for "X"; "args" is an object; "M" events name a known metadata kind and
-/// carry its argument; "C" events carry numeric args; "B"/"E" balance per track; and "X"
-/// slices on one track nest or are disjoint (Perfetto drops slices that partially overlap).
-/// Returns one message per problem (at most 50, then a count); empty means valid.
-std::vector<std::string> validate_trace_events(const nlohmann::json& trace);
-
-/// Microseconds during which some "X" event whose "cat" is `cat_a` and some "X" event whose
-/// "cat" is `cat_b` run at the same time (on any tracks). E.g. ("memcpy", "kernel") is the
-/// copy/compute overlap. Returns 0 when there is none.
-double trace_overlap_us(const nlohmann::json& trace, std::string_view cat_a,
-                        std::string_view cat_b);
 
 }  // namespace memstrat
