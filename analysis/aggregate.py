@@ -96,7 +96,7 @@ class Stat:
     n: int
 
 
-def stat(values: Sequence[float | None]) -> Stat | None:
+def pooled_stat(values: Sequence[float | None]) -> Stat | None:
     """Median/p25/p75/min/max of the non-null values; None when there are none."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
@@ -260,7 +260,7 @@ def _make_group(key: GroupKey, recs: list[dict[str, Any]]) -> Group:
     test_acc = _median_or_none((r.get("final") or {}).get("test_acc") for r in recs)
     return Group(key=key, records=recs, timing_records=timing, counter_records=counters,
                  epoch1=epoch1,
-                 pooled_wall=stat([ep.get("wall_ms") for r in timing
+                 pooled_wall=pooled_stat([ep.get("wall_ms") for r in timing
                                    for ep in steady_epochs(r)]),
                  malloc_setup=malloc_setup, malloc_per_epoch=malloc_per_epoch,
                  train_samples=int(max(samples)), test_acc=test_acc)

@@ -39,7 +39,7 @@ CAPTIONS = {
     "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
                     "2..N, per bar the median over processes; whiskers: bootstrap 95% "
                     "interval of that median (none with fewer than 3 processes); hatched: "
-                    "unstable. Dashed line: compute floor; solid line: floor "
+                    "unstable. Dashed grey line: compute floor; solid purple line: floor "
                     "(docs/methodology.md, Floors). double-buffer is shown at its default "
                     "depth 2 with one copy stream.",
     "throughput_vs_batch": "Training samples per second at the median epoch time; the "
@@ -49,7 +49,7 @@ CAPTIONS = {
                        "(refresh rewrite); black tick: wall clock with its 95% interval. "
                        "Light blue: GPU time of the strategy's own copies/prefetches; it "
                        "runs on copy engines and may overlap compute, so it is not stacked. "
-                       "Lines: compute floor and floor.",
+                       "Dashed grey line: compute floor; solid purple line: floor.",
     "epoch1_vs_steady": "Epoch 1 includes first-touch page faults, CUDA-graph capture and "
                         "library warm-up; steady state is the median over processes of "
                         "each process's median of epochs 2..N.",
