@@ -1,15 +1,22 @@
-"""Aggregate run records over repeats: steady-state medians, spread, per-epoch series.
+"""Aggregate run records over processes; the one place where floors and overlap are defined.
 
-Runs are grouped by their configuration minus the seed and run identity (run_id, run_tag,
-started_at) and by GPU name, so repeats of one configuration end up in one Group. For
-strategies without a pipeline (everything but double-buffer) depth and copy streams are
-ignored, as they do not change what the run does.
+Runs are grouped by their configuration minus the seed, the run identity (run_id, run_tag,
+started_at) and the profiler switch, and by GPU name, so the processes of one
+configuration end up in one Group. For strategies without a pipeline (everything but
+double-buffer) depth and copy streams are ignored, as they do not change what the run does.
+`config.epoch_launch` (the whole epoch in one kernel launch) is part of the key: a missing
+field means a record written before that option existed, i.e. one launch per batch.
 
-Steady state = epochs 2..N of each run (all epochs when N == 1). A group's statistics pool
-the steady-state epochs of all its runs: median, p25/p75 (numpy's linear percentiles),
-min and max. Epoch 1 (warm-up: first touch, graph capture) is reported separately as the
-median over runs. Counters that are null in the records stay None here; they are never
-turned into zeros.
+Per process (one record): the median of its steady epochs 2..N (all epochs when N == 1).
+Per configuration: the median of those per-process values, its bootstrap 95% interval,
+the spread over processes (analysis/stats.py). Timing (CUDA events and the host clock)
+comes from the runs with the CUPTI profiler off whenever the configuration has any, so
+profiled and unprofiled runs are never pooled for timing; CUPTI counters (API calls,
+unified-memory bytes and faults, kernel/memcpy time) come from the profiled runs.
+Counters that are null in the records stay None here; they are never turned into zeros.
+
+The compute-only reference, the floors and the overlap efficiency are defined once, below,
+and written out in docs/methodology.md ("Floors and overlap efficiency").
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .stats import Interval, Summary, summarize
+
 PIPELINED_STRATEGIES = ("double-buffer",)
 DEFAULT_DEPTH = 2
 DEFAULT_STREAMS = 1
@@ -28,11 +37,16 @@ DEFAULT_TRAIN_SAMPLES = 60000
 STRATEGY_ORDER = ("resident", "pageable", "pinned", "double-buffer", "zero-copy",
                   "um", "um-prefetch", "um-advise")
 
-EPOCH_METRICS = ("wall_ms", "gpu_ms", "host_ms", "copy_ms", "compute_ms", "stall_ms",
-                 "h2d_bytes", "um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults",
-                 "um_cpu_faults", "kernel_ms", "memcpy_ms")
+# Measured by the trainer (events, host clock) or counted by the strategy: valid with the
+# profiler on or off, taken from the timing runs.
+TIMING_METRICS = ("wall_ms", "gpu_ms", "host_ms", "copy_ms", "compute_ms", "stall_ms",
+                  "h2d_bytes")
+# Measured by CUPTI: null without the profiler, taken from the profiled runs.
+COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults",
+                   "kernel_ms", "memcpy_ms")
+EPOCH_METRICS = TIMING_METRICS + COUNTER_METRICS
 # Config fields (besides the named key fields) that make two runs different experiments.
-_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "profile")
+_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -48,6 +62,7 @@ class GroupKey:
     streams: int | None
     epochs: int
     other: tuple = ()
+    epoch_launch: bool = False
 
     @property
     def hidden_label(self) -> str:
@@ -55,11 +70,14 @@ class GroupKey:
 
     @property
     def variant_label(self) -> str:
-        """Strategy name plus pipeline settings where they apply."""
-        if self.depth is None:
-            return self.strategy
-        return f"{self.strategy} (depth {self.depth}, {self.streams} copy stream" + \
-            ("s)" if self.streams != 1 else ")")
+        """Strategy name plus pipeline settings and the epoch launch where they apply."""
+        label = self.strategy
+        if self.depth is not None:
+            label += f" (depth {self.depth}, {self.streams} copy stream" + \
+                ("s)" if self.streams != 1 else ")")
+        if self.epoch_launch:
+            label += " (one launch per epoch)"
+        return label
 
     def slice_key(self) -> tuple:
         """What must be equal for two groups to be compared in one figure."""
@@ -68,6 +86,8 @@ class GroupKey:
 
 @dataclasses.dataclass
 class Stat:
+    """Pooled statistics of every steady epoch of every timing run (within-process jitter
+    plus process-to-process spread mixed together: descriptive only, never an interval)."""
     median: float
     p25: float
     p75: float
@@ -76,7 +96,7 @@ class Stat:
     n: int
 
 
-def stat(values: Sequence[float | None]) -> Stat | None:
+def pooled_stat(values: Sequence[float | None]) -> Stat | None:
     """Median/p25/p75/min/max of the non-null values; None when there are none."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
@@ -97,6 +117,16 @@ def steady_epochs(record: dict[str, Any]) -> list[dict[str, Any]]:
     return eps[1:] if len(eps) > 1 else eps
 
 
+def process_median(record: dict[str, Any], metric: str) -> float | None:
+    """One process's value of `metric`: the median of its steady epochs (nulls dropped)."""
+    return _median_or_none(ep.get(metric) for ep in steady_epochs(record))
+
+
+def profiled(record: dict[str, Any]) -> bool:
+    """Whether the run had the CUPTI profiler on (memstrat's default when not recorded)."""
+    return bool(record["config"].get("profile", True))
+
+
 def api_count(calls: dict[str, int] | None, name: str) -> int | None:
     """Count of one API in an api_calls object; absent = 0, null object = None."""
     if calls is None:
@@ -115,7 +145,8 @@ def group_key(record: dict[str, Any]) -> GroupKey:
         batch=int(cfg["batch"]), hidden=tuple(cfg["hidden"]), gemm=cfg["gemm"],
         depth=(cfg.get("depth") or DEFAULT_DEPTH) if pipelined else None,
         streams=(cfg.get("streams") or DEFAULT_STREAMS) if pipelined else None,
-        epochs=int(cfg["epochs"]), other=other)
+        epochs=int(cfg["epochs"]), other=other,
+        epoch_launch=bool(cfg.get("epoch_launch") or False))
 
 
 def _freeze(v: Any) -> Any:
@@ -129,35 +160,65 @@ def _freeze(v: Any) -> Any:
 @dataclasses.dataclass
 class Group:
     key: GroupKey
-    records: list[dict[str, Any]]
-    steady: dict[str, Stat | None]            # metric -> pooled steady-state stats
-    epoch1: dict[str, float | None]           # metric -> median over runs of epoch 1
-    per_epoch: dict[str, list[float | None]]  # metric -> median over runs, per epoch
-    malloc_setup: float | None                # cudaMalloc calls before epoch 1 (median)
-    malloc_per_epoch: list[float | None]      # cudaMalloc calls per epoch (median)
-    run_wall_medians: list[float]             # each run's own steady-state median
+    records: list[dict[str, Any]]          # every ok run of the configuration
+    timing_records: list[dict[str, Any]]   # the runs timing comes from (profiler off if any)
+    counter_records: list[dict[str, Any]]  # the profiled runs (CUPTI counters)
+    epoch1: dict[str, float | None]        # metric -> median over processes of epoch 1
+    pooled_wall: Stat | None               # every steady epoch of the timing runs, pooled
+    malloc_setup: float | None             # cudaMalloc calls before epoch 1 (median)
+    malloc_per_epoch: list[float | None]   # cudaMalloc calls per epoch (median)
     train_samples: int
     test_acc: float | None
+    _stats: dict[str, Summary | None] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def runs(self) -> int:
         return len(self.records)
 
+    @property
+    def timing_profiled(self) -> bool:
+        """True when the timing comes from profiled runs (there is no unprofiled run)."""
+        return all(profiled(r) for r in self.timing_records)
+
+    def records_for(self, metric: str) -> list[dict[str, Any]]:
+        return self.counter_records if metric in COUNTER_METRICS else self.timing_records
+
+    def process_values(self, metric: str) -> list[float]:
+        """Each process's steady median of `metric` (processes where it is null dropped)."""
+        vals = (process_median(r, metric) for r in self.records_for(metric))
+        return [v for v in vals if v is not None]
+
+    def stat(self, metric: str) -> Summary | None:
+        """Median over processes with its interval and spread (stats.summarize)."""
+        if metric not in self._stats:
+            self._stats[metric] = summarize(self.process_values(metric))
+        return self._stats[metric]
+
     def median(self, metric: str) -> float | None:
-        s = self.steady.get(metric)
+        s = self.stat(metric)
         return s.median if s else None
+
+    @property
+    def n_processes(self) -> int:
+        s = self.stat("wall_ms")
+        return s.n if s else 0
+
+    def epoch1_values(self, metric: str) -> list[float]:
+        vals = (r["epochs"][0].get(metric) for r in self.records_for(metric))
+        return [float(v) for v in vals if v is not None]
 
     @property
     def samples_per_s(self) -> float | None:
         w = self.median("wall_ms")
         return self.train_samples / (w / 1000.0) if w else None
 
-    def samples_per_s_range(self) -> tuple[float, float] | None:
-        """Throughput at the p75 and p25 epoch times (low, high)."""
-        s = self.steady.get("wall_ms")
-        if not s or s.p25 <= 0:
+    def samples_per_s_interval(self) -> Interval | None:
+        """Throughput at the ends of the wall-time interval (None without an interval)."""
+        s = self.stat("wall_ms")
+        if s is None or s.ci is None or s.ci.low <= 0:
             return None
-        return self.train_samples / (s.p75 / 1000.0), self.train_samples / (s.p25 / 1000.0)
+        return Interval(self.train_samples / (s.ci.high / 1000.0),
+                        self.train_samples / (s.ci.low / 1000.0))
 
 
 def aggregate(records: Iterable[dict[str, Any]]) -> list[Group]:
@@ -176,36 +237,33 @@ def sort_key(key: GroupKey) -> tuple:
     order = (STRATEGY_ORDER.index(key.strategy) if key.strategy in STRATEGY_ORDER
              else len(STRATEGY_ORDER))
     return (key.gpu, key.hidden, key.gemm, key.epochs, str(key.other), key.scenario,
-            key.transfer, key.batch, order, key.strategy, key.depth or 0, key.streams or 0)
+            key.transfer, key.batch, order, key.strategy, key.depth or 0, key.streams or 0,
+            key.epoch_launch)
 
 
 def _make_group(key: GroupKey, recs: list[dict[str, Any]]) -> Group:
-    steady = {m: stat([ep.get(m) for r in recs for ep in steady_epochs(r)])
+    unprofiled = [r for r in recs if not profiled(r)]
+    timing = unprofiled or recs
+    counters = [r for r in recs if profiled(r)]
+    epoch1 = {m: _median_or_none(r["epochs"][0].get(m)
+                                 for r in (counters if m in COUNTER_METRICS else timing))
               for m in EPOCH_METRICS}
-    epoch1 = {m: _median_or_none(r["epochs"][0].get(m) for r in recs) for m in EPOCH_METRICS}
     n_epochs = max(len(r["epochs"]) for r in recs)
-    per_epoch = {
-        m: [_median_or_none(r["epochs"][i].get(m) for r in recs if i < len(r["epochs"]))
-            for i in range(n_epochs)]
-        for m in EPOCH_METRICS}
     malloc_per_epoch = [
         _median_or_none(api_count(r["epochs"][i].get("api_calls"), "cudaMalloc")
-                        for r in recs if i < len(r["epochs"]))
+                        for r in counters if i < len(r["epochs"]))
         for i in range(n_epochs)]
     malloc_setup = _median_or_none(
-        api_count((r.get("setup") or {}).get("api_calls"), "cudaMalloc") for r in recs)
-    run_wall = []
-    for r in recs:
-        m = _median_or_none(ep.get("wall_ms") for ep in steady_epochs(r))
-        if m is not None:
-            run_wall.append(m)
+        api_count((r.get("setup") or {}).get("api_calls"), "cudaMalloc") for r in counters)
     samples = {((r["config"].get("dataset") or {}).get("train_samples")
                 or DEFAULT_TRAIN_SAMPLES) for r in recs}
     test_acc = _median_or_none((r.get("final") or {}).get("test_acc") for r in recs)
-    return Group(key=key, records=recs, steady=steady, epoch1=epoch1, per_epoch=per_epoch,
+    return Group(key=key, records=recs, timing_records=timing, counter_records=counters,
+                 epoch1=epoch1,
+                 pooled_wall=pooled_stat([ep.get("wall_ms") for r in timing
+                                   for ep in steady_epochs(r)]),
                  malloc_setup=malloc_setup, malloc_per_epoch=malloc_per_epoch,
-                 run_wall_medians=run_wall, train_samples=int(max(samples)),
-                 test_acc=test_acc)
+                 train_samples=int(max(samples)), test_acc=test_acc)
 
 
 # --------------------------------------------------------------------------------------
@@ -221,7 +279,8 @@ def slices(groups: Sequence[Group]) -> list[list[Group]]:
 
 def representative(groups: Sequence[Group]) -> list[Group]:
     """One group per (strategy, scenario, transfer, batch): for double-buffer the default
-    variant (depth 2, 1 copy stream) when it was run, else the smallest depth/streams."""
+    variant (depth 2, 1 copy stream) when it was run, else the smallest depth/streams; the
+    default epoch launch (one launch per epoch where the strategy allows it) when run."""
     best: dict[tuple, Group] = {}
     for g in groups:
         k = (g.key.strategy, g.key.scenario, g.key.transfer, g.key.batch)
@@ -232,10 +291,11 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 
 
 def _variant_rank(key: GroupKey) -> tuple:
+    launch = 0 if key.epoch_launch else 1
     if key.depth is None:
-        return (0, 0, 0)
+        return (0, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS
-    return (0 if is_default else 1, key.depth, key.streams or 0)
+    return (0 if is_default else 1, key.depth, key.streams or 0, launch)
 
 
 def reference_batch(groups: Sequence[Group]) -> int | None:
@@ -259,49 +319,155 @@ def strategies_in(groups: Sequence[Group]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------
-# Overlap efficiency (double-buffer)
+# Compute-only reference, floors, overlap efficiency (docs/methodology.md)
 # --------------------------------------------------------------------------------------
+REFERENCE_STRATEGY = "resident"
+# How each strategy's bytes cross the host link in an epoch: whether that transfer can run
+# while the compute stream works ("overlapping") or the compute waits for it ("serial"),
+# and what measures the bytes: an epoch field, or "dataset" (every byte of the training
+# set; zero-copy kernels read the mapped host copy and no counter sees those reads).
+TRANSFER_FORMS: dict[str, tuple[str, str]] = {
+    "resident": ("serial", "h2d_bytes"),        # refresh: whole-set upload before batch 0
+    "pageable": ("serial", "h2d_bytes"),
+    "pinned": ("serial", "h2d_bytes"),          # copies ordered on the compute stream
+    "double-buffer": ("overlapping", "h2d_bytes"),
+    "zero-copy": ("overlapping", "dataset"),
+    "um": ("serial", "um_htod_bytes"),          # kernels wait on their own page faults
+    "um-prefetch": ("overlapping", "um_htod_bytes"),
+    "um-advise": ("overlapping", "um_htod_bytes"),
+}
+IMAGE_PIXELS = 28 * 28     # MNIST and Fashion-MNIST
+LABEL_BYTES = 4            # int32 label per sample
+
+
+def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
+    """The compute-only reference of `g`: `resident`, scenario static, with the same launch
+    form as `g` (config.epoch_launch false, one launch per batch, for every per-batch
+    strategy), same GPU, transfer, batch, hidden, GEMM, epochs and other options; None when
+    no such group was run."""
+    for r in groups:
+        k = r.key
+        if (k.strategy == REFERENCE_STRATEGY and k.epoch_launch == g.key.epoch_launch
+                and k.scenario == "static" and k.slice_key() == g.key.slice_key()
+                and k.transfer == g.key.transfer and k.batch == g.key.batch):
+            return r
+    return None
+
+
+REFERENCE_MISSING = ("no compute-only reference (a resident run with --epoch-launch off, "
+                     "static, same transfer, batch, hidden and GEMM)")
+
+
+def dataset_bytes(g: Group) -> int:
+    """Bytes of the training set as the strategy holds it: pixels (1 B u8, 4 B f32) and
+    labels."""
+    per_pixel = 1 if g.key.transfer == "u8" else 4
+    return g.train_samples * (IMAGE_PIXELS * per_pixel + LABEL_BYTES)
+
+
+def bytes_per_epoch(g: Group) -> tuple[float | None, str | None]:
+    """(bytes the strategy moves host->device in a steady epoch, why None when unknown)."""
+    form = TRANSFER_FORMS.get(g.key.strategy)
+    if form is None:
+        return None, f"{g.key.strategy}: transfer form unknown to analysis/aggregate.py"
+    source = form[1]
+    if source == "dataset":
+        return float(dataset_bytes(g)), None
+    v = g.median(source)
+    if v is None:
+        return None, (f"{g.key.strategy}: {source} is null"
+                      + (" (needs a profiled run)" if source in COUNTER_METRICS else ""))
+    return v, None
+
+
+@dataclasses.dataclass
+class Floor:
+    """Lower bounds on a configuration's steady GPU time per epoch, in ms."""
+    compute_ms: float | None       # C: the reference's median gpu_ms
+    transfer_ms: float | None      # T: bytes per epoch / pinned bulk bandwidth
+    form: str | None               # "overlapping" | "serial" | None (unknown strategy)
+    floor_ms: float | None         # max(C, T) overlapping, C + T serial
+    reasons: list[str]             # why a part is None
+
+
+def floor_of(groups: Sequence[Group], g: Group, pinned_bw: float | None) -> Floor:
+    """The floors of `g`; `pinned_bw` = measured pinned bulk host->device bytes/s or None."""
+    reasons: list[str] = []
+    ref = compute_reference(groups, g)
+    compute = ref.median("gpu_ms") if ref is not None else None
+    if ref is None:
+        reasons.append(REFERENCE_MISSING)
+    form = TRANSFER_FORMS.get(g.key.strategy, (None, None))[0]
+    transfer = None
+    if pinned_bw is None or pinned_bw <= 0:
+        reasons.append("no measured pinned bulk bandwidth given")
+    else:
+        nbytes, why = bytes_per_epoch(g)
+        if why:
+            reasons.append(why)
+        else:
+            transfer = nbytes / pinned_bw * 1000.0
+    combined = None
+    if compute is not None and transfer is not None and form is not None:
+        combined = max(compute, transfer) if form == "overlapping" else compute + transfer
+    return Floor(compute, transfer, form, combined, reasons)
+
+
+def floors(groups: Sequence[Group], pinned_bw: float | None) -> dict[GroupKey, Floor]:
+    return {g.key: floor_of(groups, g, pinned_bw) for g in groups}
+
+
+# Below this share of the longer part, the shorter part is within the noise of the measured
+# time and (C + X - M) / min(C, X) would only amplify that noise.
+MIN_SHORTER_SHARE = 0.05
+
+
+def overlap_value(compute_only: float | None, copy_only: float | None,
+                  measured: float | None) -> float | None:
+    """(C + X - M) / min(C, X): the share of the shorter of compute and copy that was
+    hidden. 1 = fully hidden (M = max(C, X)), 0 = serial (M = C + X); not clamped. None
+    when a part is missing or the shorter part is under MIN_SHORTER_SHARE of the longer."""
+    if compute_only is None or copy_only is None or measured is None:
+        return None
+    shorter, longer = sorted((compute_only, copy_only))
+    if shorter <= 0 or shorter < MIN_SHORTER_SHARE * longer:
+        return None
+    return (compute_only + copy_only - measured) / shorter
+
+
 @dataclasses.dataclass
 class OverlapPoint:
     group: Group
-    copy_only_ms: float | None
-    compute_only_ms: float | None
-    compute_source: str          # "resident" or "own compute_ms"
+    compute_only_ms: float | None   # C: reference median gpu_ms
+    copy_only_ms: float | None      # X: the group's median copy_ms
+    measured_ms: float | None       # M: the group's median gpu_ms
     efficiency: float | None
+    process_efficiencies: list[float]   # each process's own X and M, the same C
+    reason: str | None
 
 
 def overlap_efficiency(groups: Sequence[Group]) -> list[OverlapPoint]:
-    """efficiency = max(copy-only, compute-only) / GPU ms of each double-buffer group.
-
-    compute-only = median compute_ms (the summed MLP-step time, which excludes the refresh
-    scenario's per-epoch upload) of the `resident` group with the same GPU, scenario,
-    transfer, batch, hidden and gemm (the compute floor); when there is none, the group's
-    own median compute_ms (compute_source says which). copy-only = the group's own median
-    copy_ms (GPU time of its copies). 1.0 means the slower of the two is fully hidden
-    behind the faster; lower means time is lost to serialisation or stalls.
-    """
-    resident: dict[tuple, Group] = {}
-    for g in groups:
-        if g.key.strategy == "resident":
-            k = (g.key.gpu, g.key.scenario, g.key.transfer, g.key.batch, g.key.hidden,
-                 g.key.gemm)
-            resident.setdefault(k, g)
+    """One point per group that times copies of its own (copy_ms not null)."""
     points = []
     for g in groups:
-        if g.key.strategy not in PIPELINED_STRATEGIES:
+        copy = g.median("copy_ms")
+        if copy is None:
             continue
-        k = (g.key.gpu, g.key.scenario, g.key.transfer, g.key.batch, g.key.hidden, g.key.gemm)
-        res = resident.get(k)
-        if res is not None and res.median("compute_ms") is not None:
-            compute_only, source = res.median("compute_ms"), "resident"
-        else:
-            compute_only, source = g.median("compute_ms"), "own compute_ms"
-        copy_only = g.median("copy_ms")
-        gpu = g.median("gpu_ms")
-        eff = None
-        if gpu and (copy_only is not None or compute_only is not None):
-            eff = max(v for v in (copy_only, compute_only) if v is not None) / gpu
-        points.append(OverlapPoint(g, copy_only, compute_only, source, eff))
+        ref = compute_reference(groups, g)
+        compute = ref.median("gpu_ms") if ref is not None else None
+        measured = g.median("gpu_ms")
+        eff = overlap_value(compute, copy, measured)
+        per_process = [overlap_value(compute, process_median(r, "copy_ms"),
+                                     process_median(r, "gpu_ms"))
+                       for r in g.timing_records]
+        reason = None
+        if ref is None:
+            reason = REFERENCE_MISSING
+        elif eff is None:
+            reason = (f"the shorter of compute-only and copy-only time is under "
+                      f"{MIN_SHORTER_SHARE:.0%} of the longer (nothing measurable to hide)")
+        points.append(OverlapPoint(g, compute, copy, measured, eff,
+                                   [e for e in per_process if e is not None], reason))
     return points
 
 
@@ -310,43 +476,56 @@ def overlap_efficiency(groups: Sequence[Group]) -> list[OverlapPoint]:
 # --------------------------------------------------------------------------------------
 CSV_COLUMNS = (
     "gpu", "strategy", "scenario", "transfer", "batch", "hidden", "gemm", "depth",
-    "copy_streams", "epochs", "runs", "steady_epochs",
-    "wall_ms_median", "wall_ms_p25", "wall_ms_p75", "wall_ms_min", "wall_ms_max",
-    "wall_ms_run_min", "wall_ms_run_max",
-    "gpu_ms_median", "gpu_ms_p25", "gpu_ms_p75",
+    "copy_streams", "epoch_launch", "epochs", "runs", "n_processes", "timing_profile",
+    "counter_runs", "steady_epochs",
+    "wall_ms_median", "ci_low", "ci_high", "ci_half_pct", "unstable",
+    "wall_ms_process_min", "wall_ms_process_max", "wall_ms_process_rel_iqr",
+    "pooled_epochs_wall_ms_p25", "pooled_epochs_wall_ms_p75",
+    "pooled_epochs_wall_ms_min", "pooled_epochs_wall_ms_max",
+    "gpu_ms_median", "gpu_ms_ci_low", "gpu_ms_ci_high",
     "host_ms_median", "copy_ms_median", "compute_ms_median", "stall_ms_median",
     "h2d_bytes_median", "um_htod_bytes_median", "um_dtoh_bytes_median",
     "um_gpu_faults_median", "um_cpu_faults_median",
     "epoch1_wall_ms", "epoch1_gpu_ms", "epoch1_um_gpu_faults", "epoch1_um_htod_bytes",
     "cudaMalloc_setup", "cudaMalloc_per_epoch_max",
-    "samples_per_s", "test_acc", "overlap_efficiency", "overlap_compute_source",
+    "samples_per_s", "test_acc",
+    "compute_floor_ms", "transfer_floor_ms", "floor_form", "floor_ms",
+    "overlap_efficiency",
 )
 
 
-def csv_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
-    eff = {id(p.group): p for p in overlap_efficiency(groups)}
+def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[dict[str, Any]]:
+    eff = {p.group.key: p for p in overlap_efficiency(groups)}
+    fl = floors(groups, pinned_bw)
     rows = []
     for g in groups:
         k = g.key
-        wall = g.steady["wall_ms"]
-        gpu = g.steady["gpu_ms"]
+        wall, gpu, pooled = g.stat("wall_ms"), g.stat("gpu_ms"), g.pooled_wall
         mal = [v for v in g.malloc_per_epoch if v is not None]
-        p = eff.get(id(g))
+        p, f = eff.get(k), fl[k]
         rows.append({
             "gpu": k.gpu, "strategy": k.strategy, "scenario": k.scenario,
             "transfer": k.transfer, "batch": k.batch, "hidden": k.hidden_label,
             "gemm": k.gemm, "depth": k.depth, "copy_streams": k.streams,
-            "epochs": k.epochs, "runs": g.runs, "steady_epochs": wall.n if wall else 0,
+            "epoch_launch": k.epoch_launch, "epochs": k.epochs, "runs": g.runs,
+            "n_processes": g.n_processes, "timing_profile": g.timing_profiled,
+            "counter_runs": len(g.counter_records),
+            "steady_epochs": pooled.n if pooled else 0,
             "wall_ms_median": wall.median if wall else None,
-            "wall_ms_p25": wall.p25 if wall else None,
-            "wall_ms_p75": wall.p75 if wall else None,
-            "wall_ms_min": wall.min if wall else None,
-            "wall_ms_max": wall.max if wall else None,
-            "wall_ms_run_min": min(g.run_wall_medians) if g.run_wall_medians else None,
-            "wall_ms_run_max": max(g.run_wall_medians) if g.run_wall_medians else None,
+            "ci_low": wall.ci.low if wall and wall.ci else None,
+            "ci_high": wall.ci.high if wall and wall.ci else None,
+            "ci_half_pct": wall.half_width_pct if wall else None,
+            "unstable": wall.unstable if wall else None,
+            "wall_ms_process_min": wall.min if wall else None,
+            "wall_ms_process_max": wall.max if wall else None,
+            "wall_ms_process_rel_iqr": wall.rel_iqr if wall else None,
+            "pooled_epochs_wall_ms_p25": pooled.p25 if pooled else None,
+            "pooled_epochs_wall_ms_p75": pooled.p75 if pooled else None,
+            "pooled_epochs_wall_ms_min": pooled.min if pooled else None,
+            "pooled_epochs_wall_ms_max": pooled.max if pooled else None,
             "gpu_ms_median": gpu.median if gpu else None,
-            "gpu_ms_p25": gpu.p25 if gpu else None,
-            "gpu_ms_p75": gpu.p75 if gpu else None,
+            "gpu_ms_ci_low": gpu.ci.low if gpu and gpu.ci else None,
+            "gpu_ms_ci_high": gpu.ci.high if gpu and gpu.ci else None,
             **{f"{m}_median": g.median(m) for m in
                ("host_ms", "copy_ms", "compute_ms", "stall_ms", "h2d_bytes",
                 "um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults")},
@@ -356,8 +535,9 @@ def csv_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
             "cudaMalloc_setup": g.malloc_setup,
             "cudaMalloc_per_epoch_max": max(mal) if mal else None,
             "samples_per_s": g.samples_per_s, "test_acc": g.test_acc,
+            "compute_floor_ms": f.compute_ms, "transfer_floor_ms": f.transfer_ms,
+            "floor_form": f.form, "floor_ms": f.floor_ms,
             "overlap_efficiency": p.efficiency if p else None,
-            "overlap_compute_source": p.compute_source if p else None,
         })
     return rows
 
@@ -365,6 +545,8 @@ def csv_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
 def _csv_value(v: Any) -> str:
     if v is None:
         return ""          # empty cell = null / not available (never 0)
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, float):
         if v.is_integer() and abs(v) < 1e15:
             return str(int(v))
@@ -372,13 +554,14 @@ def _csv_value(v: Any) -> str:
     return str(v)
 
 
-def write_csv(groups: Sequence[Group], path: str | Path) -> Path:
+def write_csv(groups: Sequence[Group], path: str | Path,
+              pinned_bw: float | None = None) -> Path:
     """One row per group, columns CSV_COLUMNS; empty cells are null/unavailable values."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
-        for row in csv_rows(groups):
+        for row in csv_rows(groups, pinned_bw):
             w.writerow([_csv_value(row[c]) for c in CSV_COLUMNS])
     return path

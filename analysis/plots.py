@@ -2,13 +2,17 @@
 comparable slice (same GPU, hidden layers, GEMM, epochs) and writes a PNG.
 
 Every figure has a title that names what is measured and the slice it comes from, axis
-labels with units, and a legend. Counters that are null in the records are drawn as
-"n/a", never as zero bars. A function returns the PNG path, or None when the slice has
+labels with units, and a legend. Timing bars carry whiskers over processes (the bootstrap
+95% interval of the median; none with fewer than 3 processes), unstable ones are hatched,
+a value axis spanning more than a decade is logarithmic, and floors (analysis/aggregate.py)
+are drawn as horizontal lines. Counters that are null in the records are drawn as "n/a",
+never as zero bars. A function returns the PNG path, or None when the slice has
 no data for that figure (e.g. no double-buffer runs), in which case nothing is written.
 """
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -19,8 +23,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from .aggregate import (STRATEGY_ORDER, Group, OverlapPoint, overlap_efficiency,  # noqa: E402
-                        present, reference_batch, representative, strategies_in)
+from .aggregate import (PIPELINED_STRATEGIES, STRATEGY_ORDER, Floor, Group,  # noqa: E402
+                        OverlapPoint, floors, overlap_efficiency, present,
+                        reference_batch, representative, strategies_in)
+from .stats import Summary  # noqa: E402
 
 DPI = 120
 _TAB10 = matplotlib.colormaps["tab10"].colors
@@ -29,6 +35,11 @@ BATCH_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d"
 SCENARIO_ORDER = ("static", "refresh")
 TRANSFER_ORDER = ("u8", "f32")
 NA_COLOR = "0.45"
+UNSTABLE_HATCH = "xx"
+LOG_SPAN = 10.0          # max/min of the plotted values above which the axis is logarithmic
+WHISKER = {"capsize": 2, "elinewidth": 0.8, "ecolor": "0.15"}
+COMPUTE_FLOOR_STYLE = dict(color="0.35", linestyle="--", linewidth=1.1)
+FLOOR_STYLE = dict(color="#7b2cbf", linestyle="-", linewidth=1.8)
 SCENARIO_NOTE = {"static": "static data (never changes)",
                  "refresh": "refresh (host rewrites the data every epoch)"}
 
@@ -43,9 +54,12 @@ def context(groups: Sequence[Group], **extra) -> str:
     """'NVIDIA H200 · hidden 256 · cublas · 10 epochs (+ extra)' for a slice."""
     k = groups[0].key
     parts = [k.gpu, f"hidden {k.hidden_label}", f"GEMM {k.gemm}", f"{k.epochs} epochs/run"]
-    runs = sorted({g.runs for g in groups})
-    parts.append(f"{runs[0]} run{'s' if runs[0] != 1 else ''}/config" if len(runs) == 1
-                 else f"{runs[0]}-{runs[-1]} runs/config")
+    n = sorted({g.n_processes for g in groups})
+    parts.append(f"{n[0]} process{'es' if n[0] != 1 else ''}/config" if len(n) == 1
+                 else f"{n[0]}-{n[-1]} processes/config")
+    prof = {g.timing_profiled for g in groups}
+    parts.append("timing: profiler " + ("on" if prof == {True} else
+                                        "off" if prof == {False} else "off/on (see tables)"))
     for name, value in extra.items():
         parts.append(f"{name.replace('_', ' ')} {value}")
     return " · ".join(parts)
@@ -59,7 +73,10 @@ def _figure(nrows: int, ncols: int, panel_w: float, panel_h: float):
 
 def _finish(fig, path: Path, title: str, subtitle: str, handles, labels,
             ncol: int | None = None) -> Path:
-    fig.suptitle(f"{title}\n{subtitle}", fontsize=12)
+    # Wrap to the figure width (12 pt text: ~0.11 in per character) so nothing is cut off.
+    chars = max(40, int(fig.get_size_inches()[0] / 0.11))
+    fig.suptitle("\n".join(textwrap.wrap(title, chars) + textwrap.wrap(subtitle, chars)),
+                 fontsize=12)
     if handles:
         # As many columns as fit the figure width (9 pt text: ~0.06 in per character,
         # plus the handle), so that no legend entry is cut off at the edges.
@@ -103,12 +120,61 @@ def _strategy_axis(ax, strategies: Sequence[str]) -> None:
     ax.set_axisbelow(True)
 
 
-def _maybe_log(ax, values: Sequence[float], ratio: float = 25.0) -> bool:
+def _maybe_log(ax, values: Sequence[float], ratio: float = LOG_SPAN) -> bool:
     vals = [v for v in values if v and v > 0]
     if vals and max(vals) / min(vals) > ratio:
         ax.set_yscale("log")
         return True
     return False
+
+
+def _ci_err(s: Summary | None, scale: float = 1.0):
+    """yerr for the bootstrap interval of a median, or None without an interval."""
+    if s is None or s.ci is None:
+        return None
+    return [[(s.median - s.ci.low) / scale], [(s.ci.high - s.median) / scale]]
+
+
+def _range_err(values: Sequence[float], center: float, scale: float = 1.0):
+    """yerr from the min to the max over processes (None with fewer than 2)."""
+    if len(values) < 2:
+        return None
+    return [[max(0.0, center - min(values) / scale)],
+            [max(0.0, max(values) / scale - center)]]
+
+
+def _bar(ax, x: float, s: Summary, width: float, color) -> None:
+    """A median bar with its interval whisker, hatched when unstable."""
+    ax.bar(x, s.median, width, color=color, yerr=_ci_err(s), error_kw=WHISKER,
+           hatch=UNSTABLE_HATCH if s.unstable else None,
+           edgecolor="0.1" if s.unstable else None, linewidth=0)
+
+
+def _floor_lines(ax, x: float, width: float, f: Floor) -> list[float]:
+    """Horizontal lines over one bar slot at its compute floor and its floor; the values
+    drawn (so that the axis scaling sees them)."""
+    drawn = []
+    if f.compute_ms is not None:
+        ax.plot([x - width / 2, x + width / 2], [f.compute_ms] * 2, **COMPUTE_FLOOR_STYLE)
+        drawn.append(f.compute_ms)
+    if f.floor_ms is not None:
+        ax.plot([x - width / 2, x + width / 2], [f.floor_ms] * 2, **FLOOR_STYLE)
+        drawn.append(f.floor_ms)
+    return drawn
+
+
+def _common_legend(has_floor: bool, has_compute_floor: bool):
+    handles = [Line2D([], [], color="0.15", marker="_", markersize=10, linewidth=0.8),
+               Patch(facecolor="white", hatch=UNSTABLE_HATCH, edgecolor="0.1")]
+    labels = ["whisker: 95% interval of the median over processes (none: < 3 processes)",
+              "hatched: unstable (interval half-width > 5% of the median)"]
+    if has_compute_floor:
+        handles.append(Line2D([], [], **COMPUTE_FLOOR_STYLE))
+        labels.append("compute floor (resident, static, same launch form)")
+    if has_floor:
+        handles.append(Line2D([], [], **FLOOR_STYLE))
+        labels.append("floor: max(compute, transfer) overlapping / sum serial")
+    return handles, labels
 
 
 def _na(ax, x: float, text: str = "n/a", y: float | None = None) -> None:
@@ -136,9 +202,12 @@ def _compact(v: float) -> str:
 # --------------------------------------------------------------------------------------
 # 1. ms per epoch per strategy
 # --------------------------------------------------------------------------------------
-def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path) -> Path | None:
-    """Bars: steady-state median wall ms per epoch per strategy, one bar per batch size;
-    whiskers from the fastest to the slowest steady-state epoch over all repeats."""
+def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path,
+                      pinned_bw: float | None = None) -> Path | None:
+    """Bars: median over processes of each process's steady-state wall ms per epoch, per
+    strategy, one bar per batch size; whiskers: the 95% interval of that median; hatched:
+    unstable; lines over each bar: its compute floor and its floor (analysis/aggregate.py)."""
+    fl = floors(groups, pinned_bw)
     groups = representative(groups)
     if not groups:
         return None
@@ -147,6 +216,7 @@ def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path) -> Path | None:
     strategies = strategies_in(groups)
     fig, axes = _figure(len(scen), len(trans), 0.75 * len(strategies) + 2.5, 3.8)
     width = 0.8 / len(batches)
+    drew_floor = drew_compute = False
     for r, s in enumerate(scen):
         for c, t in enumerate(trans):
             ax = axes[r][c]
@@ -155,23 +225,26 @@ def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path) -> Path | None:
                 for i, name in enumerate(strategies):
                     x = i + (bi - (len(batches) - 1) / 2) * width
                     g = _find(groups, strategy=name, scenario=s, transfer=t, batch=b)
-                    st = g.steady["wall_ms"] if g else None
+                    st = g.stat("wall_ms") if g else None
                     if st is None:
                         continue
-                    heights.append(st.median)
-                    ax.bar(x, st.median, width * 0.92, color=BATCH_COLORS[bi % 6],
-                           yerr=[[st.median - st.min], [st.max - st.median]],
-                           capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "0.15"})
+                    heights += [st.median] + ([st.ci.low, st.ci.high] if st.ci else [])
+                    _bar(ax, x, st, width * 0.92, BATCH_COLORS[bi % 6])
+                    f = fl[g.key]
+                    heights += _floor_lines(ax, x, width * 0.92, f)
+                    drew_floor |= f.floor_ms is not None
+                    drew_compute |= f.compute_ms is not None
             log = _maybe_log(ax, heights)
             _strategy_axis(ax, strategies)
             ax.set_ylabel("ms per epoch (wall clock)" + (", log scale" if log else ""))
             ax.set_title(_panel_title(s, t), fontsize=10)
     handles = [Patch(color=BATCH_COLORS[i % 6]) for i in range(len(batches))]
     labels = [f"batch {b}" for b in batches]
-    handles.append(Line2D([], [], color="0.15", marker="_", markersize=10, linewidth=0.8))
-    labels.append("whiskers: fastest-slowest steady epoch")
-    return _finish(fig, path, "Time per epoch by strategy (median of steady-state epochs "
-                              "2..N; lower is better)", context(groups), handles, labels)
+    more_h, more_l = _common_legend(drew_floor, drew_compute)
+    return _finish(fig, path, "Time per epoch by strategy (median over processes; lower is "
+                              "better)",
+                   context(groups), handles + more_h, labels + more_l,
+                   ncol=max(len(batches), 2))
 
 
 # --------------------------------------------------------------------------------------
@@ -179,7 +252,7 @@ def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path) -> Path | None:
 # --------------------------------------------------------------------------------------
 def plot_throughput_vs_batch(groups: Sequence[Group], path: str | Path) -> Path | None:
     """Lines: training throughput (samples/s at the median epoch time) vs batch size;
-    the band spans the p25-p75 epoch times."""
+    the band spans the throughput at the ends of the 95% interval; x: unstable."""
     groups = representative(groups)
     if not groups:
         return None
@@ -187,34 +260,49 @@ def plot_throughput_vs_batch(groups: Sequence[Group], path: str | Path) -> Path 
     batches = present(groups, "batch")
     strategies = strategies_in(groups)
     fig, axes = _figure(len(scen), len(trans), 5.5, 3.8)
+    any_unstable = False
     for r, s in enumerate(scen):
         for c, t in enumerate(trans):
             ax = axes[r][c]
+            values = []
             for name in strategies:
                 pts = []
                 for b in batches:
                     g = _find(groups, strategy=name, scenario=s, transfer=t, batch=b)
                     if g and g.samples_per_s:
-                        rng = g.samples_per_s_range() or (g.samples_per_s, g.samples_per_s)
-                        pts.append((b, g.samples_per_s / 1e6, rng[0] / 1e6, rng[1] / 1e6))
+                        iv = g.samples_per_s_interval()
+                        lo, hi = (iv.low, iv.high) if iv else (g.samples_per_s,) * 2
+                        pts.append((b, g.samples_per_s / 1e6, lo / 1e6, hi / 1e6,
+                                    bool(g.stat("wall_ms").unstable)))
                 if not pts:
                     continue
-                xs, ys, lo, hi = zip(*pts)
+                xs, ys, lo, hi, unstable = zip(*pts)
+                values += list(ys) + list(lo) + list(hi)
                 ax.plot(xs, ys, marker="o", color=strategy_color(name), label=name)
                 ax.fill_between(xs, lo, hi, color=strategy_color(name), alpha=0.15,
                                 linewidth=0)
+                bad = [(x, y) for x, y, u in zip(xs, ys, unstable) if u]
+                if bad:
+                    any_unstable = True
+                    ax.plot(*zip(*bad), linestyle="none", marker="x", markersize=9,
+                            color="black")
             ax.set_xscale("log", base=2)
             ax.set_xticks(batches)
             ax.set_xticklabels([str(b) for b in batches])
             ax.minorticks_off()
             ax.set_xlabel("batch size (samples, log scale)")
-            ax.set_ylabel("throughput (million samples/s)")
-            ax.set_ylim(bottom=0)
+            log = _maybe_log(ax, values)
+            ax.set_ylabel("throughput (million samples/s)" + (", log scale" if log else ""))
+            if not log:
+                ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
             ax.set_title(_panel_title(s, t), fontsize=10)
     handles = [Line2D([], [], color=strategy_color(n), marker="o") for n in strategies]
     handles.append(Patch(color="0.5", alpha=0.25))
-    labels = list(strategies) + ["band: p25-p75 epoch time"]
+    labels = list(strategies) + ["band: 95% interval over processes (none: < 3 processes)"]
+    if any_unstable:
+        handles.append(Line2D([], [], linestyle="none", marker="x", color="black"))
+        labels.append("x: unstable (interval half-width > 5%)")
     return _finish(fig, path, "Training throughput vs batch size (steady state; higher "
                               "is better)", context(groups), handles, labels,
                    ncol=min(len(handles), 5))
@@ -229,11 +317,15 @@ BREAKDOWN = (("compute_ms", "compute (compute stream busy)", "#4c72b0"),
 
 
 def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
-                         batch: int | None = None) -> Path | None:
+                         batch: int | None = None,
+                         pinned_bw: float | None = None) -> Path | None:
     """Per strategy, at one batch size: a stacked bar compute + stall + host preparation
-    (steady-state medians; compute + stall ~ GPU ms of the compute stream), the wall time
-    as a black tick, and beside it a hatched bar with the GPU time of the strategy's own
-    copies/prefetches, which may overlap compute and is therefore not stacked."""
+    (medians over processes; compute + stall ~ GPU ms of the compute stream), the wall time
+    as a black tick with its 95% interval, beside it a bar with the GPU time of the
+    strategy's own copies/prefetches (may overlap compute, so not stacked), and lines at
+    the compute floor and the floor. Linear axis: stacked parts are unreadable on a log
+    axis. Hatched: the wall time is unstable."""
+    fl = floors(groups, pinned_bw)
     groups = representative(groups)
     batch = batch or reference_batch(groups)
     groups = [g for g in groups if g.key.batch == batch]
@@ -243,6 +335,7 @@ def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
     strategies = strategies_in(groups)
     fig, axes = _figure(len(scen), len(trans), 0.75 * len(strategies) + 2.5, 4.0)
     w = 0.38
+    drew_floor = drew_compute = False
     for r, s in enumerate(scen):
         for c, t in enumerate(trans):
             ax = axes[r][c]
@@ -250,6 +343,8 @@ def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
                 g = _find(groups, strategy=name, scenario=s, transfer=t)
                 if g is None:
                     continue
+                wall = g.stat("wall_ms")
+                hatch = UNSTABLE_HATCH if wall and wall.unstable else None
                 bottom = 0.0
                 for metric, _, color in BREAKDOWN:
                     v = g.median(metric)
@@ -257,29 +352,39 @@ def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
                         if metric == "compute_ms":
                             _na(ax, i - w / 2)
                         continue
-                    ax.bar(i - w / 2, v, w, bottom=bottom, color=color)
+                    ax.bar(i - w / 2, v, w, bottom=bottom, color=color, hatch=hatch,
+                           edgecolor="0.1" if hatch else None, linewidth=0)
                     bottom += v
-                wall = g.median("wall_ms")
                 if wall is not None:
-                    ax.plot([i - w, i], [wall, wall], color="black", linewidth=2)
+                    ax.plot([i - w, i], [wall.median, wall.median], color="black",
+                            linewidth=2)
+                    err = _ci_err(wall)
+                    if err:
+                        ax.errorbar(i - w / 2, wall.median, yerr=err, fmt="none",
+                                    **WHISKER)
+                f = fl[g.key]
+                _floor_lines(ax, i, 2 * w, f)
+                drew_floor |= f.floor_ms is not None
+                drew_compute |= f.compute_ms is not None
                 copy = g.median("copy_ms")
                 if copy is None:
                     _na(ax, i + w / 2, "no copies")
                 else:
-                    ax.bar(i + w / 2, copy, w, color="#8fbbd9", hatch="///",
-                           edgecolor="#2b6f9e", linewidth=0.5)
+                    ax.bar(i + w / 2, copy, w, color="#8fbbd9", edgecolor="#2b6f9e",
+                           linewidth=0.8)
             _strategy_axis(ax, strategies)
-            ax.set_ylabel("ms per epoch (steady-state median)")
+            ax.set_ylabel("ms per epoch (median over processes)")
             ax.set_ylim(bottom=0)
             ax.set_title(_panel_title(s, t), fontsize=10)
     handles = [Patch(color=c) for _, _, c in BREAKDOWN]
     labels = [l for _, l, _ in BREAKDOWN]
-    handles += [Patch(facecolor="#8fbbd9", hatch="///", edgecolor="#2b6f9e"),
+    handles += [Patch(facecolor="#8fbbd9", edgecolor="#2b6f9e"),
                 Line2D([], [], color="black", linewidth=2)]
     labels += ["copy/prefetch GPU time (may overlap compute; not stacked)",
                "wall-clock epoch time"]
+    more_h, more_l = _common_legend(drew_floor, drew_compute)
     return _finish(fig, path, f"Where an epoch's time goes (batch {batch})",
-                   context(groups), handles, labels, ncol=3)
+                   context(groups), handles + more_h, labels + more_l, ncol=3)
 
 
 # --------------------------------------------------------------------------------------
@@ -287,8 +392,9 @@ def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
 # --------------------------------------------------------------------------------------
 def plot_epoch1_vs_steady(groups: Sequence[Group], path: str | Path,
                           batch: int | None = None) -> Path | None:
-    """Per strategy: wall ms of epoch 1 (warm-up: first-touch faults, graph capture)
-    next to the steady-state median, at one batch size."""
+    """Per strategy: wall ms of epoch 1 (warm-up: first-touch faults, graph capture;
+    median over processes, whiskers min-max over processes) next to the steady-state
+    median (whiskers: 95% interval; hatched: unstable), at one batch size."""
     groups = representative(groups)
     batch = batch or reference_batch(groups)
     groups = [g for g in groups if g.key.batch == batch]
@@ -307,21 +413,29 @@ def plot_epoch1_vs_steady(groups: Sequence[Group], path: str | Path,
                 g = _find(groups, strategy=name, scenario=s, transfer=t)
                 if g is None:
                     continue
-                e1, st = g.epoch1["wall_ms"], g.median("wall_ms")
-                for dx, v, col in ((-w / 2, e1, colors[0]), (w / 2, st, colors[1])):
-                    if v is None:
-                        _na(ax, i + dx)
-                        continue
-                    vals.append(v)
-                    ax.bar(i + dx, v, w, color=col)
-            log = _maybe_log(ax, vals, ratio=20.0)
+                e1, st = g.epoch1["wall_ms"], g.stat("wall_ms")
+                if e1 is None:
+                    _na(ax, i - w / 2)
+                else:
+                    e1_vals = g.epoch1_values("wall_ms")
+                    vals += [e1] + e1_vals
+                    ax.bar(i - w / 2, e1, w, color=colors[0],
+                           yerr=_range_err(e1_vals, e1), error_kw=WHISKER)
+                if st is None:
+                    _na(ax, i + w / 2)
+                else:
+                    vals.append(st.median)
+                    _bar(ax, i + w / 2, st, w, colors[1])
+            log = _maybe_log(ax, vals)
             _strategy_axis(ax, strategies)
             ax.set_ylabel("ms per epoch (wall clock)" + (", log scale" if log else ""))
             ax.set_title(_panel_title(s, t), fontsize=10)
     handles = [Patch(color=colors[0]), Patch(color=colors[1])]
-    labels = ["epoch 1 (warm-up; median over runs)", "steady state (median of epochs 2..N)"]
+    labels = ["epoch 1 (warm-up; median over processes, whisker min-max)",
+              "steady state (median over processes of epochs 2..N)"]
+    more_h, more_l = _common_legend(False, False)
     return _finish(fig, path, f"First epoch vs steady state (batch {batch})",
-                   context(groups), handles, labels)
+                   context(groups), handles + more_h, labels + more_l, ncol=2)
 
 
 # --------------------------------------------------------------------------------------
@@ -331,7 +445,8 @@ def plot_malloc_per_epoch(groups: Sequence[Group], path: str | Path,
                           batch: int | None = None, transfer: str | None = None,
                           api: str = "cudaMalloc") -> Path | None:
     """Table-like heat map per scenario: rows = strategies, columns = set-up (before
-    epoch 1) and epochs 1..N, cell = calls of `api` (median over runs). After set-up
+    epoch 1) and epochs 1..N, cell = calls of `api` (median over the profiled runs; a
+    count, not a timing, so no interval). After set-up
     every strategy should show 0: nothing is allocated inside the training loop."""
     groups = representative(groups)
     batch = batch or reference_batch(groups)
@@ -382,8 +497,8 @@ def plot_malloc_per_epoch(groups: Sequence[Group], path: str | Path,
         ax.axvline(0.5, color="0.3", linewidth=1)
     handles = [Patch(facecolor=cmap(0.8)), Patch(facecolor="white", edgecolor="0.6"),
                Patch(facecolor="0.9", hatch="//", edgecolor="0.75")]
-    labels = [f"{api} calls (number in cell; median over runs)", "0 calls",
-              "n/a: API calls not recorded (--no-profile)"]
+    labels = [f"{api} calls (number in cell; median over profiled runs)", "0 calls",
+              "n/a: no profiled run (API calls are null with --no-profile)"]
     return _finish(fig, path, f"{api} calls per epoch (batch {batch}, {transfer} transfer)",
                    context(groups), handles, labels, ncol=3)
 
@@ -398,9 +513,11 @@ UM_ROWS = (("um_gpu_faults", "GPU page faults per epoch", 1.0),
 
 def plot_um_counters(groups: Sequence[Group], path: str | Path, batch: int | None = None,
                      transfer: str | None = None) -> Path | None:
-    """Per strategy (CUPTI unified-memory counters): GPU page faults and migrated bytes in
-    epoch 1 and in steady state. Strategies whose counters are null (explicit copies,
-    or counters unavailable) are marked n/a, not drawn as zero."""
+    """Per strategy (CUPTI unified-memory counters, from the profiled runs): GPU page faults
+    and migrated bytes in epoch 1 and in steady state, median over processes with min-max
+    whiskers; a linear axis even across decades, so that zeros stay visible. Strategies
+    whose counters are null (explicit copies, counters unavailable, no profiled run) are
+    marked n/a, not drawn as zero."""
     groups = representative(groups)
     batch = batch or reference_batch(groups)
     transfers = present(groups, "transfer", TRANSFER_ORDER)
@@ -417,21 +534,26 @@ def plot_um_counters(groups: Sequence[Group], path: str | Path, batch: int | Non
     for r, (metric, ylabel, scale) in enumerate(UM_ROWS):
         for c, s in enumerate(scen):
             ax = axes[r][c]
-            top = max([0.0] + [v / scale for g in groups if g.key.scenario == s
-                                for v in (g.epoch1[metric], g.median(metric))
-                                if v is not None])
+            vals = []
             for i, name in enumerate(strategies):
                 g = _find(groups, strategy=name, scenario=s)
-                for dx, v, col in ((-w / 2, g.epoch1[metric] if g else None, colors[0]),
-                                   (w / 2, g.median(metric) if g else None, colors[1])):
+                bars = ((-w / 2, g.epoch1[metric], g.epoch1_values(metric), colors[0]),
+                        (w / 2, g.median(metric), g.process_values(metric), colors[1])) \
+                    if g else ((-w / 2, None, [], None), (w / 2, None, [], None))
+                for dx, v, per_process, col in bars:
                     if v is None:
                         _na(ax, i + dx)
                         continue
                     v /= scale
-                    ax.bar(i + dx, v, w, color=col)
+                    vals += [v] + [p / scale for p in per_process]
+                    ax.bar(i + dx, v, w, color=col, error_kw=WHISKER,
+                           yerr=_range_err(per_process, v, scale))
                     ax.annotate(_compact(v), (i + dx, v), xytext=(0, 2),
                                 textcoords="offset points", ha="center", va="bottom",
                                 fontsize=7, rotation=90)
+            # Linear on purpose: a steady-state 0 (nothing migrates) is the finding, and a
+            # log axis cannot draw it.
+            top = max([0.0] + vals)
             ax.set_ylim(0, (top if top > 1e-6 else 1.0) * 1.35)
             _strategy_axis(ax, strategies)
             if r < len(UM_ROWS) - 1:
@@ -439,13 +561,15 @@ def plot_um_counters(groups: Sequence[Group], path: str | Path, batch: int | Non
             ax.set_ylabel(ylabel, fontsize=9)
             if r == 0:
                 ax.set_title(_panel_title(s), fontsize=10)
-    handles = [Patch(color=colors[0]), Patch(color=colors[1])]
-    labels = ["epoch 1 (first touch)", "steady state (median of epochs 2..N)"]
+    handles = [Patch(color=colors[0]), Patch(color=colors[1]),
+               Line2D([], [], color="0.15", marker="_", markersize=10, linewidth=0.8)]
+    labels = ["epoch 1 (first touch)", "steady state (median of epochs 2..N)",
+              "whisker: min-max over profiled processes"]
     handles.append(Patch(facecolor="none", edgecolor="none"))
     labels.append("n/a (grey) = counter is null: not applicable or unavailable, not zero")
     return _finish(fig, path, f"Unified-memory page faults and migrations (batch {batch}, "
                               f"{transfer} transfer)", context(groups), handles, labels,
-                   ncol=3)
+                   ncol=2)
 
 
 # --------------------------------------------------------------------------------------
@@ -453,12 +577,12 @@ def plot_um_counters(groups: Sequence[Group], path: str | Path, batch: int | Non
 # --------------------------------------------------------------------------------------
 def plot_overlap_efficiency(groups: Sequence[Group], path: str | Path,
                             points: Sequence[OverlapPoint] | None = None) -> Path | None:
-    """double-buffer: efficiency = max(copy-only, compute-only) / GPU ms vs pipeline depth,
-    one line per batch size and number of copy streams. compute-only = GPU ms of the
-    `resident` run of the same configuration (hollow markers: no resident run, the
-    double-buffer run's own compute ms was used instead)."""
+    """double-buffer: overlap efficiency (analysis/aggregate.overlap_value) vs pipeline
+    depth, one line per batch size and number of copy streams; marker = the efficiency of
+    the medians, whisker = min-max of each process's own efficiency (the same compute-only
+    reference). Only points with a compute-only reference are drawn."""
     pts = [p for p in (points if points is not None else overlap_efficiency(groups))
-           if p.efficiency is not None]
+           if p.efficiency is not None and p.group.key.strategy in PIPELINED_STRATEGIES]
     if not pts:
         return None
     pgroups = [p.group for p in pts]
@@ -467,15 +591,16 @@ def plot_overlap_efficiency(groups: Sequence[Group], path: str | Path,
     streams = present(pgroups, "streams")
     depths = present(pgroups, "depth")
     styles = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
-    perfect = dict(color="0.35", linestyle=":", linewidth=1.5)
+    ideal = dict(color="0.35", linestyle=":", linewidth=1.5)
     fig, axes = _figure(len(scen), len(trans), 5.2, 3.6)
-    effs = [p.efficiency for p in pts]
-    lo = max(0.0, math.floor((min(effs) - 0.05) * 10) / 10)
+    effs = [e for p in pts for e in [p.efficiency, *p.process_efficiencies]]
+    lo = min(0.0, math.floor((min(effs) - 0.05) * 10) / 10)
     hi = max(1.05, max(effs) + 0.05)
     for r, s in enumerate(scen):
         for c, t in enumerate(trans):
             ax = axes[r][c]
-            ax.axhline(1.0, **perfect)
+            ax.axhline(1.0, **ideal)
+            ax.axhline(0.0, **ideal)
             for bi, b in enumerate(batches):
                 for si, n in enumerate(streams):
                     sel = sorted((p for p in pts if p.group.key.scenario == s
@@ -486,16 +611,17 @@ def plot_overlap_efficiency(groups: Sequence[Group], path: str | Path,
                         continue
                     col = BATCH_COLORS[bi % 6]
                     ax.plot([p.group.key.depth for p in sel], [p.efficiency for p in sel],
-                            color=col, linestyle=styles[si % 4])
+                            color=col, linestyle=styles[si % 4], marker="o")
                     for p in sel:
-                        fallback = p.compute_source != "resident"
-                        ax.plot(p.group.key.depth, p.efficiency, marker="o", color=col,
-                                markerfacecolor="white" if fallback else col)
+                        err = _range_err(p.process_efficiencies, p.efficiency)
+                        if err:
+                            ax.errorbar(p.group.key.depth, p.efficiency, yerr=err,
+                                        fmt="none", capsize=2, elinewidth=0.8, ecolor=col)
             ax.set_xticks(depths)
             ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
             ax.set_ylim(lo, hi)
             ax.set_xlabel("pipeline depth (device batch buffers in flight)")
-            ax.set_ylabel("max(copy, compute) / GPU ms\n(overlap efficiency, 1 = perfect)")
+            ax.set_ylabel("overlap efficiency\n(1 = shorter part hidden, 0 = serial)")
             ax.grid(alpha=0.3)
             ax.set_title(_panel_title(s, t), fontsize=10)
     handles = [Line2D([], [], color=BATCH_COLORS[i % 6], marker="o")
@@ -504,12 +630,10 @@ def plot_overlap_efficiency(groups: Sequence[Group], path: str | Path,
     for si, n in enumerate(streams):
         handles.append(Line2D([], [], color="0.2", linestyle=styles[si % 4]))
         labels.append(f"{n} copy stream{'s' if n != 1 else ''}")
-    handles.append(Line2D([], [], **perfect))
-    labels.append("1.0 = perfect overlap")
-    if any(p.compute_source != "resident" for p in pts):
-        handles.append(Line2D([], [], color="0.2", marker="o", markerfacecolor="white",
-                              linestyle="none"))
-        labels.append("hollow: no resident run, own compute ms used")
+    handles.append(Line2D([], [], **ideal))
+    labels.append("1 = perfect overlap, 0 = serial")
+    handles.append(Line2D([], [], color="0.15", marker="_", markersize=10, linewidth=0.8))
+    labels.append("whisker: min-max over processes")
     return _finish(fig, path, "double-buffer overlap efficiency vs pipeline depth",
                    context(pgroups), handles, labels,
                    ncol=min(len(handles), 4))

@@ -7,17 +7,17 @@
 Inputs are results folders (their records.jsonl) and/or JSON Lines files. Writes into
 OUT: summary.csv (one row per configuration), plots/*.png, report.md (figures linked)
 and report.html (one self-contained page, figures embedded). The report states the
-environment the runs came from, ranks the strategies per scenario and transfer by
-median ms per epoch, lists failed runs, and says which values were null/unavailable.
+environment the runs came from, ranks the strategies per scenario and transfer by the
+median over processes of ms per epoch (never ordering two whose 95% intervals overlap),
+lists failed runs, and says which values were null/unavailable and which runs had the
+profiler on. Statistics: analysis/stats.py; floors and overlap: analysis/aggregate.py;
+both defined in docs/methodology.md.
 """
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as _dt
-import html
 import inspect
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,38 +25,45 @@ from typing import Any, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.aggregate import (Group, aggregate, overlap_efficiency, present,  # noqa: E402
-                                reference_batch, representative, slices,
-                                strategies_in, write_csv)
+from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa: E402
+                                floors, overlap_efficiency, present, reference_batch,
+                                representative, slices, strategies_in, write_csv)
+from analysis.document import Doc, fmt_num  # noqa: E402
 from analysis.plots import PLOTS, SCENARIO_NOTE, context  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
                               ok_records, resolve_inputs)
+from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
+                            describe_interval, stability_label, tiers)
 
 CAPTIONS = {
-    "ms_per_epoch": "Wall-clock time per epoch, median of the steady-state epochs (2..N) "
-                    "pooled over repeats; whiskers span the fastest to slowest steady "
-                    "epoch. double-buffer is shown at its default depth 2 with one copy "
-                    "stream.",
+    "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
+                    "2..N, per bar the median over processes; whiskers: bootstrap 95% "
+                    "interval of that median (none with fewer than 3 processes); hatched: "
+                    "unstable. Dashed grey line: compute floor; solid purple line: floor "
+                    "(docs/methodology.md, Floors). double-buffer is shown at its default "
+                    "depth 2 with one copy stream.",
     "throughput_vs_batch": "Training samples per second at the median epoch time; the "
-                           "band spans the p25-p75 epoch times.",
-    "epoch_breakdown": "Steady-state medians per epoch. Stacked: compute-stream busy time, "
+                           "band spans the 95% interval over processes.",
+    "epoch_breakdown": "Medians over processes. Stacked: compute-stream busy time, "
                        "stall (compute waiting for data) and host-side data preparation "
-                       "(refresh rewrite); black tick: wall clock. Hatched: GPU time of "
-                       "the strategy's own copies/prefetches; it runs on copy engines and "
-                       "may overlap compute, so it is not stacked.",
+                       "(refresh rewrite); black tick: wall clock with its 95% interval. "
+                       "Light blue: GPU time of the strategy's own copies/prefetches; it "
+                       "runs on copy engines and may overlap compute, so it is not stacked. "
+                       "Dashed grey line: compute floor; solid purple line: floor.",
     "epoch1_vs_steady": "Epoch 1 includes first-touch page faults, CUDA-graph capture and "
-                        "library warm-up; steady state is the median of epochs 2..N.",
-    "malloc_per_epoch": "cudaMalloc calls counted by CUPTI: in set-up (before epoch 1) and "
-                        "in every epoch. A correct strategy allocates nothing after "
-                        "set-up, so every epoch column should read 0.",
-    "um_counters": "CUPTI unified-memory counters: GPU page faults and bytes migrated "
-                   "host-to-device and device-to-host, epoch 1 vs steady state. Strategies "
-                   "that do not use managed memory report null (n/a).",
-    "overlap_efficiency": "max(copy-only, compute-only) / GPU ms of each double-buffer "
-                          "run. copy-only = the run's own copy GPU time; compute-only = "
-                          "the GPU ms of the resident run with the same scenario, transfer, "
-                          "batch, hidden and GEMM (the compute floor). 1.0 = the shorter "
-                          "of copy and compute is completely hidden.",
+                        "library warm-up; steady state is the median over processes of "
+                        "each process's median of epochs 2..N.",
+    "malloc_per_epoch": "cudaMalloc calls counted by CUPTI (profiled runs): in set-up "
+                        "(before epoch 1) and in every epoch. A correct strategy allocates "
+                        "nothing after set-up, so every epoch column should read 0.",
+    "um_counters": "CUPTI unified-memory counters (profiled runs): GPU page faults and "
+                   "bytes migrated host-to-device and device-to-host, epoch 1 vs steady "
+                   "state. Strategies that do not use managed memory report null (n/a).",
+    "overlap_efficiency": "Overlap efficiency of each double-buffer configuration "
+                          "(docs/methodology.md, Overlap efficiency): 1 = the shorter of "
+                          "copy and compute is completely hidden, 0 = they ran one after "
+                          "the other. Compute-only = the resident run with one launch per "
+                          "batch, static data, same transfer, batch, hidden and GEMM.",
 }
 NULL_METRICS = {
     "copy_ms": "copy_ms (the strategy issues no copies or prefetches of its own)",
@@ -67,122 +74,6 @@ NULL_METRICS = {
     "kernel_ms": "kernel_ms (CUPTI activity not recorded)",
     "memcpy_ms": "memcpy_ms (CUPTI activity not recorded)",
 }
-
-
-# --------------------------------------------------------------------------------------
-# Document model: a list of blocks rendered to Markdown and to HTML
-# --------------------------------------------------------------------------------------
-class Doc:
-    def __init__(self) -> None:
-        self.blocks: list[tuple] = []
-
-    def h(self, level: int, text: str) -> None:
-        self.blocks.append(("h", level, text))
-
-    def p(self, text: str) -> None:
-        self.blocks.append(("p", text))
-
-    def ul(self, items: Sequence[str]) -> None:
-        if items:
-            self.blocks.append(("ul", list(items)))
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]],
-              align: str = "") -> None:
-        self.blocks.append(("table", list(headers), [list(map(_cell, r)) for r in rows],
-                            align))
-
-    def img(self, path: Path, rel: str, alt: str, caption: str) -> None:
-        self.blocks.append(("img", path, rel, alt, caption))
-
-    # -- Markdown
-    def markdown(self) -> str:
-        out: list[str] = []
-        for b in self.blocks:
-            kind = b[0]
-            if kind == "h":
-                out.append("#" * b[1] + " " + b[2])
-            elif kind == "p":
-                out.append(b[1])
-            elif kind == "ul":
-                out.append("\n".join(f"- {i}" for i in b[1]))
-            elif kind == "table":
-                headers, rows, align = b[1], b[2], b[3]
-                esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-                out.append("| " + " | ".join(esc(h) for h in headers) + " |")
-                out.append("|" + "|".join(("---:" if (align and i < len(align) and
-                                                      align[i] == "r") else "---")
-                                          for i in range(len(headers))) + "|")
-                out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in rows)
-            elif kind == "img":
-                out.append(f"![{b[3]}]({b[2]})\n\n*{b[4]}*")
-            out.append("")
-        return "\n".join(out)
-
-    # -- HTML (self-contained)
-    def html(self, title: str) -> str:
-        body: list[str] = []
-        for b in self.blocks:
-            kind = b[0]
-            if kind == "h":
-                body.append(f"<h{b[1]}>{_inline(b[2])}</h{b[1]}>")
-            elif kind == "p":
-                body.append(f"<p>{_inline(b[1])}</p>")
-            elif kind == "ul":
-                body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in b[1])
-                            + "</ul>")
-            elif kind == "table":
-                headers, rows, align = b[1], b[2], b[3]
-                cls = lambda i: (' class="r"' if align and i < len(align)  # noqa: E731
-                                 and align[i] == "r" else "")
-                head = "".join(f"<th{cls(i)}>{_inline(h)}</th>" for i, h in enumerate(headers))
-                trs = "".join("<tr>" + "".join(f"<td{cls(i)}>{_inline(str(c))}</td>"
-                                               for i, c in enumerate(r)) + "</tr>"
-                              for r in rows)
-                body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody>"
-                            "</table>")
-            elif kind == "img":
-                data = base64.b64encode(Path(b[1]).read_bytes()).decode("ascii")
-                body.append(f'<figure><img alt="{html.escape(b[3])}" '
-                            f'src="data:image/png;base64,{data}">'
-                            f"<figcaption>{_inline(b[4])}</figcaption></figure>")
-        style = (
-            "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;"
-            "max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}"
-            "table{border-collapse:collapse;margin:0.6em 0 1.2em}"
-            "th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:0.92em}"
-            "th{background:#f0f0f0}td.r,th.r{text-align:right}"
-            "figure{margin:1em 0 2em}img{max-width:100%;border:1px solid #ddd}"
-            "figcaption{font-size:0.9em;color:#444;margin-top:0.3em}"
-            "code{background:#f4f4f4;padding:0 3px}h2{border-bottom:1px solid #ddd}")
-        return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                f"<title>{html.escape(title)}</title><style>{style}</style></head><body>\n"
-                + "\n".join(body) + "\n</body></html>\n")
-
-
-def _inline(text: str) -> str:
-    """Escape for HTML; `code` and **bold** spans become tags."""
-    s = html.escape(text)
-    s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", s)
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return _num(v)
-    return str(v)
-
-
-def _num(v: float | None, digits: int = 3) -> str:
-    if v is None:
-        return "n/a"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    return f"{v:.{digits}g}" if a < 1 else f"{v:.2f}"
 
 
 # --------------------------------------------------------------------------------------
@@ -256,9 +147,51 @@ def environment_rows(records: Sequence[dict]) -> tuple[list[list[str]], list[str
     return rows, warnings
 
 
+def _n_cell(g: Group) -> str:
+    """'5 (profiler off)': processes behind the timing and whether CUPTI was on in them."""
+    return f"{g.n_processes} (profiler {'on' if g.timing_profiled else 'off'})"
+
+
+def _median_ci(g: Group) -> str:
+    """Compact 'median [low-high] UNSTABLE' or 'median (n=1)' for secondary columns."""
+    s = g.stat("wall_ms")
+    if s is None:
+        return "n/a"
+    if s.ci is None:
+        return f"{fmt_num(s.median)} (n={s.n})"
+    return (f"{fmt_num(s.median)} [{fmt_num(s.ci.low)}-{fmt_num(s.ci.high)}] n={s.n}"
+            + (" UNSTABLE" if s.unstable else ""))
+
+
+def _spread(g: Group) -> str:
+    s = g.stat("wall_ms")
+    if s is None:
+        return "n/a"
+    return fmt_num(s.min) if s.n == 1 else f"{fmt_num(s.min)}-{fmt_num(s.max)}"
+
+
+def order_text(groups: Sequence[Group], label=lambda g: g.key.strategy) -> str:
+    """'a < {b, c} < d' by wall time, braces around strategies that cannot be ordered."""
+    parts = []
+    for tier in tiers(groups, lambda g: g.stat("wall_ms")):
+        names = [label(g) for g in tier]
+        parts.append(names[0] if len(names) == 1 else "{" + ", ".join(names) + "}")
+    text = " < ".join(parts)
+    loose = sorted((g for g in groups if g.stat("wall_ms") and g.stat("wall_ms").ci is None),
+                   key=lambda g: g.median("wall_ms"))
+    if loose:
+        text += ("; " if text else "") + "not ordered (fewer than " \
+            f"{MIN_PROCESSES} processes, no interval): " + ", ".join(label(g) for g in loose)
+    return text
+
+
 def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
             failed: Sequence[dict] = ()) -> None:
-    """Rank strategies per (scenario, transfer) by median ms/epoch at each batch size."""
+    """Rank strategies per (scenario, transfer) by the median over processes of ms/epoch.
+
+    Ranks come from stats.tiers: strategies whose 95% intervals overlap share a rank and
+    are called indistinguishable; strategies without an interval get no rank at all.
+    """
     rep = representative(groups)
     ref = reference_batch(rep)
     batches = present(rep, "batch")
@@ -266,58 +199,73 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
     for s in present(rep, "scenario", ("static", "refresh")):
         for t in present(rep, "transfer", ("u8", "f32")):
             cands = [g for g in rep if g.key.scenario == s and g.key.transfer == t
-                     and g.key.batch == ref and g.median("wall_ms") is not None]
+                     and g.key.batch == ref and g.stat("wall_ms") is not None]
             if not cands:
                 continue
-            cands.sort(key=lambda g: g.median("wall_ms"))
-            best = cands[0].median("wall_ms")
+            best = min(g.median("wall_ms") for g in cands)
             doc.h(heading_level, f"{SCENARIO_NOTE.get(s, s)}, {t} transfer")
-            headers = ["rank", "strategy", f"ms/epoch @ batch {ref}", "p25-p75",
-                       "vs best", "samples/s"]
+            headers = ["rank", "strategy", f"ms/epoch @ batch {ref}", "95% CI", "n",
+                       "stability", "process min-max", "vs best median", "samples/s"]
             headers += [f"ms/epoch @ {b}" for b in other_batches]
+            ranked = tiers(cands, lambda g: g.stat("wall_ms"))
+            unranked = sorted((g for g in cands if g.stat("wall_ms").ci is None),
+                              key=lambda g: g.median("wall_ms"))
             rows = []
-            for i, g in enumerate(cands, 1):
-                st = g.steady["wall_ms"]
-                row = [i, g.key.variant_label, _num(st.median), f"{_num(st.p25)}-"
-                       f"{_num(st.p75)}", f"{st.median / best:.2f}x",
-                       _num(g.samples_per_s)]
+            for rank_label, g in ([(str(i) if len(tier) == 1 else f"{i} (tie)", g)
+                                   for i, tier in enumerate(ranked, 1) for g in tier]
+                                  + [("none", g) for g in unranked]):
+                st = g.stat("wall_ms")
+                row = [rank_label, g.key.variant_label, fmt_num(st.median),
+                       describe_interval(st), _n_cell(g), stability_label(st), _spread(g),
+                       f"{st.median / best:.2f}x", fmt_num(g.samples_per_s)]
                 for b in other_batches:
                     o = next((x for x in rep if x.key.strategy == g.key.strategy
                               and x.key.scenario == s and x.key.transfer == t
                               and x.key.batch == b), None)
-                    row.append(_num(o.median("wall_ms")) if o else "n/a")
+                    row.append(_median_ci(o) if o else "n/a")
                 rows.append(row)
-            doc.table(headers, rows, align="rlrrrr" + "r" * len(other_batches))
+            doc.table(headers, rows, align="rlrlrlrrr" + "r" * len(other_batches))
             notes = []
+            for i, tier in enumerate(ranked, 1):
+                if len(tier) > 1:
+                    names = ", ".join(g.key.variant_label for g in tier)
+                    notes.append(f"Rank {i} (tie): {names} are indistinguishable (intervals "
+                                 "overlap); listed by median, which is not an order.")
+            if unranked:
+                notes.append("Rank none: " + ", ".join(g.key.variant_label for g in unranked)
+                             + f": fewer than {MIN_PROCESSES} processes, no interval, so no "
+                               "order is claimed; listed by median only.")
+            on = [g.key.variant_label for g in cands if g.timing_profiled]
+            if on:
+                notes.append("Timing with the CUPTI profiler ON (no run with --no-profile): "
+                             + ("every strategy here" if len(on) == len(cands)
+                                else ", ".join(on)) + "; its overhead is included.")
             for b in other_batches:
-                at_b = sorted((g for g in rep if g.key.scenario == s and g.key.transfer == t
-                               and g.key.batch == b and g.median("wall_ms") is not None),
-                              key=lambda g: g.median("wall_ms"))
+                at_b = [g for g in rep if g.key.scenario == s and g.key.transfer == t
+                        and g.key.batch == b and g.stat("wall_ms") is not None]
                 if at_b:
-                    notes.append(f"Order at batch {b}: "
-                                 + " < ".join(g.key.strategy for g in at_b) + ".")
-            variants = [g for g in groups if g.key.depth is not None
+                    notes.append(f"Order at batch {b}: {order_text(at_b)}.")
+            variants = [g for g in groups if g.key.strategy in PIPELINED_STRATEGIES
                         and g.key.scenario == s and g.key.transfer == t
-                        and g.key.batch == ref and g.median("wall_ms") is not None]
+                        and g.key.batch == ref and g.stat("wall_ms") is not None]
             if len(variants) > 1:
-                v = min(variants, key=lambda g: g.median("wall_ms"))
-                notes.append(f"Fastest double-buffer variant at batch {ref}: depth "
-                             f"{v.key.depth}, {v.key.streams} copy "
-                             f"stream{'s' if v.key.streams != 1 else ''}, "
-                             f"{_num(v.median('wall_ms'))} ms/epoch (of {len(variants)} "
-                             "variants run; the table shows depth 2, 1 stream).")
-            ranked = {g.key.strategy for g in cands}
+                notes.append(f"double-buffer variants at batch {ref} ({len(variants)} run; "
+                             "the table shows depth 2, 1 stream): "
+                             + order_text(variants, lambda g: f"d{g.key.depth}c{g.key.streams}"
+                                          f" {fmt_num(g.median('wall_ms'))} ms")
+                             + ".")
+            listed = {g.key.strategy for g in cands}
             lost = sorted({(r.get("config") or {}).get("strategy") for r in failed
                            if (r.get("config") or {}).get("scenario") == s
                            and (r.get("config") or {}).get("transfer") == t
-                           and (r.get("config") or {}).get("batch") == ref} - ranked - {None})
+                           and (r.get("config") or {}).get("batch") == ref} - listed - {None})
             if lost:
                 notes.append("Not ranked, every run failed: " + ", ".join(lost)
                              + " (see Failed runs).")
             doc.ul(notes)
 
 
-def null_notes(groups: Sequence[Group]) -> list[str]:
+def null_notes(groups: Sequence[Group], pinned_bw: float | None = None) -> list[str]:
     notes = []
     for metric, text in NULL_METRICS.items():
         null = [g for g in groups if g.median(metric) is None]
@@ -334,21 +282,75 @@ def null_notes(groups: Sequence[Group]) -> list[str]:
     no_api = sorted({g.key.strategy for g in groups
                      if all(v is None for v in g.malloc_per_epoch)})
     if no_api:
-        notes.append("api_calls: null (run with --no-profile) for " + ", ".join(no_api) + ".")
-    pts = overlap_efficiency(groups)
-    fb = [p for p in pts if p.compute_source != "resident"]
-    if fb:
-        notes.append("Overlap efficiency: no matching resident run for "
-                     + ", ".join(f"{p.group.key.scenario}/{p.group.key.transfer}/batch "
-                                 f"{p.group.key.batch}/depth {p.group.key.depth}" for p in fb)
-                     + "; the double-buffer run's own compute_ms was used as compute-only "
-                       "time instead (hollow markers).")
+        notes.append("api_calls: null (no profiled run, or run with --no-profile) for "
+                     + ", ".join(no_api) + ".")
+    reasons: dict[str, set[str]] = {}
+    for key, f in floors(groups, pinned_bw).items():
+        for why in f.reasons:
+            reasons.setdefault(why, set()).add(key.strategy)
+    for why, names in reasons.items():
+        if why.startswith("no measured pinned"):
+            notes.append("Transfer floor and floor: not drawn, " + why + " (pass "
+                         "`--pinned-bandwidth GB/s`, the measured pinned bulk host-to-device "
+                         "bandwidth); the compute floor is drawn where it exists.")
+        else:
+            notes.append(f"Floors: {why}, for {', '.join(sorted(names))}.")
+    for why in sorted({p.reason for p in overlap_efficiency(groups) if p.reason}):
+        missing = [p.group for p in overlap_efficiency(groups) if p.reason == why]
+        notes.append(f"Overlap efficiency: n/a for {len(missing)} configuration"
+                     f"{'s' if len(missing) != 1 else ''} of "
+                     + ", ".join(strategies_in(missing)) + f": {why}.")
+    return notes
+
+
+def statistics_notes(groups: Sequence[Group]) -> list[str]:
+    """How many processes stand behind the numbers, and what that allows."""
+    n = sorted({g.n_processes for g in groups})
+    few = [g for g in groups if g.n_processes < MIN_PROCESSES]
+    notes = [f"Processes per configuration: {n[0]}" + (f"-{n[-1]}" if len(n) > 1 else "")
+             + "."]
+    if len(few) == len(groups):
+        notes.append(f"**Every configuration has fewer than {MIN_PROCESSES} processes "
+                     f"(n={'/'.join(map(str, n))}, no interval):** no 95% interval can be "
+                     "given, so nothing below is ranked or called stable; medians are "
+                     "listed for reference only. Run the matrix with `repeats >= "
+                     f"{MIN_PROCESSES}` for intervals.")
+    elif few:
+        notes.append(f"{len(few)} of {len(groups)} configurations "
+                     f"{'has' if len(few) == 1 else 'have'} fewer than {MIN_PROCESSES} "
+                     "processes: 'n=..., no interval' in the tables, and no rank.")
+    unstable = [g for g in groups if g.stat("wall_ms") and g.stat("wall_ms").unstable]
+    if unstable:
+        notes.append(f"{len(unstable)} configuration{'s are' if len(unstable) != 1 else ' is'}"
+                     f" UNSTABLE (interval half-width > {UNSTABLE_HALF_WIDTH:.0%} of the "
+                     "median): " + ", ".join(sorted({f"{g.key.variant_label} "
+                                                     f"{g.key.scenario}/{g.key.transfer}/"
+                                                     f"b{g.key.batch}" for g in unstable}))
+                     + ".")
+    on = [g for g in groups if g.timing_profiled]
+    counters = ("; counters (API calls, unified-memory bytes and faults) come from the "
+                "profiled runs.")
+    if len(on) == len(groups):
+        notes.append("**Timing comes from runs with the CUPTI profiler ON** in every "
+                     "configuration (there is no run with --no-profile): its overhead is in "
+                     "every number" + counters)
+    elif on:
+        notes.append(f"Timing comes from runs with the CUPTI profiler off, except for "
+                     f"{len(on)} configuration{'s' if len(on) != 1 else ''} with only "
+                     "profiled runs (tables say 'profiler on')" + counters)
+    else:
+        notes.append("Timing comes from runs with the CUPTI profiler off in every "
+                     "configuration" + counters)
     return notes
 
 
 def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | None = None,
-                 batch: int | None = None) -> dict[str, Any]:
-    """Load, aggregate, plot and write the report; returns what was written."""
+                 batch: int | None = None, pinned_bw: float | None = None) -> dict[str, Any]:
+    """Load, aggregate, plot and write the report; returns what was written.
+
+    pinned_bw: measured pinned bulk host-to-device bandwidth in bytes/s, for the transfer
+    floor; None leaves the transfer floor out and the report says so.
+    """
     out = Path(out)
     files = resolve_inputs(inputs)
     records = load_records(files)
@@ -362,7 +364,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
-    csv_path = write_csv(groups, out / "summary.csv")
+    csv_path = write_csv(groups, out / "summary.csv", pinned_bw)
 
     title = title or f"memstrat results: {', '.join(Path(f).parent.name or str(f) for f in files[:1])}"
     doc = Doc()
@@ -381,9 +383,17 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.h(2, "How to read the numbers")
     doc.ul([
         "**ms/epoch** is wall-clock time of one training epoch (host clock, includes the "
-        "host-side data rewrite in `refresh`). Epoch 1 is warm-up and reported separately; "
-        "every other figure is the median of epochs 2..N, pooled over repeats, with the "
-        "spread given as p25-p75 (tables) or min-max (bars).",
+        "host-side data rewrite in `refresh`). Epoch 1 is warm-up and reported separately. "
+        "Each process (one `memstrat train` run) gives one value, the median of its epochs "
+        "2..N; a configuration's number is the **median over its processes**.",
+        f"**95% CI** is a bootstrap interval of that median over processes (10,000 seeded "
+        f"resamples); it needs at least {MIN_PROCESSES} processes, otherwise the table says "
+        "'n=..., no interval'. **n** counts the processes and says whether the CUPTI "
+        f"profiler was on in them. A configuration is **UNSTABLE** when the interval's "
+        f"half-width exceeds {UNSTABLE_HALF_WIDTH:.0%} of the median.",
+        "**Ranks** are never given to two strategies whose intervals overlap: they share a "
+        "rank marked '(tie)' and are indistinguishable (intervals overlap); a strategy "
+        "without an interval gets rank 'none'.",
         "**static**: the training data never changes, so unified memory migrates once and "
         "then stays on the GPU. **refresh**: the host rewrites the data every epoch "
         "(augmentation), so every strategy must move every byte every epoch.",
@@ -391,7 +401,10 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         "floats (4x the bytes).",
         "Rankings use the batch size shown in the table header; double-buffer is ranked at "
         "its default settings (depth 2, one copy stream).",
+        "Floors and overlap efficiency are defined in docs/methodology.md.",
     ])
+    doc.h(2, "Statistics behind the numbers")
+    doc.ul(statistics_notes(groups))
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}
     parts = slices(groups)
@@ -401,13 +414,14 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         if len(parts) > 1:
             doc.h(2, f"Configuration set {si + 1}: {context(part)}")
             level = 3
-        doc.h(level, "Ranking by median ms/epoch (lower is better)")
+        doc.h(level, "Ranking by median ms/epoch over processes (lower is better)")
         ranking(doc, part, level + 1, failed)
         doc.h(level, "Figures")
         missing = []
+        options = {"batch": batch, "pinned_bw": pinned_bw}
         for name, (fn, heading) in PLOTS.items():
-            kwargs = ({"batch": batch} if batch and "batch" in
-                      inspect.signature(fn).parameters else {})
+            params = inspect.signature(fn).parameters
+            kwargs = {k: v for k, v in options.items() if v is not None and k in params}
             png = fn(part, plots_dir / f"{name}{suffix}.png", **kwargs)
             if png is None:
                 missing.append(heading)
@@ -420,7 +434,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                   + "; ".join(missing) + ".")
 
     doc.h(2, "Null and unavailable values")
-    notes = null_notes(groups)
+    notes = null_notes(groups, pinned_bw)
     doc.ul(notes or ["None: every counter was recorded for every run."])
 
     if failed:
@@ -435,20 +449,27 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         doc.table(["strategy", "scenario", "transfer", "batch", "error", "record"], rows)
 
     doc.h(2, "All configurations")
+    doc.p("Timing columns: median over processes (n says how many, and whether the profiler "
+          "was on in them); counters come from the profiled runs ('profiled runs').")
+    fl = floors(groups, pinned_bw)
+    eff = {p.group.key: p.efficiency for p in overlap_efficiency(groups)}
     rows = []
     for g in groups:
         k = g.key
-        st = g.steady["wall_ms"]
-        rows.append([k.variant_label, k.scenario, k.transfer, k.batch, g.runs,
-                     _num(st.median) if st else "n/a",
-                     f"{_num(st.p25)}-{_num(st.p75)}" if st else "n/a",
-                     _num(g.epoch1["wall_ms"]), _num(g.median("gpu_ms")),
-                     _num(g.median("copy_ms")), _num(g.median("compute_ms")),
-                     _num(g.median("stall_ms")), _num(g.samples_per_s),
-                     _num(g.test_acc)])
-    doc.table(["strategy", "scenario", "transfer", "batch", "runs", "ms/epoch",
-               "p25-p75", "epoch 1 ms", "GPU ms", "copy ms", "compute ms", "stall ms",
-               "samples/s", "test acc"], rows, align="llllrrrrrrrrrr")
+        st = g.stat("wall_ms")
+        rows.append([k.variant_label, k.scenario, k.transfer, k.batch, _n_cell(g),
+                     len(g.counter_records), fmt_num(st.median) if st else "n/a",
+                     describe_interval(st), stability_label(st),
+                     fmt_num(g.epoch1["wall_ms"]), fmt_num(g.median("gpu_ms")),
+                     fmt_num(g.median("copy_ms")), fmt_num(g.median("compute_ms")),
+                     fmt_num(g.median("stall_ms")), fmt_num(fl[k].compute_ms),
+                     fmt_num(fl[k].floor_ms), fmt_num(eff.get(k)),
+                     fmt_num(g.samples_per_s), fmt_num(g.test_acc)])
+    doc.table(["strategy", "scenario", "transfer", "batch", "n", "profiled runs",
+               "ms/epoch", "95% CI", "stability", "epoch 1 ms", "GPU ms", "copy ms",
+               "compute ms", "stall ms", "compute floor ms", "floor ms",
+               "overlap eff.", "samples/s", "test acc"], rows,
+              align="llllrrrllrrrrrrrrrr")
 
     md_path = out / "report.md"
     md_path.write_text(doc.markdown(), encoding="utf-8")
@@ -471,9 +492,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--title", help="report title")
     ap.add_argument("--batch", type=int,
                     help="batch size for single-batch figures (default: 256 if present)")
+    ap.add_argument("--pinned-bandwidth", type=float, metavar="GB/s",
+                    help="measured pinned bulk host-to-device bandwidth in GB/s (1e9 B/s), "
+                         "e.g. from the primitives records; gives the transfer floor "
+                         "(without it the transfer floor is not drawn, and the report says "
+                         "so)")
     args = ap.parse_args(argv)
+    if args.pinned_bandwidth is not None and args.pinned_bandwidth <= 0:
+        ap.error("--pinned-bandwidth must be a positive number of GB/s")
     try:
-        res = build_report(args.inputs, args.out, args.title, args.batch)
+        res = build_report(args.inputs, args.out, args.title, args.batch,
+                           None if args.pinned_bandwidth is None
+                           else args.pinned_bandwidth * 1e9)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -3,11 +3,21 @@
 
     experiments/run_matrix.py experiments/matrices/quick.toml --out results/quick
 
-expands the matrix file into cells (one cell = one `memstrat train` run), runs each cell
-once, and appends its JSON record to ``<out>/records.jsonl``; each cell's output goes to
-``<out>/logs/<cell-key>.log``. Restarting the same command skips every cell that already
-has a record with ``"status": "ok"`` (identified by ``config.run_tag``, which the runner
-passes as ``--run-tag <cell-key>``); failed cells are retried, their failed records kept.
+expands the matrix file into cells (one cell = one repeat of one configuration = one
+`memstrat train` process), runs each cell once, and appends its JSON record to
+``<out>/records.jsonl``; each cell's output goes to ``<out>/logs/<cell-key>.log``.
+
+Order: by default the cells run in a seeded shuffled order (``--order shuffled``, seed
+``--shuffle-seed``, default the matrix's seed): repeat 0 of every configuration in a random
+order, then repeat 1 in another, and so on, so that slow drift of the machine (clocks,
+temperature, other tenants) spreads over all configurations instead of landing on a few
+adjacent cells of the cross product. ``--order sequential`` runs them as expanded. The order is
+deterministic for a seed and written to ``<out>/manifest.json`` (matrix, order, seed, every
+cell key in run order, and what each invocation ran).
+
+Restarting the same command skips every cell that already has a record with
+``"status": "ok"`` (identified by ``config.run_tag``, which the runner passes as
+``--run-tag <cell-key>``); failed cells are retried, their failed records kept.
 
 Crash safety: memstrat writes each cell's record into a private temporary file; the
 runner appends the finished line(s) to records.jsonl with one write + fsync, under a
@@ -32,6 +42,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import shlex
 import signal
 import subprocess
@@ -55,25 +66,37 @@ KNOWN_STRATEGIES = ("resident", "pageable", "pinned", "double-buffer", "zero-cop
 PIPELINED_STRATEGIES = ("double-buffer",)
 DEFAULT_DEPTH = 2
 DEFAULT_COPY_STREAMS = 1
+DEFAULT_EPOCH_LAUNCH = "on"     # memstrat's defaults; a cell passes only other values
+DEFAULT_PROFILE = True
 
 CHOICES = {
     "transfer": ("u8", "f32"),
     "scenario": ("static", "refresh"),
     "gemm": ("cublas", "tiled"),
+    "epoch_launch": ("on", "off"),
 }
 # Axis name in the file -> allowed alternative spellings.
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
-        "depth", "copy_streams")
-AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams"}
+        "depth", "copy_streams", "epoch_launch", "profile")
+AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
+                "epoch-launch": "epoch_launch"}
+# memstrat options that the epoch_launch / profile axes set; a matrix that sets the axis
+# must not set them in extra_args as well.
+AXIS_FLAGS = {"epoch_launch": ("--epoch-launch",), "profile": ("--profile", "--no-profile")}
+# [[exclude]] keys besides the axes: "repeat" (0-based), e.g. to profile only repeat 0.
+RULE_KEYS = AXES + ("repeat",)
 AXIS_DEFAULTS: dict[str, list[Any]] = {
     "scenario": ["static"], "transfer": ["u8"], "batch": [256], "hidden": [(256,)],
     "epochs": [10], "gemm": ["cublas"], "depth": [DEFAULT_DEPTH],
-    "copy_streams": [DEFAULT_COPY_STREAMS],
+    "copy_streams": [DEFAULT_COPY_STREAMS], "epoch_launch": [DEFAULT_EPOCH_LAUNCH],
+    "profile": [DEFAULT_PROFILE],
 }
 RUN_KEYS = ("repeats", "seed", "vary_seed")
 TOP_KEYS = ("name", "description", "axes", "exclude", "extra_args")
 
 RECORDS_FILE = "records.jsonl"
+MANIFEST_FILE = "manifest.json"
+ORDERS = ("shuffled", "sequential")
 
 
 class MatrixError(Exception):
@@ -98,6 +121,8 @@ class Cell:
     repeat: int                # 0-based repeat index
     extra_args: tuple[str, ...] = ()
     nsys: bool = False
+    epoch_launch: str = DEFAULT_EPOCH_LAUNCH   # --epoch-launch
+    profile: bool = DEFAULT_PROFILE            # --profile / --no-profile
 
     @property
     def key(self) -> str:
@@ -106,6 +131,12 @@ class Cell:
                  "h" + "x".join(str(h) for h in self.hidden), f"e{self.epochs}", self.gemm]
         if self.depth is not None:
             parts.append(f"d{self.depth}c{self.copy_streams}")
+        # Only values other than memstrat's defaults appear, so that the keys of matrices
+        # without these axes stay what they were.
+        if self.epoch_launch != DEFAULT_EPOCH_LAUNCH:
+            parts.append(f"elaunch-{self.epoch_launch}")
+        if self.profile != DEFAULT_PROFILE:
+            parts.append("noprofile")
         parts += [f"seed{self.seed}", f"r{self.repeat}"]
         if self.extra_args:
             digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]
@@ -125,6 +156,10 @@ class Cell:
                 "--epochs", str(self.epochs), "--gemm", self.gemm, "--seed", str(self.seed)]
         if self.depth is not None:
             args += ["--depth", str(self.depth), "--copy-streams", str(self.copy_streams)]
+        if self.epoch_launch != DEFAULT_EPOCH_LAUNCH:
+            args += ["--epoch-launch", self.epoch_launch]
+        if self.profile != DEFAULT_PROFILE:
+            args.append("--profile" if self.profile else "--no-profile")
         return args + list(self.extra_args)
 
     def config_stub(self) -> dict[str, Any]:
@@ -144,6 +179,7 @@ class Matrix:
     excluded: int          # cells removed by [[exclude]] rules
     collapsed: int         # duplicate cells removed because depth/copy_streams do not apply
     extra_args: tuple[str, ...]
+    seed: int              # the runs' seed (repeat 0); the default shuffle seed
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -191,6 +227,9 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str]) -> 
             if not isinstance(v, str) or v not in strategies:
                 raise MatrixError(f"{where}: unknown strategy {v!r}; known: "
                                   + ", ".join(strategies) + " (or \"all\")")
+        elif axis == "profile":
+            if not isinstance(v, bool):
+                raise MatrixError(f"{where}: expected true or false, got {v!r}")
         elif axis in CHOICES:
             if v not in CHOICES[axis]:
                 raise MatrixError(f"{where}: {v!r} is not one of {', '.join(CHOICES[axis])}")
@@ -210,6 +249,9 @@ def _normalise_rule_value(axis: str, value: Any, where: str) -> list[Any]:
     alts = _as_list(value)
     if axis == "hidden":
         return [_parse_hidden(v, where) for v in alts]
+    if axis == "repeat" and not all(isinstance(v, int) and not isinstance(v, bool)
+                                    and v >= 0 for v in alts):
+        raise MatrixError(f"{where}: repeat indices are integers from 0, got {value!r}")
     return alts
 
 
@@ -256,6 +298,7 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
                               f"{', '.join(AXES + RUN_KEYS)})")
     if "strategy" not in axes:
         raise MatrixError(f"{path}: axes.strategy is required (a list, or \"all\")")
+    given_axes = set(axes)
     for axis, default in AXIS_DEFAULTS.items():
         axes.setdefault(axis, list(default))
 
@@ -270,9 +313,9 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
         norm: dict[str, list[Any]] = {}
         for raw_key, value in rule.items():
             key = AXIS_ALIASES.get(raw_key, raw_key)
-            if key not in AXES:
+            if key not in RULE_KEYS:
                 raise MatrixError(f"{where}: unknown axis {raw_key!r} "
-                                  f"(allowed: {', '.join(AXES)})")
+                                  f"(allowed: {', '.join(RULE_KEYS)})")
             norm[key] = _normalise_rule_value(key, value, f"{where}.{raw_key}")
         rules.append(norm)
 
@@ -282,6 +325,12 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
     if not isinstance(file_extra, list) or not all(isinstance(a, str) for a in file_extra):
         raise MatrixError(f"{path}: extra_args must be a string or a list of strings")
     all_extra = tuple(file_extra) + tuple(extra_args)
+    for axis, flags in AXIS_FLAGS.items():
+        given = [a for a in all_extra if a.split("=", 1)[0] in flags]
+        if axis in given_axes and given:
+            raise MatrixError(f"{path}: axes.{axis} and the extra arguments "
+                              f"({' '.join(given)}) both set {'/'.join(flags)}; set it in "
+                              "one place")
 
     cells: list[Cell] = []
     seen: set[Cell] = set()
@@ -291,14 +340,15 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
     # drift (clocks, temperature) spreads over all configurations instead of a few.
     for rep in range(run["repeats"]):
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
-        for strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams in \
-                itertools.product(*(axes[a] for a in AXES)):
+        for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
+             epoch_launch, profile) in itertools.product(*(axes[a] for a in AXES)):
             pipelined = strategy in PIPELINED_STRATEGIES
             cell = Cell(strategy=strategy, scenario=scenario, transfer=transfer, batch=batch,
                         hidden=hidden, epochs=epochs, gemm=gemm,
                         depth=depth if pipelined else None,
                         copy_streams=streams if pipelined else None,
-                        seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys)
+                        seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
+                        epoch_launch=epoch_launch, profile=profile)
             if cell in seen:
                 collapsed += 1
                 continue
@@ -317,7 +367,32 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
             print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
     name = doc.get("name", path.stem)
     return Matrix(path=path, name=str(name), description=str(doc.get("description", "")),
-                  cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra)
+                  cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
+                  seed=run["seed"])
+
+
+def run_order(cells: Sequence[Cell], order: str, seed: int) -> list[Cell]:
+    """The cells in the order they run; deterministic for (order, seed).
+
+    sequential: as expanded. shuffled: repeat blocks in turn (every configuration runs
+    once before any runs twice), each block in its own random order drawn from one
+    random.Random(seed), so that every (configuration, repeat) runs exactly once and
+    drift over time is spread over all configurations.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "sequential":
+        return list(cells)
+    rng = random.Random(seed)
+    blocks: dict[int, list[Cell]] = {}
+    for c in cells:
+        blocks.setdefault(c.repeat, []).append(c)
+    out: list[Cell] = []
+    for rep in sorted(blocks):
+        block = list(blocks[rep])
+        rng.shuffle(block)
+        out.extend(block)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -382,6 +457,32 @@ def append_lines(records_path: Path, lines: Sequence[str]) -> None:
 
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_manifest(out: Path, matrix: Matrix, order: str, seed: int,
+                   ordered: Sequence[Cell], pending: Sequence[Cell],
+                   gpus: Sequence[str | None]) -> Path:
+    """Record the run order in OUT/manifest.json: the matrix, the order and its seed, every
+    cell key in run order, and one entry per invocation with the cells it ran (in order).
+    Earlier invocations are kept, so a resumed or re-seeded run stays traceable."""
+    path = out / MANIFEST_FILE
+    invocations: list[Any] = []
+    if path.exists():
+        try:
+            invocations = json.loads(path.read_text(encoding="utf-8")).get("invocations", [])
+        except (json.JSONDecodeError, AttributeError):
+            print(f"warning: {path} was not readable JSON; starting it again",
+                  file=sys.stderr)
+    invocations.append({"started_at": _utc_now(), "order": order, "shuffle_seed": seed,
+                        "gpus": [g if g is not None else "default" for g in gpus],
+                        "cells": [c.key for c in pending]})
+    doc = {"matrix": str(matrix.path.resolve()), "name": matrix.name, "order": order,
+           "shuffle_seed": seed, "cells": [c.key for c in ordered],
+           "invocations": invocations}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def synthesized_failure(cell: Cell, argv: Sequence[str], error: str) -> dict[str, Any]:
@@ -741,9 +842,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--extra-args", default="",
                    help="extra arguments for every `memstrat train`, one string; write "
                         "it with '=' when it starts with '-', e.g. "
-                        "--extra-args=--no-profile (part of the cell identity)")
+                        "--extra-args=--data=/data/mnist (part of the cell identity; the "
+                        "profiler and the epoch launch are matrix axes)")
     p.add_argument("--only", action="append", metavar="KEY",
                    help="run only the cell with this key (repeatable; used by --slurm)")
+    p.add_argument("--order", choices=ORDERS, default="shuffled",
+                   help="shuffled: every repeat of every configuration in a seeded random "
+                        "order that interleaves configurations, repeat by repeat; "
+                        "sequential: as expanded from the matrix (default: %(default)s)")
+    p.add_argument("--shuffle-seed", type=int, metavar="N",
+                   help="seed of the shuffled order (default: the matrix's seed)")
     g = p.add_argument_group("slurm")
     g.add_argument("--slurm", metavar="FILE",
                    help="write a Slurm array job script for the pending cells instead of "
@@ -777,7 +885,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    cells = matrix.cells
+    seed = matrix.seed if args.shuffle_seed is None else args.shuffle_seed
+    cells = run_order(matrix.cells, args.order, seed)
+    ordered = cells
     if args.only:
         by_key = {c.key: c for c in cells}
         unknown = [k for k in args.only if k not in by_key]
@@ -795,7 +905,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                + (f", {sum(c.key in failed_tags for c in pending)} of them failed before"
                   if failed_tags else "")
                + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
-               f"(depth/copy-streams apply to {', '.join(PIPELINED_STRATEGIES)} only)")
+               f"(depth/copy-streams apply to {', '.join(PIPELINED_STRATEGIES)} only); "
+               + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
+                  else "order sequential"))
 
     if args.dry_run:
         print(summary)
@@ -818,6 +930,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         out.mkdir(parents=True, exist_ok=True)
         (out / "logs").mkdir(exist_ok=True)
+        write_manifest(out, matrix, args.order, seed, ordered, pending, ["slurm"])
         Path(args.slurm).write_text(slurm_script(matrix, pending, out, memstrat, args))
         os.chmod(args.slurm, 0o755)
         print(summary + f"\nwrote {args.slurm}: a Slurm array of {len(pending)} tasks; "
@@ -864,6 +977,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif saved.read_text() != text:
             print(f"warning: {matrix.path} differs from the matrix first run into {saved}",
                   file=sys.stderr)
+        write_manifest(out, matrix, args.order, seed, ordered, pending, gpus)
     print(summary, flush=True)
     runner = Runner(matrix, out, memstrat, args.timeout, args.nsys, gpus)
 

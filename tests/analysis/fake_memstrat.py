@@ -40,11 +40,12 @@ def main(argv):
         return 2
     ap = argparse.ArgumentParser()
     for opt in ("--strategy", "--scenario", "--transfer", "--hidden", "--gemm",
-                "--json", "--run-tag"):
+                "--json", "--run-tag", "--epoch-launch"):
         ap.add_argument(opt, required=opt in ("--strategy", "--json"))
     for opt in ("--batch", "--epochs", "--seed", "--depth", "--copy-streams"):
         ap.add_argument(opt, type=int)
-    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--profile", dest="profile", action="store_true", default=True)
+    ap.add_argument("--no-profile", dest="profile", action="store_false")
     a = ap.parse_args(argv[1:])
     tag = a.run_tag or ""
     note("start", tag)
@@ -75,7 +76,10 @@ def main(argv):
                    "transfer": a.transfer or "u8", "batch": a.batch or 256,
                    "hidden": [int(h) for h in (a.hidden or "256").split(",")],
                    "epochs": a.epochs or 2, "seed": a.seed or 1, "gemm": a.gemm or "cublas",
-                   "depth": a.depth or 2, "streams": a.copy_streams or 1},
+                   "depth": a.depth or 2, "streams": a.copy_streams or 1,
+                   "profile": a.profile,
+                   # as memstrat: the launch form that ran (only resident launches per epoch)
+                   "epoch_launch": a.strategy == "resident" and a.epoch_launch != "off"},
         "setup": {"ms": 80.0, "api_calls": {"cudaMalloc": 14}},
         "epochs": [] if failed else epochs,
         "summary": None if failed else {"steady_epochs": len(epochs) - 1},

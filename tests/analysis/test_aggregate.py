@@ -1,11 +1,12 @@
-"""Aggregation over repeats, overlap efficiency and the CSV (analysis/aggregate.py)."""
+"""Aggregation over processes, overlap efficiency and the CSV (analysis/aggregate.py)."""
 import csv
 import statistics
 
 import pytest
 
-from analysis.aggregate import (CSV_COLUMNS, aggregate, overlap_efficiency,
-                                reference_batch, representative, slices, write_csv)
+from analysis.aggregate import (CSV_COLUMNS, REFERENCE_MISSING, aggregate,
+                                overlap_efficiency, reference_batch, representative,
+                                slices, write_csv)
 from analysis.records import load_records
 
 
@@ -19,20 +20,31 @@ def test_repeats_form_one_group_despite_different_seeds(repeats):
     assert repeats[0].runs == 2
 
 
-def test_steady_state_median_and_spread_by_hand(repeats):
-    # run 1 wall ms: 9.0 | 5.0 5.4 ; run 2: 8.0 | 5.2 6.0  (epoch 1 | steady)
-    # pooled steady: 5.0 5.2 5.4 6.0 -> median 5.3; numpy linear p25 = 5.0 + .75*.2,
-    # p75 = 5.4 + .25*.6
-    w = repeats[0].steady["wall_ms"]
+def test_median_over_processes_by_hand(repeats):
+    # process 1 wall ms: 9.0 | 5.0 5.4 ; process 2: 8.0 | 5.2 6.0  (epoch 1 | steady)
+    # per process: 5.2 and 5.6 -> median over processes 5.4; two processes: no interval
+    g = repeats[0]
+    w = g.stat("wall_ms")
+    assert sorted(g.process_values("wall_ms")) == pytest.approx([5.2, 5.6])
+    assert w.median == pytest.approx(5.4)
+    assert (w.min, w.max, w.n) == (pytest.approx(5.2), pytest.approx(5.6), 2)
+    assert w.ci is None and w.unstable is None
+    assert g.n_processes == 2
+    assert g.epoch1["wall_ms"] == pytest.approx(8.5)
+    assert g.median("gpu_ms") == pytest.approx(4.4)     # 4.1 and 4.7
+    assert g.median("copy_ms") == pytest.approx(1.025)  # 1.1 and 0.95
+    assert g.samples_per_s == pytest.approx(60000 / 0.0054)
+    assert g.samples_per_s_interval() is None
+
+
+def test_pooled_epochs_stay_descriptive(repeats):
+    # pooled steady epochs: 5.0 5.2 5.4 6.0 -> median 5.3; numpy linear p25 = 5.0 + .75*.2,
+    # p75 = 5.4 + .25*.6 (kept in summary.csv as pooled_epochs_*, never as an interval)
+    w = repeats[0].pooled_wall
     assert w.median == pytest.approx(5.3)
     assert w.p25 == pytest.approx(5.15)
     assert w.p75 == pytest.approx(5.55)
     assert (w.min, w.max, w.n) == (5.0, 6.0, 4)
-    assert repeats[0].epoch1["wall_ms"] == pytest.approx(8.5)
-    assert sorted(repeats[0].run_wall_medians) == pytest.approx([5.2, 5.6])
-    assert repeats[0].median("gpu_ms") == pytest.approx(4.3)     # 4.0 4.2 4.4 5.0
-    assert repeats[0].median("copy_ms") == pytest.approx(1.0)    # 1.0 1.2 0.9 1.0
-    assert repeats[0].samples_per_s == pytest.approx(60000 / 0.0053)
 
 
 def test_null_counters_stay_none(repeats):
@@ -70,22 +82,40 @@ def test_overlap_efficiency_by_hand(fixture_records, fixture_groups):
                     and r["config"]["batch"] == 256 and r["config"]["depth"] == depth)
 
     db, res = find("double-buffer", 3), find("resident")
-    expected = max(steady(db, "copy_ms"), steady(res, "compute_ms")) / steady(db, "gpu_ms")
-    pts = {(p.group.key.scenario, p.group.key.batch, p.group.key.depth): p
-           for p in overlap_efficiency(fixture_groups)}
-    assert len(pts) == 8
-    p = pts[("static", 256, 3)]
-    assert p.compute_source == "resident"
+    c, x, m = steady(res, "gpu_ms"), steady(db, "copy_ms"), steady(db, "gpu_ms")
+    expected = (c + x - m) / min(c, x)
+    pts = {(p.group.key.strategy, p.group.key.scenario, p.group.key.batch,
+            p.group.key.depth): p for p in overlap_efficiency(fixture_groups)}
+    # every configuration that times copies of its own gets a point
+    assert sum(k[0] == "double-buffer" for k in pts) == 8
+    assert {k[0] for k in pts} == {"resident", "pageable", "pinned", "double-buffer",
+                                   "um-prefetch"}
+    p = pts[("double-buffer", "static", 256, 3)]
+    assert (p.compute_only_ms, p.copy_only_ms, p.measured_ms) == \
+        (pytest.approx(c), pytest.approx(x), pytest.approx(m))
     assert p.efficiency == pytest.approx(expected)
+    assert p.process_efficiencies == [pytest.approx(expected)]   # one process
+    # refresh double-buffer is compared against the STATIC resident reference
+    r = pts[("double-buffer", "refresh", 256, 2)]
+    assert r.compute_only_ms == pytest.approx(c)
 
 
-def test_overlap_efficiency_falls_back_without_resident(fixture_records):
+def test_overlap_efficiency_needs_the_per_batch_reference(fixture_records):
     groups = aggregate(r for r in fixture_records if r["config"]["strategy"] != "resident")
     pts = overlap_efficiency(groups)
-    assert pts and all(p.compute_source == "own compute_ms" for p in pts)
-    p = pts[0]
-    assert p.efficiency == pytest.approx(
-        max(p.copy_only_ms, p.group.median("compute_ms")) / p.group.median("gpu_ms"))
+    assert pts and all(p.efficiency is None and p.reason == REFERENCE_MISSING for p in pts)
+    # a resident run with ONE launch per epoch is not the reference of per-batch strategies
+    import copy
+    single = []
+    for r in fixture_records:
+        if r["status"] == "ok":
+            r = copy.deepcopy(r)
+            if r["config"]["strategy"] == "resident":
+                r["config"]["epoch_launch"] = True
+            single.append(r)
+    pts = [p for p in overlap_efficiency(aggregate(single))
+           if p.group.key.strategy == "double-buffer"]
+    assert pts and all(p.efficiency is None for p in pts)
 
 
 def test_csv_columns_and_nulls(tmp_path, fixture_groups):
@@ -102,7 +132,31 @@ def test_csv_columns_and_nulls(tmp_path, fixture_groups):
     assert um["um_gpu_faults_median"] == "0" and int(um["epoch1_um_gpu_faults"]) > 0
     db = next(r for r in rows if r["strategy"] == "double-buffer")
     assert 0 < float(db["overlap_efficiency"]) <= 1.2
-    assert db["overlap_compute_source"] == "resident"
+    # one process per configuration: no interval, stability unknown (empty, never false)
+    assert pinned["n_processes"] == "1" and pinned["runs"] == "1"
+    assert pinned["ci_low"] == pinned["ci_high"] == pinned["ci_half_pct"] == ""
+    assert pinned["unstable"] == ""
+    assert pinned["timing_profile"] == "true"          # only profiled runs exist
+    assert pinned["epoch_launch"] == "false"
+    assert float(pinned["compute_floor_ms"]) > 0
+    assert pinned["transfer_floor_ms"] == "" and pinned["floor_ms"] == ""  # no bandwidth
+
+
+def test_csv_with_processes_and_bandwidth(tmp_path, fixtures_dir):
+    groups = aggregate(load_records(fixtures_dir / "processes.jsonl"))
+    path = write_csv(groups, tmp_path / "summary.csv", pinned_bw=25e9)
+    with open(path, newline="") as fh:
+        rows = {(r["strategy"], r["epoch_launch"]): r for r in csv.DictReader(fh)}
+    pinned = rows[("pinned", "false")]
+    assert pinned["n_processes"] == "5" and pinned["runs"] == "6"
+    assert pinned["timing_profile"] == "false" and pinned["counter_runs"] == "1"
+    assert float(pinned["ci_low"]) <= float(pinned["wall_ms_median"]) <= float(pinned["ci_high"])
+    assert pinned["unstable"] == "false"
+    assert rows[("um-prefetch", "false")]["unstable"] == "true"
+    assert float(pinned["transfer_floor_ms"]) == pytest.approx(47_280_000 / 25e9 * 1000)
+    assert pinned["floor_form"] == "serial"
+    assert float(pinned["floor_ms"]) == pytest.approx(
+        float(pinned["compute_floor_ms"]) + float(pinned["transfer_floor_ms"]))
 
 
 def test_failed_records_are_not_aggregated(fixture_records):

@@ -113,11 +113,17 @@ def test_shipped_matrices(run_matrix):
     assert {c.strategy for c in quick.cells} == set(run_matrix.KNOWN_STRATEGIES)
     assert {c.epochs for c in quick.cells} == {5}
     full = run_matrix.load_matrix(REPO / "experiments/matrices/full.toml")
-    # 1 repeat: 7 strategies x 12 (batch x transfer x scenario) + double-buffer x 6 (depth x streams) x 12
-    assert len(full.cells) == 1 * (7 * 12 + 6 * 12)
+    # per repeat: 7 strategies x 12 (batch x transfer x scenario) + double-buffer x 6
+    # (depth x streams) x 12 + resident with --epoch-launch off x 12; three unprofiled
+    # repeats plus one profiled
+    configs = 7 * 12 + 6 * 12 + 12
+    assert len(full.cells) == 4 * configs
     assert {c.epochs for c in full.cells} == {6}
     assert {(c.depth, c.copy_streams) for c in full.cells if c.strategy == "double-buffer"} \
         == {(d, s) for d in (2, 3, 4) for s in (1, 2)}
+    assert {c.strategy for c in full.cells if c.epoch_launch == "off"} == {"resident"}
+    assert sum(not c.profile for c in full.cells) == 3 * configs
+    assert {c.repeat for c in full.cells if c.profile} == {0}
 
 
 @pytest.mark.parametrize("text, message", [
@@ -310,3 +316,148 @@ def test_slurm_script(tmp_path, fake_memstrat):
                "--extra-args=--no-profile"])
     assert "#SBATCH --array=0-4\n" in script.read_text()
     assert keys[1] not in script.read_text()
+
+
+# ---------------------------------------------------------------------------- order
+ORDERED = """
+[axes]
+strategy = ["resident", "pinned", "double-buffer", "um"]
+batch = [256, 1024]
+transfer = ["u8", "f32"]
+repeats = 3
+seed = 7
+"""
+
+
+def test_shuffled_order_is_deterministic_and_covers_every_repeat_once(run_matrix,
+                                                                      tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, ORDERED))
+    assert len(m.cells) == 3 * 16 and m.seed == 7
+    a = run_matrix.run_order(m.cells, "shuffled", 7)
+    assert a == run_matrix.run_order(m.cells, "shuffled", 7)          # same seed, same order
+    assert a != run_matrix.run_order(m.cells, "shuffled", 8)          # the seed matters
+    assert sorted(c.key for c in a) == sorted(c.key for c in m.cells)  # each exactly once
+    assert len({c.key for c in a}) == len(a)
+    # repeat by repeat: every configuration runs once before any runs twice ...
+    assert [c.repeat for c in a] == sorted(c.repeat for c in a)
+    # ... in an order that interleaves configurations, different in each block
+    assert a[:16] != m.cells[:16]
+    blocks = [[c.key.rsplit("_r", 1)[0] for c in a[r * 16:(r + 1) * 16]] for r in range(3)]
+    assert blocks[0] != blocks[1] != blocks[2]
+    assert all(sorted(b) == sorted(blocks[0]) for b in blocks)
+    assert run_matrix.run_order(m.cells, "sequential", 7) == m.cells
+    with pytest.raises(ValueError):
+        run_matrix.run_order(m.cells, "random", 7)
+
+
+def test_run_in_shuffled_order_with_manifest(tmp_path, fake_memstrat):
+    out, log = tmp_path / "out", tmp_path / "calls.txt"
+    matrix = write(tmp_path, ORDERED)
+    res = run([matrix, "--out", out, "--memstrat", fake_memstrat],
+              {"FAKE_MEMSTRAT_CALLS": str(log)})
+    assert res.returncode == 0, res.stderr
+    assert "order shuffled, seed 7" in res.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["order"] == "shuffled" and manifest["shuffle_seed"] == 7
+    assert manifest["matrix"] == str(matrix.resolve())
+    ran = [c[1] for c in calls(log)]
+    assert ran == manifest["cells"] == manifest["invocations"][0]["cells"]
+    assert len(ran) == len(set(ran)) == 48
+    assert [r["config"]["run_tag"] for r in records(out)] == ran
+
+    # a rerun, in any order, runs nothing twice
+    res = run([matrix, "--out", out, "--memstrat", fake_memstrat, "--order", "sequential"])
+    assert res.returncode == 0 and "nothing to run" in res.stdout
+
+    # a resumed run keeps the order for what is left and records what it ran
+    out2 = tmp_path / "out2"
+    res = run([matrix, "--out", out2, "--memstrat", fake_memstrat],
+              {"FAKE_MEMSTRAT_FAIL": "pinned_static_u8"})
+    assert res.returncode == 1
+    res = run([matrix, "--out", out2, "--memstrat", fake_memstrat])
+    assert res.returncode == 0, res.stderr
+    inv = json.loads((out2 / "manifest.json").read_text())["invocations"]
+    assert len(inv) == 2 and inv[0]["cells"] == ran
+    assert inv[1]["cells"] == [k for k in ran if k.startswith("pinned_static_u8")]
+
+    # --shuffle-seed changes the order; the dry run prints it
+    dry = run([matrix, "--out", tmp_path / "o2", "--memstrat", fake_memstrat, "--dry-run",
+               "--shuffle-seed", "3"])
+    listed = [l.split("] ", 1)[1].split()[1] for l in dry.stdout.splitlines()
+              if l.startswith("[")]
+    assert "order shuffled, seed 3" in dry.stdout
+    assert sorted(listed) == sorted(ran) and listed != ran
+
+
+def test_epoch_launch_and_profile_axes(run_matrix, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = ["resident", "pinned"]
+epoch_launch = ["on", "off"]
+profile = [false, true]
+[[exclude]]
+strategy = "pinned"
+epoch_launch = "off"
+[[exclude]]
+profile = true
+repeat = [1]
+repeats = 2
+""".replace("repeats = 2\n", "").replace("[axes]\n", "[axes]\nrepeats = 2\n")))
+    keys = {c.key: c for c in m.cells}
+    # defaults leave the key (and so restart-skip of existing results) unchanged
+    assert "resident_static_u8_b256_h256_e10_cublas_seed1_r0" in keys
+    assert "pinned_static_u8_b256_h256_e10_cublas_seed1_r0" in keys
+    off = keys["resident_static_u8_b256_h256_e10_cublas_elaunch-off_noprofile_seed1_r1"]
+    assert off.train_args()[-3:] == ["--epoch-launch", "off", "--no-profile"]
+    default = keys["resident_static_u8_b256_h256_e10_cublas_seed1_r0"]
+    assert "--epoch-launch" not in default.train_args()
+    assert not {"--profile", "--no-profile"} & set(default.train_args())
+    # pinned: 1 launch form x (2 unprofiled + 1 profiled); resident: 2 x 3
+    assert len(m.cells) == 3 + 6
+    assert not any(c.profile and c.repeat == 1 for c in m.cells)
+
+
+@pytest.mark.parametrize("axes, extra, ok", [
+    ("profile = false", ("--no-profile",), False),
+    ("epoch_launch = 'off'", ("--epoch-launch=off",), False),
+    ("epoch_launch = 'off'", ("--no-profile",), True),
+    ("", ("--no-profile",), True),
+])
+def test_axis_flags_set_in_one_place(run_matrix, tmp_path, axes, extra, ok):
+    path = write(tmp_path, f"[axes]\nstrategy = 'resident'\n{axes}\n")
+    if ok:
+        run_matrix.load_matrix(path, extra_args=extra)
+    else:
+        with pytest.raises(run_matrix.MatrixError, match="set it in one place"):
+            run_matrix.load_matrix(path, extra_args=extra)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[axes]\nstrategy = 'pinned'\nprofile = 'no'", "expected true or false"),
+    ("[axes]\nstrategy = 'pinned'\nepoch_launch = 'maybe'", "is not one of on, off"),
+    ("[axes]\nstrategy = 'pinned'\n[[exclude]]\nrepeat = -1", "repeat indices"),
+])
+def test_new_axis_errors(run_matrix, tmp_path, text, message):
+    with pytest.raises(run_matrix.MatrixError, match=message):
+        run_matrix.load_matrix(write(tmp_path, text))
+
+
+def test_unprofiled_records_are_timed_by_the_analysis(tmp_path, fake_memstrat):
+    out = tmp_path / "out"
+    res = run([write(tmp_path, """
+[axes]
+strategy = ["resident", "pinned"]
+epoch_launch = ["on", "off"]
+profile = [false, true]
+repeats = 3
+epochs = 3
+"""), "--out", out, "--memstrat", fake_memstrat])
+    assert res.returncode == 0, res.stderr
+    from analysis.aggregate import aggregate
+    from analysis.records import load_records
+    groups = aggregate(load_records(out))
+    resident = {g.key.epoch_launch: g for g in groups if g.key.strategy == "resident"}
+    assert set(resident) == {True, False}
+    (pinned,) = [g for g in groups if g.key.strategy == "pinned"]   # one launch form
+    assert pinned.runs == 12 and pinned.n_processes == 6 and not pinned.timing_profiled
+    assert pinned.stat("wall_ms").ci is not None
