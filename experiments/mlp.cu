@@ -25,10 +25,11 @@
 #include <stdexcept>
 
 #include "common/nvtx.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/fused_step.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/kernels.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/layerwise/layer_kernels.h"
+#include "kernels/lt_fused/cublaslt_gemm.h"
+#include "kernels/lt_fused/fused_head_update.h"
+#include "kernels/single_launch/step_launcher.h"
 
 namespace memstrat {
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
-#include "kernels/fused_step.h"
-#include "kernels/gemm.h"
+#include "kernels/common/gemm.h"
+#include "kernels/single_launch/step_launcher.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {

@@ -23,7 +23,7 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/fused_step.h"
+#include "kernels/single_launch/step_launcher.h"
 
 using namespace memstrat;
 

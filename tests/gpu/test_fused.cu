@@ -38,10 +38,11 @@
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
 #include "experiments/mlp.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/kernels.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/lt_fused/cublaslt_gemm.h"
+#include "kernels/lt_fused/fused_head_update.h"
+#include "kernels/reference/cpu_reference.h"
 #include "kernel_test_support.h"
 
 namespace {
@@ -544,7 +545,7 @@ Batch make_batch(int rows, std::uint32_t seed) {
   b.pixels.resize(static_cast<std::size_t>(rows) * kF);
   for (auto& p : b.pixels) p = static_cast<std::uint8_t>(px(rng) < 100 ? 0 : px(rng));
   b.x.resize(b.pixels.size());
-  for (std::size_t i = 0; i < b.x.size(); ++i) b.x[i] = ref::normalize_pixel(b.pixels[i]);
+  for (std::size_t i = 0; i < b.x.size(); ++i) b.x[i] = k::normalize_pixel(b.pixels[i]);
   b.y = random_labels(rows, kC, rng);
   return b;
 }

@@ -30,9 +30,10 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/fused_step.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/lt_fused/fused_head_update.h"
+#include "kernels/reference/cpu_reference.h"
+#include "kernels/single_launch/step_launcher.h"
 #include "kernel_test_support.h"
 
 namespace {
@@ -73,7 +74,7 @@ Host make_host(const Case& c, std::uint32_t seed) {
   h.px.resize(static_cast<std::size_t>(c.rows) * c.in);
   for (auto& p : h.px) p = static_cast<std::uint8_t>(px(rng) < 100 ? 0 : px(rng));
   h.x.resize(h.px.size());
-  for (std::size_t i = 0; i < h.x.size(); ++i) h.x[i] = ref::normalize_pixel(h.px[i]);
+  for (std::size_t i = 0; i < h.x.size(); ++i) h.x[i] = k::normalize_pixel(h.px[i]);
   std::uniform_int_distribution<int> lab(0, c.classes - 1);
   h.y.resize(static_cast<std::size_t>(c.rows));
   for (auto& v : h.y) v = lab(rng);

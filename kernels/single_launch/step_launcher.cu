@@ -1,4 +1,4 @@
-// fused_step.cu: the single-launch training step (see fused_step.h).
+// step_launcher.cu: the single-launch training step (see step_launcher.h).
 //
 // One cooperative kernel, 256-thread blocks (8 warps), a grid of 1-2 blocks per SM, three
 // phases with cooperative_groups grid barriers between them. Work items are dealt out
@@ -42,9 +42,9 @@
 #include <string>
 
 #include "common/cuda_check.h"
-#include "kernels/fused_step.h"
-#include "kernels/pixel_norm.h"
-#include "kernels/sgd_step.cuh"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/common/sgd_step.cuh"
+#include "kernels/single_launch/step_launcher.h"
 
 namespace cg = cooperative_groups;
 
@@ -78,7 +78,7 @@ static_assert(kMaxC <= kSmallUnits, "lane c of a half-warp holds dlogits[row][c]
 // it at the join, which serialised the loads and cost 3-5x (measured with step_bench).
 //
 // X is never written during a launch: the read-only path is safe for it. A uint8 X is loaded
-// four pixels to a 32-bit word and normalised with pixel_norm (kernels/pixel_norm.h: the
+// four pixels to a 32-bit word and normalised with pixel_norm (kernels/common/pixel_norm.h: the
 // bits of v / 255.0f without a division or an int -> float conversion).
 template <typename XT>
 struct XLoad;

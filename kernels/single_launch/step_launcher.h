@@ -1,4 +1,4 @@
-// fused_step.h: the whole training step of the one-hidden-layer MLP in ONE kernel launch
+// step_launcher.h: the whole training step of the one-hidden-layer MLP in ONE kernel launch
 // (Mlp's single-launch path, the default where it applies). A cooperative kernel runs three
 // phases separated by grid-wide barriers:
 //   A  forward GEMM   Z = X·W1, split over (warp tile × K chunk) work items, fp32 partials
