@@ -120,7 +120,7 @@ Mlp::Mlp(const MlpConfig& cfg, cudaStream_t stream)
   if (single_off_reason_.empty())
     single_off_reason_ = kernels::step_unsupported_here(cfg_.layers[1], cfg_.layers[2]);
   if (single_off_reason_.empty()) {
-    step_ = std::make_unique<kernels::FusedStep>(cfg_.layers[0], cfg_.layers[1], cfg_.layers[2],
+    step_ = std::make_unique<kernels::StepLauncher>(cfg_.layers[0], cfg_.layers[1], cfg_.layers[2],
                                                  cfg_.max_batch);
     partial_ = DeviceBuffer<float>(
         kernels::step_partial_floats(cfg_.max_batch, cfg_.layers[0], cfg_.layers[1]));

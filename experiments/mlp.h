@@ -105,7 +105,7 @@ class Mlp {
   MlpConfig cfg_;
   cudaStream_t stream_;
   kernels::Gemm gemm_;
-  std::unique_ptr<kernels::FusedStep> step_;  // only on the single-launch path
+  std::unique_ptr<kernels::StepLauncher> step_;  // only on the single-launch path
   DeviceBuffer<float> partial_;               // its phase-A partial sums
   std::string single_off_reason_;
   void train_step_single(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);

@@ -56,7 +56,7 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b256.c_split, 4);
 }
 
-// The tall phase-C tile (launchers for FusedStep::kTallRows rows and more) changes only c_split:
+// The tall phase-C tile (launchers for StepLauncher::kTallRows rows and more) changes only c_split:
 // its tiles are twice as wide, so K is split one step further; phases A and B are the same.
 TEST(StepPlan, TallPhaseCTileSplitsKOneStepFurther) {
   for (const int rows : {1, 8, 100, 128, 256, 600, 1024}) {

@@ -186,7 +186,7 @@ struct OnDevice {
 // One launch of the single-launch step on copies of h.
 Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
   const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
-  const k::FusedStep step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
+  const k::StepLauncher step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
   const OnDevice d(c, h, max_batch, s);
   k::StepArgs a = d.args(c, train);
   a.rows = c.rows;
@@ -352,10 +352,10 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
   EXPECT_NE(k::step_unsupported(784, 256, 17), "");
   EXPECT_NE(k::step_unsupported(784, 8192, 10), "");
   EXPECT_EQ(k::step_unsupported(784, 1024, 10), "");
-  EXPECT_THROW(k::FusedStep(783, 256, 10, 8), std::invalid_argument);
+  EXPECT_THROW(k::StepLauncher(783, 256, 10, 8), std::invalid_argument);
   const Case c{8, 784, 256, 10, false, 0.f};
   const Host h = make_host(c, 1);
-  const k::FusedStep step(784, 256, 10, 8);
+  const k::StepLauncher step(784, 256, 10, 8);
   auto x = to_device(h.x, stream_, 8);
   auto y = to_device(h.y, stream_);
   DeviceBuffer<float> P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256), dl(80),
@@ -405,7 +405,7 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
 Out run_sequence(const Case& c, const Host& h, const std::vector<int>& sizes, bool one_launch,
                  cudaStream_t s, int stamp_step = -1) {
   const int batch = *std::max_element(sizes.begin(), sizes.end());
-  const k::FusedStep step(c.in, c.hidden, c.classes, batch);
+  const k::StepLauncher step(c.in, c.hidden, c.classes, batch);
   const OnDevice d(c, h, batch, s);
   const k::StepArgs a = d.args(c, true);
   std::vector<k::StepBatch> table;
@@ -528,7 +528,7 @@ TEST_F(SingleLaunch, StampedMultiStepLaunchTimesOneStepAndChangesNoBits) {
 }
 
 TEST_F(SingleLaunch, MultiStepRefusesWhatItCannotRun) {
-  const k::FusedStep step(784, 256, 10, 8);
+  const k::StepLauncher step(784, 256, 10, 8);
   DeviceBuffer<float> x(8 * 784), P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256),
       dl(80), part(k::step_partial_floats(8, 784, 256)), loss(8);
   DeviceBuffer<std::int32_t> y(8);
