@@ -17,11 +17,7 @@
 namespace memstrat::kernels {
 namespace {
 
-using grid_stride::aligned;
-using grid_stride::blocks_for;
-using grid_stride::kThreads;
-using grid_stride::thread_index;
-using grid_stride::thread_stride;
+using namespace grid_stride;  // NOLINT(build/namespaces): this file's launch shape
 
 __device__ __forceinline__ float relu_grad_one(float d, float a) { return a > 0.f ? d : 0.f; }
 

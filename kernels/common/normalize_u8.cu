@@ -15,11 +15,7 @@
 namespace memstrat::kernels {
 namespace {
 
-using grid_stride::aligned;
-using grid_stride::blocks_for;
-using grid_stride::kThreads;
-using grid_stride::thread_index;
-using grid_stride::thread_stride;
+using namespace grid_stride;  // NOLINT(build/namespaces): this file's launch shape
 
 __global__ void normalize_u8_kernel(const std::uint8_t* __restrict__ in, float* __restrict__ out,
                                     std::size_t n) {

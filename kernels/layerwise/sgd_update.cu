@@ -17,11 +17,7 @@
 namespace memstrat::kernels {
 namespace {
 
-using grid_stride::aligned;
-using grid_stride::blocks_for;
-using grid_stride::kThreads;
-using grid_stride::thread_index;
-using grid_stride::thread_stride;
+using namespace grid_stride;  // NOLINT(build/namespaces): this file's launch shape
 
 // One parameter. momentum == 0: p -= lr*g. momentum > 0: v = momentum*v + g; p -= lr*v.
 // Explicit fmaf so that the CPU reference (std::fma) is bitwise identical.
