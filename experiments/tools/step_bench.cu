@@ -1,5 +1,5 @@
-// step_bench: times the single-launch training step (kernels/fused_step.h) on random data
-// and shows where its time goes.
+// step_bench: times the single-launch training step (kernels/single_launch/step_launcher.h) on
+// random data and shows where its time goes.
 //
 //   build/step_bench [--batch N] [--hidden H] [--transfer u8|f32] [--reps R] [--blocks-per-sm B]
 //                    [--steps S]

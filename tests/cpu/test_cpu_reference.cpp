@@ -1,4 +1,4 @@
-// test_cpu_reference.cpp: the CPU references (kernels/cpu_reference.h) against values
+// test_cpu_reference.cpp: the CPU references (kernels/reference/cpu_reference.h) against values
 // computed by hand, compare() itself, and a finite-difference check of the reference
 // backward pass of a tiny MLP. Runs without a GPU.
 #include <gtest/gtest.h>

@@ -1,11 +1,11 @@
-// test_fused_step.cu: the single-launch training step (kernels/fused_step.h) against the CPU
+// test_fused_step.cu: the single-launch training step (kernels/single_launch/) against the CPU
 // reference of the same step, for batch sizes that take every phase-A tile shape (1..1024
 // rows), shapes whose tiles do not divide evenly (in 36, hidden 20), uint8 and float input,
 // momentum 0 and 0.9; evaluation (phases A+B only); bitwise determinism and independence
 // of the grid size; several steps in one launch (run_steps) against one launch per step,
 // bitwise; argument checks. Skips (GTEST_SKIP) without a device.
 //
-// Reference (kernels/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
+// Reference (kernels/reference/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
 // cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
 // cpu_ref::fused_update (dW2, db2, db1 and the SGD step of W2, b2, b1, W1).
 // Tolerances (|got - ref| <= atol + rtol·|ref|):

@@ -1,5 +1,6 @@
-// test_kernels.cu: every kernel of kernels.h and both Gemm backends against the CPU
-// reference (kernels/cpu_reference.h) on random inputs of odd and real MLP shapes.
+// test_kernels.cu: every kernel of kernels/layerwise/ and kernels/common/ (normalize_u8,
+// bias_act, relu_backward) and both Gemm backends against the CPU reference
+// (kernels/reference/cpu_reference.h) on random inputs of odd and real MLP shapes.
 // Outputs are poisoned with NaN before every launch, so an element a kernel forgets to write
 // fails the comparison. Skips (GTEST_SKIP) when no CUDA device is present.
 //
