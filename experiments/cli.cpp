@@ -155,9 +155,10 @@ TrainConfig make_train_config(const TrainArgs& a) {
   c.mlp.seed = a.seed;
   c.graphs = a.graphs == "on";
   c.epoch_launch = a.epoch_launch == "on";
-  c.mlp.fused = a.fused != "off";
-  c.mlp.single_launch = a.fused == "on" || a.fused == "single";
-  c.mlp.single_launch_any_size = a.fused == "single";
+  c.mlp.step = a.fused == "single" ? StepKind::SingleLaunch
+               : a.fused == "lt"   ? StepKind::LtFused
+               : a.fused == "off"  ? StepKind::Layerwise
+                                   : StepKind::Auto;  // "on"
   return c;
 }
 

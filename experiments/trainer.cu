@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/nvtx.h"
-#include "kernels/cpu_reference.h"
+#include "kernels/common/pixel_norm.h"
 
 namespace memstrat {
 
@@ -55,7 +55,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, in
 
   if (n_test_ > 0) {
     std::vector<float> tx(data.test_images.size());
-    for (std::size_t i = 0; i < tx.size(); ++i) tx[i] = cpu_ref::normalize_pixel(data.test_images[i]);
+    for (std::size_t i = 0; i < tx.size(); ++i) tx[i] = kernels::normalize_pixel(data.test_images[i]);
     test_x_ = DeviceBuffer<float>(tx.size());
     test_y_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
     test_loss_ = DeviceBuffer<float>(static_cast<std::size_t>(n_test_));

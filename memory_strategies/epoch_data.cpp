@@ -4,7 +4,7 @@
 #include <cstring>
 #include <thread>
 
-#include "kernels/cpu_reference.h"  // normalize_pixel: the same expression as the GPU kernel
+#include "kernels/common/pixel_norm.h"  // normalize_pixel: the same expression as the GPU kernel
 
 namespace memstrat {
 
@@ -60,7 +60,7 @@ void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
       }
       if (as_float) {
         float* dst = static_cast<float*>(images) + static_cast<std::size_t>(i) * F;
-        for (int k = 0; k < F; ++k) dst[k] = cpu_ref::normalize_pixel(px[k]);
+        for (int k = 0; k < F; ++k) dst[k] = kernels::normalize_pixel(px[k]);
       } else {
         std::memcpy(static_cast<std::uint8_t*>(images) + static_cast<std::size_t>(i) * F, px, F);
       }

@@ -1,5 +1,5 @@
-// step_bench: times the single-launch training step (kernels/fused_step.h) on random data
-// and shows where its time goes.
+// step_bench: times the single-launch training step (kernels/single_launch/step_launcher.h) on
+// random data and shows where its time goes.
 //
 //   build/step_bench [--batch N] [--hidden H] [--transfer u8|f32] [--reps R] [--blocks-per-sm B]
 //                    [--steps S]
@@ -7,7 +7,7 @@
 // Prints the median (min-max) of R back-to-back launches timed with CUDA events (after 20
 // warm-up launches), then one launch with per-block %globaltimer stamps: for each phase the
 // time from the first block's start to the last block's end, and how long the grid barriers
-// waited; then (S > 0) the median of 5 launches of S steps each (FusedStep::run_steps, the
+// waited; then (S > 0) the median of 5 launches of S steps each (StepLauncher::run_steps, the
 // trainer's epoch launch), per step, and the same stamps for the middle step of one more such
 // launch. --stamps-csv also writes every block's stamps. Random X / labels / He-initialised
 // weights; lr 0.05, momentum 0.9.
@@ -23,7 +23,7 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/fused_step.h"
+#include "kernels/single_launch/step_launcher.h"
 
 using namespace memstrat;
 
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       std::fprintf(csv.get(), "what,block,point,us\n");
     }
     Stream s = Stream::create();
-    const kernels::FusedStep step(in, hidden, classes, batch, bps);
+    const kernels::StepLauncher step(in, hidden, classes, batch, bps);
     std::mt19937 rng(1);
     std::vector<std::uint8_t> px(static_cast<std::size_t>(batch) * in);
     std::vector<float> xf(px.size());
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     const kernels::StepPlan plan = kernels::plan_step(batch, in, hidden, step.tall_c());
     std::printf("step_bench: batch %d hidden %d %s, grid %d blocks x %d threads; plan a_tr %d "
                 "a_chunks %d b_wpr %d c_split %d, phase-C tile %s\n",
-                batch, hidden, transfer.c_str(), step.grid_blocks(), kernels::FusedStep::kThreads,
+                batch, hidden, transfer.c_str(), step.grid_blocks(), kernels::StepLauncher::kThreads,
                 plan.a_tr, plan.a_chunks, plan.b_wpr, plan.c_split, step.tall_c() ? "32x32 (tall)" : "32x16");
     std::printf("per launch (event to event, %d back-to-back): median %.2f us (min %.2f, max %.2f)\n",
                 reps, us[us.size() / 2], us.front(), us.back());

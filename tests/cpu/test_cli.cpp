@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <sys/wait.h>
 
 #include "common/cuda_raii.h"
@@ -67,21 +67,18 @@ TEST(Cli, DefaultsMatchTheDesign) {
   EXPECT_EQ(c.mlp.layers.size(), 3u);
   EXPECT_EQ(c.mlp.layers[1], 256);
   EXPECT_TRUE(c.graphs);
-  EXPECT_TRUE(c.mlp.fused);
-  EXPECT_TRUE(c.mlp.single_launch);
+  EXPECT_EQ(c.mlp.step, StepKind::Auto);  // fused, the single-launch step where it is faster
   EXPECT_TRUE(p.req.train.profile);
 }
 
 TEST(Cli, FusedChoosesTheStepImplementation) {
-  for (auto [value, fused, single] : {std::tuple{"on", true, true}, std::tuple{"single", true, true},
-                                      std::tuple{"lt", true, false},
-                                      std::tuple{"off", false, false}}) {
+  for (auto [value, kind] :
+       {std::pair{"on", StepKind::Auto}, std::pair{"single", StepKind::SingleLaunch},
+        std::pair{"lt", StepKind::LtFused}, std::pair{"off", StepKind::Layerwise}}) {
     auto p = parse({"train", "--fused", value});
     ASSERT_FALSE(p.code) << p.err;
     const TrainConfig c = make_train_config(p.req.train);
-    EXPECT_EQ(c.mlp.fused, fused) << value;
-    EXPECT_EQ(c.mlp.single_launch, single) << value;
-    EXPECT_EQ(c.mlp.single_launch_any_size, std::string(value) == "single") << value;
+    EXPECT_EQ(c.mlp.step, kind) << value;
   }
 }
 
@@ -118,7 +115,7 @@ TEST(Cli, FullOptionSet) {
   EXPECT_FALSE(c.strategy.advise.preferred_device);
   EXPECT_EQ(c.strategy.seed, 7u);
   EXPECT_EQ(p.req.train.run_tag, "cell-1");
-  EXPECT_FALSE(c.mlp.fused);
+  EXPECT_EQ(c.mlp.step, StepKind::Layerwise);
 }
 
 TEST(Cli, HelpExitsZero) {

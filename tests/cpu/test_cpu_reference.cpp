@@ -1,4 +1,4 @@
-// test_cpu_reference.cpp: the CPU references (kernels/cpu_reference.h) against values
+// test_cpu_reference.cpp: the CPU references (kernels/reference/cpu_reference.h) against values
 // computed by hand, compare() itself, and a finite-difference check of the reference
 // backward pass of a tiny MLP. Runs without a GPU.
 #include <gtest/gtest.h>
@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu_reference.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/reference/cpu_reference.h"
 
 namespace {
 
@@ -91,10 +92,10 @@ TEST(CpuRef, GemmKZeroIsEmptySum) {
 }
 
 TEST(CpuRef, NormalizeU8) {
-  EXPECT_EQ(ref::normalize_pixel(0), 0.0f);
-  EXPECT_EQ(ref::normalize_pixel(255), 1.0f);
-  EXPECT_EQ(ref::normalize_pixel(128), 128.0f / 255.0f);
-  EXPECT_NEAR(ref::normalize_pixel(128), 0.50196078431, 1e-7);
+  EXPECT_EQ(memstrat::kernels::normalize_pixel(0), 0.0f);
+  EXPECT_EQ(memstrat::kernels::normalize_pixel(255), 1.0f);
+  EXPECT_EQ(memstrat::kernels::normalize_pixel(128), 128.0f / 255.0f);
+  EXPECT_NEAR(memstrat::kernels::normalize_pixel(128), 0.50196078431, 1e-7);
   const std::vector<std::uint8_t> in = {0, 128, 255, 51};
   std::vector<float> out(4);
   ref::normalize_u8(in.data(), out.data(), in.size());

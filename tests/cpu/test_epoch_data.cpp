@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "kernels/cpu_reference.h"
+#include "kernels/common/pixel_norm.h"
 #include "memory_strategies/epoch_data.h"
 
 using namespace memstrat;
@@ -76,7 +76,7 @@ TEST(EpochData, LabelsFollowTheOrderAndF32IsNormalisedU8) {
     ASSERT_EQ(0, std::memcmp(iu.data() + i * 784, d.train_images.data() + ord[i] * 784, 784));
   }
   for (std::size_t k = 0; k < iu.size(); ++k)
-    ASSERT_EQ(ifl[k], cpu_ref::normalize_pixel(iu[k])) << k;
+    ASSERT_EQ(ifl[k], kernels::normalize_pixel(iu[k])) << k;
 }
 
 TEST(EpochData, RefreshAugmentationIsAShiftOfAtMostTwoPixels) {

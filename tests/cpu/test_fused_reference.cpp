@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu_reference.h"
+#include "kernels/reference/cpu_reference.h"
 
 namespace {
 

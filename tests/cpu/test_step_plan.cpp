@@ -9,10 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cpu_reference.h"
-
-#include "kernels/fused_step.h"
-#include "kernels/pixel_norm.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/single_launch/step_launcher.h"
 
 namespace {
 
@@ -58,7 +56,7 @@ TEST(StepPlan, SmallBatchesSpreadOverManyWarps) {
   EXPECT_EQ(b256.c_split, 4);
 }
 
-// The tall phase-C tile (launchers for FusedStep::kTallRows rows and more) changes only c_split:
+// The tall phase-C tile (launchers for StepLauncher::kTallRows rows and more) changes only c_split:
 // its tiles are twice as wide, so K is split one step further; phases A and B are the same.
 TEST(StepPlan, TallPhaseCTileSplitsKOneStepFurther) {
   for (const int rows : {1, 8, 100, 128, 256, 600, 1024}) {
@@ -73,12 +71,12 @@ TEST(StepPlan, TallPhaseCTileSplitsKOneStepFurther) {
 
 // The kernel normalises a uint8 pixel with pixel_norm (kernels/pixel_norm.h: 2^23 + v built
 // from the bits, then fmaf(v, hi, v·lo)) instead of converting and dividing. That must equal the
-// division of normalize_u8 / cpu_ref::normalize_pixel bit for bit for every value at every byte
+// division of normalize_u8 / normalize_pixel bit for bit for every value at every byte
 // position of the loaded word (a plain multiply by fl(1/255) differs for 126 values).
 TEST(StepPlan, PixelNormalisationWithoutDivisionIsExact) {
   int differ_mul = 0;
   for (int v = 0; v < 256; ++v) {
-    const float want = memstrat::cpu_ref::normalize_pixel(static_cast<std::uint8_t>(v));
+    const float want = k::normalize_pixel(static_cast<std::uint8_t>(v));
     for (int byte = 0; byte < 4; ++byte) {
       // v at `byte`, other bytes set to something else.
       const unsigned word = (0xA5C3E1F7u & ~(0xFFu << (8 * byte))) | (static_cast<unsigned>(v) << (8 * byte));

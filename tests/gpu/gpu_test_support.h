@@ -14,7 +14,7 @@
 
 #include "common/cuda_raii.h"
 #include "common/mnist.h"
-#include "experiments/mlp.h"
+#include "experiments/core/mlp.h"
 #include "experiments/trainer.h"
 #include "memory_strategies/registry.h"
 

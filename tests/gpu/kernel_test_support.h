@@ -14,7 +14,7 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/cpu_reference.h"
+#include "kernels/reference/cpu_reference.h"
 
 namespace memstrat::kernel_testing {
 

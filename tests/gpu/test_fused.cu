@@ -1,6 +1,6 @@
 // test_fused.cu: the fused one-hidden-layer step: fused_head and fused_update
-// (kernels/fused_mlp.h) against their CPU references, the cuBLASLt wrapper (kernels/gemm_lt.h)
-// against cpu_ref GEMMs, and Mlp's fused path against its layer-by-layer path, for
+// (kernels/lt_fused/fused_head_update.h) against their CPU references, the cuBLASLt wrapper
+// (kernels/lt_fused/cublaslt_gemm.h) against cpu_ref GEMMs, and Mlp's fused path against its layer-by-layer path, for
 // determinism, for independence of where the batch lives, and under CUDA-graph capture.
 // Outputs are poisoned with NaN before every launch. Skips (GTEST_SKIP) without a device.
 //
@@ -37,11 +37,12 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "experiments/mlp.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/kernels.h"
+#include "experiments/core/mlp.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/lt_fused/cublaslt_gemm.h"
+#include "kernels/lt_fused/fused_head_update.h"
+#include "kernels/reference/cpu_reference.h"
 #include "kernel_test_support.h"
 
 namespace {
@@ -526,6 +527,7 @@ TEST_F(Fused, LtGemmPlansOnlyOutsideACapture) {
 using memstrat::BatchView;
 using memstrat::Mlp;
 using memstrat::MlpConfig;
+using memstrat::StepKind;
 
 constexpr int kF = 784, kC = 10;
 
@@ -544,20 +546,18 @@ Batch make_batch(int rows, std::uint32_t seed) {
   b.pixels.resize(static_cast<std::size_t>(rows) * kF);
   for (auto& p : b.pixels) p = static_cast<std::uint8_t>(px(rng) < 100 ? 0 : px(rng));
   b.x.resize(b.pixels.size());
-  for (std::size_t i = 0; i < b.x.size(); ++i) b.x[i] = ref::normalize_pixel(b.pixels[i]);
+  for (std::size_t i = 0; i < b.x.size(); ++i) b.x[i] = k::normalize_pixel(b.pixels[i]);
   b.y = random_labels(rows, kC, rng);
   return b;
 }
 
-// fused && single: the single-launch step (kernels/fused_step.h); fused && !single: the
-// cuBLASLt fused path; !fused: layer by layer.
+// fused && single: the single-launch step (kernels/single_launch/), at every size it takes, not
+// only where it is faster; fused && !single: the cuBLASLt fused path; !fused: layer by layer.
 MlpConfig mlp_config(int hidden, int max_batch, bool fused, bool single = true) {
   MlpConfig m;
-  m.single_launch = single;
-  m.single_launch_any_size = single;  // test it at every size, not only where it is faster
+  m.step = !fused ? StepKind::Layerwise : single ? StepKind::SingleLaunch : StepKind::LtFused;
   m.layers = {kF, hidden, kC};
   m.max_batch = max_batch;
-  m.fused = fused;
   return m;
 }
 
@@ -672,11 +672,11 @@ TEST_F(Fused, MlpUsesTheFusedPathWhereItApplies) {
   EXPECT_EQ(Mlp(mlp_config(256, 256, true, false), stream_).step_kind(), "cublaslt-fused");
   EXPECT_EQ(Mlp(mlp_config(256, 256, false), stream_).step_kind(), "layer-by-layer");
   MlpConfig big = mlp_config(1024, 1024, true);  // batch × hidden beyond the single-launch rule
-  big.single_launch_any_size = false;
+  big.step = StepKind::Auto;
   const Mlp b(big, stream_);
   EXPECT_EQ(b.step_kind(), "cublaslt-fused");
   EXPECT_NE(b.single_off_reason().find("--fused single"), std::string::npos) << b.single_off_reason();
-  big.single_launch_any_size = true;
+  big.step = StepKind::SingleLaunch;
   EXPECT_EQ(Mlp(big, stream_).step_kind(), "single-launch");
   MlpConfig tf32 = mlp_config(256, 256, true);
   tf32.tf32 = true;

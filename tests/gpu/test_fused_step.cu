@@ -1,11 +1,11 @@
-// test_fused_step.cu: the single-launch training step (kernels/fused_step.h) against the CPU
+// test_fused_step.cu: the single-launch training step (kernels/single_launch/) against the CPU
 // reference of the same step, for batch sizes that take every phase-A tile shape (1..1024
 // rows), shapes whose tiles do not divide evenly (in 36, hidden 20), uint8 and float input,
 // momentum 0 and 0.9; evaluation (phases A+B only); bitwise determinism and independence
 // of the grid size; several steps in one launch (run_steps) against one launch per step,
 // bitwise; argument checks. Skips (GTEST_SKIP) without a device.
 //
-// Reference (kernels/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
+// Reference (kernels/reference/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
 // cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
 // cpu_ref::fused_update (dW2, db2, db1 and the SGD step of W2, b2, b1, W1).
 // Tolerances (|got - ref| <= atol + rtol·|ref|):
@@ -30,9 +30,10 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/fused_step.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/lt_fused/fused_head_update.h"
+#include "kernels/reference/cpu_reference.h"
+#include "kernels/single_launch/step_launcher.h"
 #include "kernel_test_support.h"
 
 namespace {
@@ -73,7 +74,7 @@ Host make_host(const Case& c, std::uint32_t seed) {
   h.px.resize(static_cast<std::size_t>(c.rows) * c.in);
   for (auto& p : h.px) p = static_cast<std::uint8_t>(px(rng) < 100 ? 0 : px(rng));
   h.x.resize(h.px.size());
-  for (std::size_t i = 0; i < h.x.size(); ++i) h.x[i] = ref::normalize_pixel(h.px[i]);
+  for (std::size_t i = 0; i < h.x.size(); ++i) h.x[i] = k::normalize_pixel(h.px[i]);
   std::uniform_int_distribution<int> lab(0, c.classes - 1);
   h.y.resize(static_cast<std::size_t>(c.rows));
   for (auto& v : h.y) v = lab(rng);
@@ -185,7 +186,7 @@ struct OnDevice {
 // One launch of the single-launch step on copies of h.
 Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
   const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
-  const k::FusedStep step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
+  const k::StepLauncher step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
   const OnDevice d(c, h, max_batch, s);
   k::StepArgs a = d.args(c, train);
   a.rows = c.rows;
@@ -351,10 +352,10 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
   EXPECT_NE(k::step_unsupported(784, 256, 17), "");
   EXPECT_NE(k::step_unsupported(784, 8192, 10), "");
   EXPECT_EQ(k::step_unsupported(784, 1024, 10), "");
-  EXPECT_THROW(k::FusedStep(783, 256, 10, 8), std::invalid_argument);
+  EXPECT_THROW(k::StepLauncher(783, 256, 10, 8), std::invalid_argument);
   const Case c{8, 784, 256, 10, false, 0.f};
   const Host h = make_host(c, 1);
-  const k::FusedStep step(784, 256, 10, 8);
+  const k::StepLauncher step(784, 256, 10, 8);
   auto x = to_device(h.x, stream_, 8);
   auto y = to_device(h.y, stream_);
   DeviceBuffer<float> P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256), dl(80),
@@ -404,7 +405,7 @@ TEST_F(SingleLaunch, RefusesWhatItCannotRun) {
 Out run_sequence(const Case& c, const Host& h, const std::vector<int>& sizes, bool one_launch,
                  cudaStream_t s, int stamp_step = -1) {
   const int batch = *std::max_element(sizes.begin(), sizes.end());
-  const k::FusedStep step(c.in, c.hidden, c.classes, batch);
+  const k::StepLauncher step(c.in, c.hidden, c.classes, batch);
   const OnDevice d(c, h, batch, s);
   const k::StepArgs a = d.args(c, true);
   std::vector<k::StepBatch> table;
@@ -527,7 +528,7 @@ TEST_F(SingleLaunch, StampedMultiStepLaunchTimesOneStepAndChangesNoBits) {
 }
 
 TEST_F(SingleLaunch, MultiStepRefusesWhatItCannotRun) {
-  const k::FusedStep step(784, 256, 10, 8);
+  const k::StepLauncher step(784, 256, 10, 8);
   DeviceBuffer<float> x(8 * 784), P(784 * 256 + 256 + 2560 + 10), H(8 * 256), dH(8 * 256),
       dl(80), part(k::step_partial_floats(8, 784, 256)), loss(8);
   DeviceBuffer<std::int32_t> y(8);

@@ -16,9 +16,9 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/gemm.h"
-#include "kernels/kernels.h"
+#include "kernels/common/gemm.h"
+#include "kernels/layerwise/layer_kernels.h"
+#include "kernels/reference/cpu_reference.h"
 #include "kernel_test_support.h"
 
 namespace {

@@ -1,5 +1,6 @@
-// test_kernels.cu: every kernel of kernels.h and both Gemm backends against the CPU
-// reference (kernels/cpu_reference.h) on random inputs of odd and real MLP shapes.
+// test_kernels.cu: every kernel of kernels/layerwise/ and kernels/common/ (normalize_u8,
+// bias_act, relu_backward) and both Gemm backends against the CPU reference
+// (kernels/reference/cpu_reference.h) on random inputs of odd and real MLP shapes.
 // Outputs are poisoned with NaN before every launch, so an element a kernel forgets to write
 // fails the comparison. Skips (GTEST_SKIP) when no CUDA device is present.
 //
@@ -37,9 +38,10 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "kernels/cpu_reference.h"
-#include "kernels/gemm.h"
-#include "kernels/kernels.h"
+#include "kernels/common/gemm.h"
+#include "kernels/common/pixel_norm.h"
+#include "kernels/layerwise/layer_kernels.h"
+#include "kernels/reference/cpu_reference.h"
 #include "kernel_test_support.h"
 
 namespace {
@@ -302,7 +304,7 @@ TEST_F(Kernels, NormalizeU8IsBitwiseTheHostExpression) {
   k::normalize_u8(dall.data(), dout.data(), 256, stream_);
   const auto got = to_host(dout.data(), 256, stream_);
   for (int v = 0; v < 256; ++v) {
-    const float h = ref::normalize_pixel(static_cast<std::uint8_t>(v));
+    const float h = k::normalize_pixel(static_cast<std::uint8_t>(v));
     EXPECT_EQ(std::memcmp(&got[v], &h, sizeof(float)), 0) << "pixel " << v;
   }
   EXPECT_EQ(got[0], 0.f);

@@ -1,6 +1,7 @@
 // sgd_step.cuh: the momentum-SGD step for one parameter, as the fused kernels apply it
-// (fused_mlp.cu, fused_step.cu). The same fmaf expressions as sgd_update (elementwise.cu) and
-// cpu_ref::sgd_update, so every path updates a parameter bitwise the same way:
+// (lt_fused/fused_head_update.cu, single_launch/). The same fmaf expressions as sgd_update
+// (layerwise/sgd_update.cu) and cpu_ref::sgd_update, so every path updates a parameter bitwise
+// the same way:
 // v != nullptr: v = fma(momentum, v, g), p = fma(-lr, v, p); else p = fma(-lr, g, p).
 #pragma once
 

@@ -1,5 +1,8 @@
-// cpu_reference.h: plain C++ references of every kernel in kernels.h (namespace
-// memstrat::cpu_ref) and compare(), the atol + rtol·|ref| checker the tests use.
+// cpu_reference.h: plain C++ references of the MLP's kernels (namespace memstrat::cpu_ref):
+// those of the layer-by-layer path (kernels/layerwise/layer_kernels.h), the shared epilogues and
+// uint8 normalisation (kernels/common/), the cuBLASLt path's fused kernels
+// (kernels/lt_fused/fused_head_update.h), and compare(), the atol + rtol·|ref| checker the
+// tests use. Built as its own library (memstrat_cpu_reference), linked by tests and tools only.
 // GEMMs and reductions accumulate in double; the elementwise ops use the same float
 // expressions as the GPU, so their results are bitwise identical to the kernels'.
 #pragma once
@@ -8,14 +11,10 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/fused_mlp.h"
-#include "kernels/kernels.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/lt_fused/fused_head_update.h"
 
 namespace memstrat::cpu_ref {
-
-/// u8 pixel -> [0,1]. The GPU kernel normalize_u8 uses this exact expression, so host
-/// and device normalisation are bitwise identical (tests check all 256 values).
-inline float normalize_pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
 
 /// C[M×N] = A[M×K]·B[K×N] (+bias[N]) (ReLU), double accumulation.
 void gemm_nn(const float* A, const float* B, float* C, int M, int N, int K, const float* bias,
@@ -25,6 +24,7 @@ void gemm_nt(const float* A, const float* B, float* C, int M, int N, int K, cons
 /// C[M×N] = A[K×M]^T·B[K×N].
 void gemm_tn(const float* A, const float* B, float* C, int M, int N, int K);
 
+/// out[i] = kernels::normalize_pixel(in[i]) (the product expression: bitwise the kernel's).
 void normalize_u8(const std::uint8_t* in, float* out, std::size_t n);
 /// C[i][j] = C[i][j] + bias[j] (bias may be nullptr), then ReLU (x < 0 ? 0 : x) if relu.
 void bias_act(float* C, const float* bias, int M, int N, bool relu);
@@ -62,7 +62,7 @@ double mlp_mean_xent(const double* x, const std::int32_t* labels, int rows, int 
                      int classes, const double* w1, const double* b1, const double* w2,
                      const double* b2);
 
-// ---- the fused one-hidden-layer step (kernels/fused_mlp.h) -------------------------------
+// ---- the cuBLASLt fused step (kernels/lt_fused/fused_head_update.h) -----------------------
 /// Same contract as kernels::fused_head, composed of the references above: logits =
 /// gemm_nn(H, W2, b2, Bias) (double sums, rounded to float), softmax_xent on those logits, and
 /// dH = gemm_nt(dlogits, W2, mask = H) from the float dlogits it wrote. Any output may be

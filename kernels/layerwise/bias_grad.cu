@@ -1,4 +1,4 @@
-// bias_grad.cu: db[j] = sum_i dZ[i][j] (see kernels.h).
+// bias_grad.cu: db[j] = sum_i dZ[i][j] (see layer_kernels.h).
 //
 // Kernel versions in this file:
 //   bias_grad_kernel  one block per 32-column chunk, 32×16 threads. Thread (x, y) sums rows
@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.h"
-#include "kernels/kernels.h"
+#include "kernels/layerwise/layer_kernels.h"
 
 namespace memstrat::kernels {
 namespace {

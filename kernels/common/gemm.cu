@@ -1,7 +1,7 @@
 // gemm.cu: class Gemm (see gemm.h): the MLP's GEMMs on cuBLAS or on the tiled kernels.
 //
 // No kernels in this file. The cuBLAS backend calls cublasSgemm and then applies the
-// epilogue with bias_act / relu_backward (elementwise.cu) on the same stream.
+// epilogue with bias_act / relu_backward (epilogue.cu) on the same stream.
 //
 // Layout convention (written once): all memstrat matrices are row-major. cuBLAS is
 // column-major, and a row-major R×C matrix is, byte for byte, the column-major C×R matrix
@@ -16,7 +16,8 @@
 #include <string>
 
 #include "common/cuda_check.h"
-#include "kernels/gemm.h"
+#include "kernels/common/gemm.h"
+#include "kernels/layerwise/layer_kernels.h"
 
 namespace memstrat::kernels {
 

@@ -1,7 +1,7 @@
-// gemm_lt.cu: class GemmLt (see gemm_lt.h). No kernels in this file: cublasLtMatmul, plus
+// cublaslt_gemm.cu: class GemmLt (see cublaslt_gemm.h). No kernels in this file: cublasLtMatmul, plus
 // cudaMemsetAsync / bias_act for the corner cases.
 //
-// Layout convention (as in gemm.cu): memstrat matrices are row-major, cuBLASLt is column-major
+// Layout convention (as in kernels/common/gemm.cu): memstrat matrices are row-major, cuBLASLt is column-major
 // here (CUBLASLT_ORDER_COL, the default). A row-major R×C matrix is, byte for byte, the
 // column-major C×R matrix of its transpose, so for row-major C = op(A)·B we ask cuBLASLt for
 // the column-major C^T (N×M, ld N) = B^T · op(A)^T, i.e. cuBLASLt's "A" is our B and its "B"
@@ -13,7 +13,7 @@
 // exactly "+ bias[N] per row" of the row-major contract.
 // So our A's declared alignment goes to CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES and our B's
 // to ..._A_BYTES.
-#include "kernels/gemm_lt.h"
+#include "kernels/lt_fused/cublaslt_gemm.h"
 
 #include <cstdint>
 #include <stdexcept>

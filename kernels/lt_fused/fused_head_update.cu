@@ -1,9 +1,10 @@
-// fused_mlp.cu: fused_head and fused_update (see fused_mlp.h), the custom kernels of the
-// fused one-hidden-layer step. Together with two cuBLASLt GEMMs (gemm_lt.h) they replace the
+// fused_head_update.cu: fused_head and fused_update (see fused_head_update.h), the custom kernels
+// of the cuBLASLt fused step. Together with two cuBLASLt GEMMs (cublaslt_gemm.h) they replace the
 // 13+ launches of the unfused step by 4 (5 when the batch arrives as uint8).
 //
-// The step (experiments/mlp.cu): H = relu(X·W1 + b1) [GEMM, fused epilogue] -> fused_head ->
-// gW1 = X^T·dH [GEMM] -> fused_update. fused_head reads W2 before fused_update changes it.
+// The step (experiments/core/lt_fused_step.cu): H = relu(X·W1 + b1) [GEMM, fused epilogue] ->
+// fused_head -> gW1 = X^T·dH [GEMM] -> fused_update. fused_head reads W2 before fused_update
+// changes it.
 //
 // Kernel versions in this file:
 //   fused_head_kernel    one warp per row, 8 rows per 256-thread block (grid-stride over rows
@@ -30,8 +31,8 @@
 #include <string>
 
 #include "common/cuda_check.h"
-#include "kernels/fused_mlp.h"
-#include "kernels/sgd_step.cuh"
+#include "kernels/common/sgd_step.cuh"
+#include "kernels/lt_fused/fused_head_update.h"
 
 namespace memstrat::kernels {
 namespace {

@@ -1,4 +1,4 @@
-// gemm_lt.h: GemmLt, a small cuBLASLt wrapper for the MLP's fused path: row-major SGEMMs with
+// cublaslt_gemm.h: GemmLt, a small cuBLASLt wrapper for the MLP's cuBLASLt path: row-major SGEMMs with
 // a fused bias (+ ReLU) epilogue, or with a beta·C accumulation. It owns the cuBLASLt handle,
 // the workspace, and one plan per distinct problem (matmul descriptor, layouts, and the
 // algorithm the heuristic picked once), reused for every later call of that problem.
@@ -25,7 +25,7 @@
 #include <tuple>
 
 #include "common/cuda_raii.h"
-#include "kernels/kernels.h"
+#include "kernels/common/epilogue.h"
 
 namespace memstrat::kernels {
 

@@ -1,5 +1,5 @@
-// cpu_reference.cpp: CPU references of the kernels in kernels.h (see cpu_reference.h).
-#include "kernels/cpu_reference.h"
+// cpu_reference.cpp: CPU references of the MLP's kernels (see cpu_reference.h).
+#include "kernels/reference/cpu_reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 #include <vector>
+
+#include "kernels/common/pixel_norm.h"
 
 namespace memstrat::cpu_ref {
 namespace {
@@ -75,7 +77,7 @@ void gemm_tn(const float* A, const float* B, float* C, int M, int N, int K) {
 }
 
 void normalize_u8(const std::uint8_t* in, float* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = normalize_pixel(in[i]);
+  for (std::size_t i = 0; i < n; ++i) out[i] = kernels::normalize_pixel(in[i]);
 }
 
 void bias_act(float* C, const float* bias, int M, int N, bool relu_on) {

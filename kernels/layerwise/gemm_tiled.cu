@@ -1,4 +1,5 @@
-// gemm_tiled.cu: the custom SGEMMs of kernels.h (gemm_nn_tiled, gemm_nt_tiled, gemm_tn_tiled).
+// gemm_tiled.cu: the custom SGEMMs of layer_kernels.h (gemm_nn_tiled, gemm_nt_tiled,
+// gemm_tn_tiled).
 //
 // Kernel versions in this file:
 //   gemm_tiled_kernel<kAKContig, kBKContig>  shared-memory tiled SGEMM, 64×64 block tile,
@@ -18,7 +19,7 @@
 #include <string>
 
 #include "common/cuda_check.h"
-#include "kernels/kernels.h"
+#include "kernels/layerwise/layer_kernels.h"
 
 namespace memstrat::kernels {
 namespace {

@@ -1,6 +1,13 @@
-// kernels.h: launchers for every CUDA kernel of the MLP. Row-major everywhere.
-// Each launcher takes an explicit stream and checks the launch (CUDA_CHECK_LAST).
-// CPU references for each live in kernels/cpu_reference.h; tests compare the two.
+// layer_kernels.h: the kernels of the layer-by-layer step (Mlp's path for any depth and either
+// GEMM backend), one op per file in kernels/layerwise/:
+//   gemm_tiled.cu    gemm_nn_tiled / gemm_nt_tiled / gemm_tn_tiled, the custom SGEMMs of the
+//                    tiled backend (Gemm with GemmBackend::Tiled, kernels/common/gemm.h)
+//   bias_grad.cu     bias_grad
+//   softmax_xent.cu  softmax_xent
+//   sgd_update.cu    sgd_update over the flat parameter buffer
+// The path also uses kernels/common/: normalize_u8 (pixel_norm.h), Gemm and the epilogues
+// bias_act / relu_backward (epilogue.h). Row-major everywhere. Each launcher takes an explicit
+// stream and checks the launch (CUDA_CHECK_LAST). CPU references: kernels/reference/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,12 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/epilogue.h"
+
 namespace memstrat::kernels {
 
-/// What the GEMM does after the product: nothing, + bias[N] per row, or + bias then ReLU.
-enum class Epilogue { None, Bias, BiasRelu };
-
-// ---- custom tiled GEMMs (kernels/gemm_tiled.cu) ---------------------------------------
+// ---- custom tiled GEMMs (gemm_tiled.cu) -------------------------------------------------
 /// C[M×N] = A[M×K] · B[K×N]  (+ bias) (ReLU)                      forward: Z = X·W + b
 void gemm_nn_tiled(const float* A, const float* B, float* C, int M, int N, int K,
                    const float* bias, Epilogue ep, cudaStream_t s);
@@ -24,13 +30,7 @@ void gemm_nt_tiled(const float* A, const float* B, float* C, int M, int N, int K
 /// C[M×N] = A[K×M]^T · B[K×N]                                    backward: dW = X^T·dZ
 void gemm_tn_tiled(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t s);
 
-// ---- elementwise / reductions ----------------------------------------------------------
-/// out[i] = float(in[i]) / 255.0f  (the host uses the same expression: bitwise identical)
-void normalize_u8(const std::uint8_t* in, float* out, std::size_t n, cudaStream_t s);
-/// C[M×N] += bias[N] per row, then ReLU if relu (the cuBLAS path's epilogue)
-void bias_act(float* C, const float* bias, int M, int N, bool relu, cudaStream_t s);
-/// dA[i] *= (A[i] > 0)
-void relu_backward(float* dA, const float* A, std::size_t n, cudaStream_t s);
+// ---- reductions and the update -----------------------------------------------------------
 /// db[j] = sum_i dZ[i][j], fixed summation order (deterministic)
 void bias_grad(const float* dZ, float* db, int M, int N, cudaStream_t s);
 /// Row-wise softmax + cross-entropy. For every row i < M:

@@ -1,4 +1,12 @@
-// fused_mlp.h: the fused kernels of the one-hidden-layer MLP step (Mlp's fused path):
+// fused_head_update.h: the cuBLASLt fused step of the one-hidden-layer MLP (Mlp's
+// "cublaslt-fused" path: 4 launches per step, 5 for a uint8 batch). Files of kernels/lt_fused/:
+//   cublaslt_gemm.{h,cu}      GemmLt: the two GEMMs (H = relu(X·W1 + b1) with a fused epilogue,
+//                             gW1 = X^T·dH), one cuBLASLt plan per problem chosen up front
+//   fused_head_update.{h,cu}  the path's own kernels, declared below
+// The path also uses kernels/common/: normalize_u8 (a uint8 batch), sgd_step.cuh, and Gemm
+// (cuBLAS) for row counts without a cuBLASLt plan. The order of the launches is in
+// experiments/core/lt_fused_step.cu.
+//
 // fused_head (logits + softmax cross-entropy + dlogits + dH in one pass over a row) and
 // fused_update (the small layer's gradients, every bias gradient and the SGD step of all
 // parameters in one launch). Row-major everywhere; each launcher takes an explicit stream and

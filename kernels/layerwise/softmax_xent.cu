@@ -1,5 +1,5 @@
 // softmax_xent.cu: row-wise softmax + cross-entropy, its gradient, and first-maximum
-// argmax accuracy (see kernels.h).
+// argmax accuracy (see layer_kernels.h).
 //
 // Kernel versions in this file:
 //   softmax_xent_warp_kernel  one warp per row (8 rows per 256-thread block), any C. Lane l
@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.h"
-#include "kernels/kernels.h"
+#include "kernels/layerwise/layer_kernels.h"
 
 namespace memstrat::kernels {
 namespace {

@@ -1,6 +1,8 @@
-// gemm.h: Gemm, the GEMM backend the MLP calls: cuBLAS (default) or the custom tiled kernels.
-// Same row-major contract as kernels.h; the cuBLAS path applies epilogues with bias_act /
-// relu_backward.
+// gemm.h: Gemm, the GEMM backend the MLP calls: cuBLAS (default) or the custom tiled kernels
+// (kernels/layerwise/gemm_tiled.cu). The layer-by-layer path runs every GEMM through it; the
+// cuBLASLt path runs, through its cuBLAS backend, the GEMMs of row counts it has no cuBLASLt
+// plan for. Same row-major contract as the tiled kernels (layer_kernels.h); the cuBLAS backend
+// applies epilogues with bias_act / relu_backward (epilogue.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +10,7 @@
 #include <string_view>
 
 #include "common/cuda_raii.h"
-#include "kernels/kernels.h"
+#include "kernels/common/epilogue.h"
 
 namespace memstrat::kernels {
 

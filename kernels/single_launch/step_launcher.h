@@ -1,4 +1,4 @@
-// fused_step.h: the whole training step of the one-hidden-layer MLP in ONE kernel launch
+// step_launcher.h: the whole training step of the one-hidden-layer MLP in ONE kernel launch
 // (Mlp's single-launch path, the default where it applies). A cooperative kernel runs three
 // phases separated by grid-wide barriers:
 //   A  forward GEMM   Z = X·W1, split over (warp tile × K chunk) work items, fp32 partials
@@ -18,6 +18,17 @@
 // 1 <= classes <= kStepMaxClasses, and W2 fits in 96 KiB of shared memory. X must be 16-byte
 // (f32) / 4-byte (u8) aligned: every strategy's batches are when in % 4 == 0; run() refuses a
 // pointer that is not rather than read it misaligned.
+//
+// Files of kernels/single_launch/:
+//   step_launcher.{h,cu}  this interface; the kernels (one step, several steps) and StepLauncher
+//   step_plan.{h,cpp}     host-side plan: shape rule, work split (StepPlan), phase-A workspace
+//   layout.h              shapes and shared-memory layout shared by host and device
+//   step_body.cuh         one step: the phases in order, with the grid barriers
+//   phase_a.cuh           A, the forward GEMM
+//   phase_b.cuh           B, the head
+//   phase_c.cuh           C, the gradients and the SGD update
+//   phase_helpers.cuh     device helpers of every phase (loads, normalise on load, stamps)
+// It also uses kernels/common/pixel_norm.h (pixel_norm) and sgd_step.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,29 +37,15 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/single_launch/step_plan.h"
+
 namespace memstrat::kernels {
 
 inline constexpr int kStepMaxClasses = 16;
 
-/// "" when the single-launch step takes this shape, else the reason it does not.
-std::string step_unsupported(int in, int hidden, int classes);
 /// "" when the current device can run the single-launch step for this shape (cooperative
 /// launch, the step's shared memory per block, 64 KiB and more), else the reason it cannot.
 std::string step_unsupported_here(int hidden, int classes);
-
-/// How one step with `rows` rows is split into work items (a pure function of its arguments).
-struct StepPlan {
-  int rows = 0;
-  int a_tr = 8;     // phase A warp tile: (4·a_tr) rows × (128 / a_tr) hidden units
-  int a_chunks = 1; // phase A: K (= in) split into this many chunks, summed in phase B in order
-  int b_wpr = 1;    // phase B: warps per row (each takes every b_wpr-th group of 32 units)
-  int c_split = 1;  // phase C: warps splitting K (= rows) of one 32×16 (tall: 32×32) gW1 tile
-};
-StepPlan plan_step(int rows, int in, int hidden);  // tall_c = false
-/// tall_c: the plan of a launcher with phase C's tall lane tile (FusedStep::tall_c()).
-StepPlan plan_step(int rows, int in, int hidden, bool tall_c);
-/// Floats of the phase-A partial buffer a step of up to max_batch rows needs.
-std::size_t step_partial_floats(int max_batch, int in, int hidden);
 
 /// Everything one launch reads and writes. Exactly one of x_f32 / x_u8 is set.
 struct StepArgs {
@@ -83,7 +80,7 @@ struct StepArgs {
 };
 
 /// What changes from one step to the next when several steps run in one launch
-/// (FusedStep::run_steps). Build it with FusedStep::batch, which checks it.
+/// (StepLauncher::run_steps). Build it with StepLauncher::batch, which checks it.
 struct alignas(16) StepBatch {
   const void* x = nullptr;  // [rows × in], uint8 or float as the launch's StepArgs says
   const std::int32_t* labels = nullptr;
@@ -103,10 +100,10 @@ inline constexpr int kStepStamps = 7;
 
 /// The launcher: sizes the cooperative grid once (occupancy query at construction, never
 /// inside a graph capture) and checks every call's arguments.
-class FusedStep {
+class StepLauncher {
  public:
   /// blocks_per_sm == 0: as many as fit, at most 2.
-  FusedStep(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
+  StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
   void run(const StepArgs& a, cudaStream_t s) const;
   /// One training step's per-batch part, checked (rows in 1..max_batch, alignment, non-null x
   /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ..., tall_c()).

@@ -1,0 +1,125 @@
+// single_launch_step.cu: SingleLaunchStep (see single_launch_step.h).
+#include "experiments/core/single_launch_step.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "common/nvtx.h"
+
+namespace memstrat {
+
+namespace {
+bool same_batch(const kernels::StepBatch& a, const kernels::StepBatch& b) {
+  return a.x == b.x && a.labels == b.labels && a.sample_loss == b.sample_loss &&
+         a.sample_correct == b.sample_correct && a.rows == b.rows && a.grad_scale == b.grad_scale;
+}
+}  // namespace
+
+SingleLaunchStep::SingleLaunchStep(const MlpConfig& cfg, const MlpBuffers& buf,
+                                   cudaStream_t stream)
+    : cfg_(cfg),
+      buf_(buf),
+      stream_(stream),
+      launcher_(cfg.layers[0], cfg.layers[1], cfg.layers[2], cfg.max_batch),
+      partial_(kernels::step_partial_floats(cfg.max_batch, cfg.layers[0], cfg.layers[1])) {}
+
+kernels::StepArgs SingleLaunchStep::args(int rows) const {
+  kernels::StepArgs a;
+  a.rows = rows;
+  a.in = cfg_.layers[0];
+  a.hidden = cfg_.layers[1];
+  a.classes = cfg_.layers[2];
+  a.W1 = buf_.w(0);
+  a.b1 = buf_.b(0);
+  a.W2 = buf_.w(1);
+  a.b2 = buf_.b(1);
+  a.H = buf_.act[1];
+  a.partial = partial_.data();
+  return a;
+}
+
+kernels::StepArgs SingleLaunchStep::train_args(int rows) const {
+  float* V = buf_.velocity;
+  kernels::StepArgs a = args(rows);
+  a.vW1 = V + buf_.w_off[0];
+  a.vb1 = V + buf_.b_off[0];
+  a.vW2 = V + buf_.w_off[1];
+  a.vb2 = V + buf_.b_off[1];
+  a.dH = buf_.dz[1];
+  a.dlogits = buf_.dz[2];
+  a.lr = cfg_.lr;
+  a.momentum = cfg_.momentum;
+  a.train = true;
+  return a;
+}
+
+void SingleLaunchStep::train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "step (single launch)");
+  kernels::StepArgs a = train_args(b.rows);
+  a.x_f32 = b.x_f32;
+  a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
+  a.labels = b.y;
+  a.sample_loss = sample_loss + b.first_sample;
+  a.sample_correct = sample_correct + b.first_sample;
+  a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
+  launcher_.run(a, stream_);
+}
+
+void SingleLaunchStep::evaluate(const float* x, const std::int32_t* y, int rows,
+                                float* sample_loss, std::int32_t* sample_correct) {
+  kernels::StepArgs a = args(rows);
+  a.x_f32 = x;
+  a.labels = y;
+  a.sample_loss = sample_loss;
+  a.sample_correct = sample_correct;
+  a.train = false;
+  launcher_.run(a, stream_);
+}
+
+void SingleLaunchStep::reserve_steps(int n) {
+  if (n < 1) throw std::invalid_argument("Mlp::reserve_steps: n must be >= 1");
+  steps_dev_ = DeviceBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
+  steps_pinned_ = PinnedBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
+  steps_host_.clear();
+}
+
+void SingleLaunchStep::train_steps(const std::vector<BatchView>& views, float* sample_loss,
+                                   std::int32_t* sample_correct) {
+  if (views.empty()) return;
+  if (views.size() > steps_dev_.size())
+    throw std::invalid_argument("Mlp::train_steps: " + std::to_string(views.size()) +
+                                " steps, reserve_steps() made room for " +
+                                std::to_string(steps_dev_.size()));
+  const bool u8 = views.front().x_f32 == nullptr;
+  std::vector<kernels::StepBatch> t;
+  t.reserve(views.size());
+  for (const BatchView& v : views) {
+    if ((v.x_f32 == nullptr) != u8)
+      throw std::invalid_argument("Mlp::train_steps: every batch of one launch has the same input type");
+    t.push_back(launcher_.batch(u8 ? static_cast<const void*>(v.x_u8) : v.x_f32, u8, v.y,
+                                sample_loss + v.first_sample, sample_correct + v.first_sample,
+                                v.rows));
+  }
+  // The table is uploaded when it differs from the one on the device (the first epoch: a
+  // strategy hands out the same addresses every epoch).
+  bool same = t.size() == steps_host_.size();
+  for (std::size_t i = 0; same && i < t.size(); ++i) same = same_batch(t[i], steps_host_[i]);
+  if (!same) {
+    // The previous upload from the staging buffer finished: every epoch drains the stream.
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::copy(t.begin(), t.end(), steps_pinned_.data());
+    CUDA_CHECK(cudaMemcpyAsync(steps_dev_.data(), steps_pinned_.data(),
+                               t.size() * sizeof(kernels::StepBatch), cudaMemcpyHostToDevice, stream_));
+    steps_host_ = std::move(t);
+  }
+  NvtxRange r(Phase::Forward, "steps (one launch)");
+  kernels::StepArgs a = train_args(cfg_.max_batch);
+  if (u8)
+    a.x_u8 = views.front().x_u8;
+  else
+    a.x_f32 = views.front().x_f32;
+  launcher_.run_steps(a, steps_dev_.data(), static_cast<int>(views.size()), stream_);
+}
+
+}  // namespace memstrat

@@ -1,0 +1,46 @@
+// single_launch_step.h: SingleLaunchStep, the whole training step of the one-hidden-layer MLP in
+// ONE cooperative kernel launch (StepKind::SingleLaunch; kernels/single_launch/): forward,
+// backward and SGD update, evaluation too; and, for a strategy that hands out every batch up
+// front, all of an epoch's steps in one launch (train_steps).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "common/cuda_raii.h"
+#include "experiments/core/train_step.h"
+#include "kernels/single_launch/step_launcher.h"
+
+namespace memstrat {
+
+class SingleLaunchStep final : public TrainStep {
+ public:
+  /// Sizes the cooperative grid now (an occupancy query: never during a graph capture) and
+  /// allocates phase A's partial sums. buf belongs to the Mlp and outlives this step.
+  SingleLaunchStep(const MlpConfig& cfg, const MlpBuffers& buf, cudaStream_t stream);
+  StepKind kind() const override { return StepKind::SingleLaunch; }
+  void train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) override;
+  void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
+                std::int32_t* sample_correct) override;
+  bool multi_step() const override { return true; }
+  void reserve_steps(int n) override;
+  /// The views' per-step table is uploaded when it changes (a stream synchronisation, then one
+  /// copy); the same views again cost nothing.
+  void train_steps(const std::vector<BatchView>& views, float* sample_loss,
+                   std::int32_t* sample_correct) override;
+
+ private:
+  kernels::StepArgs args(int rows) const;        // what training and evaluation share
+  kernels::StepArgs train_args(int rows) const;  // + velocities, gradient workspaces, lr
+  MlpConfig cfg_;
+  MlpBuffers buf_;
+  cudaStream_t stream_;
+  kernels::StepLauncher launcher_;
+  DeviceBuffer<float> partial_;                  // phase A's partial sums
+  DeviceBuffer<kernels::StepBatch> steps_dev_;   // train_steps' per-step table
+  PinnedBuffer<kernels::StepBatch> steps_pinned_;
+  std::vector<kernels::StepBatch> steps_host_;   // what steps_dev_ holds
+};
+
+}  // namespace memstrat

@@ -1,0 +1,112 @@
+// test_step_choice.cpp: choose_step, the rule that picks the Mlp's one step implementation from
+// the configuration (--fused on|single|lt|off) and what the device allows, with the reasons the
+// run record carries. The device query is replaced by a stub, so these run without a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "experiments/core/step_choice.h"
+
+namespace {
+
+using memstrat::choose_step;
+using memstrat::kSingleLaunchMaxWork;
+using memstrat::MlpConfig;
+using memstrat::StepChoice;
+using memstrat::StepKind;
+
+int g_here_calls = 0;
+std::string device_runs_it(int, int) {
+  ++g_here_calls;
+  return "";
+}
+std::string device_lacks_it(int, int) {
+  ++g_here_calls;
+  return "this GPU does not support cooperative launches";
+}
+
+MlpConfig config(StepKind kind, int hidden = 256, int max_batch = 256) {
+  MlpConfig c;
+  c.layers = {784, hidden, 10};
+  c.max_batch = max_batch;
+  c.step = kind;
+  return c;
+}
+
+TEST(StepChoice, AutoTakesTheSingleLaunchStepUpToTheWorkLimitThenCublasLt) {
+  const StepChoice a = choose_step(config(StepKind::Auto), device_runs_it);
+  EXPECT_EQ(a.kind, StepKind::SingleLaunch);
+  EXPECT_EQ(a.single_off_reason, "");
+  EXPECT_EQ(a.fused_off_reason, "");
+  // batch × hidden == kSingleLaunchMaxWork is still in; one more row is out.
+  const int at_limit = static_cast<int>(kSingleLaunchMaxWork / 256);
+  EXPECT_EQ(choose_step(config(StepKind::Auto, 256, at_limit), device_runs_it).kind,
+            StepKind::SingleLaunch);
+  const StepChoice over = choose_step(config(StepKind::Auto, 256, at_limit + 1), device_runs_it);
+  EXPECT_EQ(over.kind, StepKind::LtFused);
+  EXPECT_NE(over.single_off_reason.find("--fused single"), std::string::npos) << over.single_off_reason;
+  EXPECT_EQ(over.fused_off_reason, "");
+  EXPECT_EQ(choose_step(config(StepKind::Auto, 1024, 1024), device_runs_it).kind, StepKind::LtFused);
+}
+
+TEST(StepChoice, EachRequestedKindRunsWhereItApplies) {
+  EXPECT_EQ(choose_step(config(StepKind::SingleLaunch, 1024, 1024), device_runs_it).kind,
+            StepKind::SingleLaunch);  // at any size
+  const StepChoice lt = choose_step(config(StepKind::LtFused), device_runs_it);
+  EXPECT_EQ(lt.kind, StepKind::LtFused);
+  EXPECT_EQ(lt.single_off_reason, "single-launch step off in the configuration");
+  EXPECT_EQ(lt.fused_off_reason, "");
+  const StepChoice off = choose_step(config(StepKind::Layerwise), device_runs_it);
+  EXPECT_EQ(off.kind, StepKind::Layerwise);
+  EXPECT_EQ(off.single_off_reason, "off in the configuration");
+  EXPECT_EQ(off.fused_off_reason, "off in the configuration");
+}
+
+TEST(StepChoice, FallsBackWithTheReasonWhenTheStepDoesNotApply) {
+  MlpConfig tf32 = config(StepKind::Auto);
+  tf32.tf32 = true;
+  const StepChoice t = choose_step(tf32, device_runs_it);
+  EXPECT_EQ(t.kind, StepKind::LtFused) << "the single-launch step is fp32 only";
+  EXPECT_NE(t.single_off_reason.find("TF32"), std::string::npos) << t.single_off_reason;
+
+  const StepChoice gpu = choose_step(config(StepKind::SingleLaunch), device_lacks_it);
+  EXPECT_EQ(gpu.kind, StepKind::LtFused);
+  EXPECT_EQ(gpu.single_off_reason, "this GPU does not support cooperative launches");
+
+  MlpConfig deep = config(StepKind::Auto);
+  deep.layers = {784, 128, 64, 10};
+  const StepChoice d = choose_step(deep, device_runs_it);
+  EXPECT_EQ(d.kind, StepKind::Layerwise);
+  EXPECT_EQ(d.fused_off_reason, "the fused step needs exactly one hidden layer");
+
+  MlpConfig tiled = config(StepKind::SingleLaunch);
+  tiled.gemm = memstrat::kernels::GemmBackend::Tiled;
+  const StepChoice ti = choose_step(tiled, device_runs_it);
+  EXPECT_EQ(ti.kind, StepKind::Layerwise);
+  EXPECT_NE(ti.fused_off_reason.find("cuBLAS"), std::string::npos) << ti.fused_off_reason;
+
+  MlpConfig many = config(StepKind::Auto, 64, 16);
+  many.layers.back() = 20;  // more classes than either fused step takes
+  EXPECT_EQ(choose_step(many, device_runs_it).kind, StepKind::Layerwise);
+  // Too wide for the cuBLASLt kernels' shared memory, too wide for the single launch's too.
+  EXPECT_EQ(choose_step(config(StepKind::Auto, 8192, 16), device_runs_it).kind, StepKind::Layerwise);
+}
+
+TEST(StepChoice, AsksTheDeviceOnlyWhenTheConfigurationTakesTheSingleLaunchStep) {
+  g_here_calls = 0;
+  choose_step(config(StepKind::Layerwise), device_runs_it);
+  choose_step(config(StepKind::LtFused), device_runs_it);
+  choose_step(config(StepKind::Auto, 1024, 1024), device_runs_it);
+  EXPECT_EQ(g_here_calls, 0);
+  choose_step(config(StepKind::Auto), device_runs_it);
+  EXPECT_EQ(g_here_calls, 1);
+}
+
+TEST(StepChoice, KindsHaveTheRecordsNames) {
+  EXPECT_EQ(memstrat::to_string(StepKind::SingleLaunch), "single-launch");
+  EXPECT_EQ(memstrat::to_string(StepKind::LtFused), "cublaslt-fused");
+  EXPECT_EQ(memstrat::to_string(StepKind::Layerwise), "layer-by-layer");
+  EXPECT_EQ(memstrat::to_string(StepKind::Auto), "auto");
+}
+
+}  // namespace
