@@ -6,6 +6,7 @@
 // which the pattern never contains. Unified-memory primitives put the pages back where a sample
 // starts from (host or device) before each sample, outside the timed region.
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "common/cuda_raii.h"
@@ -49,7 +50,11 @@ std::size_t block_span(std::size_t bytes, std::size_t max_bytes) {
 
 // Managed memory the CPU wrote (so its pages start on the host), after the free-memory guard.
 ManagedBuffer<std::uint32_t> host_written_managed(std::size_t max_bytes, const char* name) {
-  check_managed_fits(max_bytes, name);
+  try {
+    check_managed_fits(max_bytes, name);
+  } catch (const std::runtime_error& e) {  // its advice is for training runs; add ours
+    throw std::runtime_error(std::string(e.what()) + " Here: a smaller --max-size.");
+  }
   ManagedBuffer<std::uint32_t> b(words(max_bytes));
   fill_pattern_host(b.data(), b.size(), kSourceSeed);
   return b;

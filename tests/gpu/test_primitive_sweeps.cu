@@ -114,6 +114,8 @@ TEST(Primitives, ManagedMemoryGuardRefusesMoreThanIsFree) {
     } catch (const std::runtime_error& ex) {
       EXPECT_NE(std::string(ex.what()).find("refusing"), std::string::npos)
           << name << ": " << ex.what();
+      EXPECT_NE(std::string(ex.what()).find("--max-size"), std::string::npos)
+          << name << ": " << ex.what();
     }
   }
 }
