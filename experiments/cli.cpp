@@ -89,6 +89,13 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
   t->add_flag("-q,--quiet", a.quiet, "Only the summary, no per-epoch lines");
   t->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
 
+  auto* prim = app.add_subcommand(
+      "primitives",
+      "Measure the transfer primitives the strategies are built on (copies, SM copy, prefetch, "
+      "page faults) against transfer size");
+  prim->callback([&] { req.command = Command::Primitives; });
+  add_primitives_options(*prim, req.primitives);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,12 +110,13 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
       err << "memstrat: --trace needs the CUPTI profiler; drop --no-profile\n";
       return 2;
     }
-    try {
-      make_train_config(a);
-    } catch (const std::invalid_argument& e) {
-      err << "memstrat: " << e.what() << "\n";
-      return 2;
-    }
+  }
+  try {
+    if (req.command == Command::Train) make_train_config(a);
+    if (req.command == Command::Primitives) make_primitives_config(req.primitives);
+  } catch (const std::invalid_argument& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return 2;
   }
   return std::nullopt;
 }

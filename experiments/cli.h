@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/core/mlp.h"
+#include "experiments/primitives/options.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
@@ -44,11 +45,12 @@ struct TrainArgs {
   int device = 0;
 };
 
-enum class Command { List, Info, Train };
+enum class Command { List, Info, Train, Primitives };
 
 struct CliRequest {
   Command command = Command::List;
   TrainArgs train;
+  PrimitivesArgs primitives;
   std::vector<std::string> argv;
 };
 

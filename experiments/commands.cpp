@@ -21,6 +21,7 @@
 #include "common/nvtx.h"
 #include "common/profiler/profiler.h"
 #include "common/run_record.h"
+#include "experiments/primitives/run_primitives.h"
 #include "experiments/trainer.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/registry.h"
@@ -424,6 +425,25 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
   }
   if (!a.json.empty()) append_jsonl(a.json, rec);
   return kExitOk;
+}
+
+int run_primitives_command(const CliRequest& req, std::ostream& out, std::ostream& err) {
+  const PrimitivesArgs& a = req.primitives;
+  if (a.list) {
+    print_primitive_list(out);
+    return kExitOk;
+  }
+  try {
+    if (!a.json.empty()) check_appendable(a.json, "--json");
+  } catch (const std::invalid_argument& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (auto code = check_device(
+          a.device, "`primitives` needs an NVIDIA GPU (`memstrat primitives --list` works without one).",
+          err))
+    return *code;
+  return run_primitives(a, req.argv, out, err);
 }
 
 }  // namespace memstrat

@@ -1,4 +1,4 @@
-// commands.h: what `memstrat list`, `memstrat info` and `memstrat train` do. Each returns the
+// commands.h: what `memstrat list`, `info`, `train` and `primitives` do. Each returns the
 // process exit code: 0 ok, 1 the run failed, 2 bad usage or input, 3 no GPU / strategy waived.
 #pragma once
 
@@ -16,5 +16,8 @@ inline constexpr int kExitNoDevice = 3;
 int run_list(std::ostream& out);
 int run_info(const TrainArgs& a, std::ostream& out, std::ostream& err);
 int run_train(const CliRequest& req, std::ostream& out, std::ostream& err);
+/// `memstrat primitives`: --list, or the output file and device checks, then
+/// experiments/primitives/run_primitives.h.
+int run_primitives_command(const CliRequest& req, std::ostream& out, std::ostream& err);
 
 }  // namespace memstrat

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       case Command::List: return run_list(std::cout);
       case Command::Info: return run_info(req.train, std::cout, std::cerr);
       case Command::Train: return run_train(req, std::cout, std::cerr);
+      case Command::Primitives: return run_primitives_command(req, std::cout, std::cerr);
     }
   } catch (const std::exception& e) {
     std::cerr << "memstrat: error: " << e.what() << "\n";

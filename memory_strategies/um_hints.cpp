@@ -16,6 +16,11 @@ cudaMemLocation device_location(int device) {
   loc.id = device;
   return loc;
 }
+cudaMemLocation host_location() {
+  cudaMemLocation loc{};
+  loc.type = cudaMemLocationTypeHost;  // id is ignored for the host
+  return loc;
+}
 #endif
 }  // namespace
 
@@ -40,6 +45,15 @@ void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStre
   CUDA_CHECK(cudaMemPrefetchAsync(ptr, bytes, device_location(device), 0, stream));
 #else
   CUDA_CHECK(cudaMemPrefetchAsync(ptr, bytes, device, stream));
+#endif
+}
+
+void prefetch_to_host(const void* ptr, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+#if CUDART_VERSION >= 13000
+  CUDA_CHECK(cudaMemPrefetchAsync(ptr, bytes, host_location(), 0, stream));
+#else
+  CUDA_CHECK(cudaMemPrefetchAsync(ptr, bytes, cudaCpuDeviceId, stream));
 #endif
 }
 

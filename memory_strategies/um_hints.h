@@ -15,6 +15,9 @@ void check_managed_fits(std::size_t bytes, const char* strategy);
 
 /// Migrate [ptr, ptr+bytes) of managed memory to `device`, ordered on `stream`.
 void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStream_t stream);
+/// Migrate [ptr, ptr+bytes) of managed memory back to host memory (cudaCpuDeviceId), ordered on
+/// `stream`: e.g. to put pages back where a fault-driven or prefetch measurement starts from.
+void prefetch_to_host(const void* ptr, std::size_t bytes, cudaStream_t stream);
 
 enum class UmAdvice { ReadMostly, PreferredLocationDevice, AccessedByDevice };
 /// cudaMemAdvise(ptr, bytes, advice, location = device) for one advice.

@@ -1,37 +1,18 @@
 // CLI parsing and validation (no GPU needed), and the binary's behaviour on bad input.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
-#include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
-#include <sys/wait.h>
 
+#include "cli_test_support.h"
 #include "common/cuda_raii.h"
-#include "experiments/cli.h"
 
 using namespace memstrat;
+using namespace memstrat::testing;
 
 namespace {
-struct Parsed {
-  std::optional<int> code;
-  CliRequest req;
-  std::string out, err;
-};
-Parsed parse(std::vector<const char*> args) {
-  args.insert(args.begin(), "memstrat");
-  Parsed p;
-  std::ostringstream o, e;
-  p.code = parse_cli(static_cast<int>(args.size()), args.data(), p.req, o, e);
-  p.out = o.str();
-  p.err = e.str();
-  return p;
-}
-struct Ran {
-  int code;
-  std::string output;
-};
 // The MNIST directory the tests can use: the checkout's data/mnist, else ../shared's copy.
 std::string mnist_dir() {
   for (const std::string& d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
@@ -41,17 +22,6 @@ std::string mnist_dir() {
       return d;
     }
   return "";
-}
-Ran run_binary(const std::string& args) {
-  const std::string cmd = std::string(MEMSTRAT_BINARY) + " " + args + " 2>&1";
-  Ran r{-1, ""};
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  std::array<char, 512> buf;
-  while (fgets(buf.data(), buf.size(), f)) r.output += buf.data();
-  const int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
 }
 }  // namespace
 

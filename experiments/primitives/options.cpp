@@ -1,0 +1,84 @@
+#include "experiments/primitives/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+
+#include "experiments/primitives/sizes.h"
+
+namespace memstrat {
+
+void add_primitives_options(CLI::App& sub, PrimitivesArgs& a) {
+  sub.add_option("-p,--primitive", a.primitives,
+                 "Primitive to measure (see --list); repeat it or give a comma-separated list. "
+                 "Default: all")
+      ->delimiter(',');
+  sub.add_option("--min-size", a.min_size,
+                 "Smallest transfer: a power of two, e.g. 4KiB, 64K, 4096")
+      ->capture_default_str();
+  sub.add_option("--max-size", a.max_size, "Largest transfer: a power of two, e.g. 256MiB, 1GiB")
+      ->capture_default_str();
+  sub.add_option("--sizes-per-octave", a.sizes_per_octave,
+                 "Log-spaced sizes per doubling (1 = powers of two only; up to 16)")
+      ->capture_default_str();
+  sub.add_option("-n,--samples", a.samples, "Timed samples per size (median and spread over them)")
+      ->capture_default_str();
+  sub.add_option("-w,--warmup", a.warmup, "Untimed (but verified) samples per size before them")
+      ->capture_default_str();
+  sub.add_option("--json", a.json,
+                 "Append one JSON Lines record per primitive to FILE (docs/methodology.md, "
+                 "\"Transfer primitives\")");
+  sub.add_flag("-q,--quiet", a.quiet,
+               "Only the self-check and the final table: no per-primitive or per-size lines");
+  sub.add_flag("--list", a.list,
+               "List the primitives with what each times, then exit (no GPU needed)");
+  sub.add_option("--device", a.device, "CUDA device index")->capture_default_str();
+}
+
+PrimitivesConfig make_primitives_config(const PrimitivesArgs& a) {
+  PrimitivesConfig c;
+  for (const std::string& name : a.primitives) {
+    const PrimitiveEntry* e = find_primitive(name);
+    if (!e)
+      throw std::invalid_argument("unknown primitive '" + name + "'; choose from: " +
+                                  primitive_names() + " (memstrat primitives --list)");
+    if (std::find(c.primitives.begin(), c.primitives.end(), e) == c.primitives.end())
+      c.primitives.push_back(e);
+  }
+  if (c.primitives.empty())
+    for (const auto& e : primitive_registry()) c.primitives.push_back(&e);
+  auto size_option = [](const std::string& text, const char* option) {
+    try {
+      return parse_size(text);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(option) + ": " + e.what());
+    }
+  };
+  c.min_bytes = size_option(a.min_size, "--min-size");
+  c.max_bytes = size_option(a.max_size, "--max-size");
+  c.sizes_per_octave = a.sizes_per_octave;
+  c.sizes = size_sweep(c.min_bytes, c.max_bytes, a.sizes_per_octave);
+  if (a.samples < 1 || a.samples > kMaxSamples)
+    throw std::invalid_argument("--samples " + std::to_string(a.samples) +
+                                " is out of range; use 1 to " + std::to_string(kMaxSamples) +
+                                " (the default 9 gives a stable median)");
+  if (a.warmup < 0 || a.warmup > kMaxWarmup)
+    throw std::invalid_argument("--warmup " + std::to_string(a.warmup) +
+                                " is out of range; use 0 to " + std::to_string(kMaxWarmup));
+  if (a.device < 0)
+    throw std::invalid_argument("--device " + std::to_string(a.device) +
+                                " is negative; use 0 for the first GPU");
+  c.samples = a.samples;
+  c.warmup = a.warmup;
+  return c;
+}
+
+void print_primitive_list(std::ostream& out) {
+  for (const auto& e : primitive_registry())
+    out << std::left << std::setw(22) << e.name << e.description << "\n";
+}
+
+}  // namespace memstrat

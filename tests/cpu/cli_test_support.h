@@ -1,0 +1,51 @@
+// cli_test_support.h: what the CLI tests share: parse argv in-process (parse_cli), and run the
+// built `memstrat` binary, capturing its exit code and output (stdout and stderr together).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/cli.h"
+
+namespace memstrat::testing {
+
+struct Parsed {
+  std::optional<int> code;
+  CliRequest req;
+  std::string out, err;
+};
+
+inline Parsed parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "memstrat");
+  Parsed p;
+  std::ostringstream o, e;
+  p.code = parse_cli(static_cast<int>(args.size()), args.data(), p.req, o, e);
+  p.out = o.str();
+  p.err = e.str();
+  return p;
+}
+
+struct Ran {
+  int code;
+  std::string output;
+};
+
+inline Ran run_binary(const std::string& args) {
+  const std::string cmd = std::string(MEMSTRAT_BINARY) + " " + args + " 2>&1";
+  Ran r{-1, ""};
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  std::array<char, 512> buf;
+  while (fgets(buf.data(), buf.size(), f)) r.output += buf.data();
+  const int st = pclose(f);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+}  // namespace memstrat::testing
