@@ -14,10 +14,15 @@ namespace memstrat {
 class Stream {
  public:
   Stream() = default;
-  /// Non-blocking: never implicitly synchronises with the legacy default stream.
-  static Stream create(unsigned flags = cudaStreamNonBlocking) {
+  /// Non-blocking: never implicitly synchronises with the legacy default stream. `priority`:
+  /// 0 is the default; lower (negative) numbers are scheduled first, down to the greatest
+  /// priority of cudaDeviceGetStreamPriorityRange.
+  static Stream create(unsigned flags = cudaStreamNonBlocking, int priority = 0) {
     Stream s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s.s_, flags));
+    if (priority == 0)
+      CUDA_CHECK(cudaStreamCreateWithFlags(&s.s_, flags));
+    else
+      CUDA_CHECK(cudaStreamCreateWithPriority(&s.s_, flags, priority));
     return s;
   }
   ~Stream() { reset(); }
