@@ -58,6 +58,17 @@ TEST(Registry, NamesUniqueDescriptionsPresentFactoriesMakeTheNamedStrategy) {
   }
 }
 
+// Which strategies let a trainer capture a whole epoch as one CUDA graph (the contract is on
+// MemoryStrategy::epoch_capturable; tests/gpu/test_epoch_capture.cu holds each one to it).
+// um-prefetch-coarse cannot: its first static epoch differs from the later ones, and graphs have
+// no node for cudaMemPrefetchAsync.
+TEST(Registry, EpochCapturableDeclarations) {
+  std::set<std::string_view> capturable;
+  for (const auto& e : strategy_registry())
+    if (e.make()->epoch_capturable()) capturable.insert(e.name);
+  EXPECT_EQ(capturable, (std::set<std::string_view>{"zero-copy-staged"}));
+}
+
 TEST(Registry, FindStrategy) {
   ASSERT_NE(find_strategy("pinned"), nullptr);
   EXPECT_EQ(find_strategy("pinned")->name, "pinned");
