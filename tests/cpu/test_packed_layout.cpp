@@ -4,27 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "tests/synthetic_dataset.h"
 
 using namespace memstrat;
+using memstrat::testing::synthetic_dataset;
 
 namespace {
-HostDataset synthetic(int n, int side) {
-  HostDataset d;
-  d.name = "synthetic";
-  d.rows = d.cols = side;
-  std::mt19937 rng(7);
-  d.train_images.resize(static_cast<std::size_t>(n) * side * side);
-  for (auto& p : d.train_images) p = static_cast<std::uint8_t>(rng() & 0xFF);
-  for (int i = 0; i < n; ++i) d.train_labels.push_back(static_cast<std::int32_t>(rng() % 10));
-  return d;
-}
-
 StrategyOptions opts(Transfer t, Scenario s, int batch) {
   StrategyOptions o;
   o.transfer = t;
@@ -34,7 +24,7 @@ StrategyOptions opts(Transfer t, Scenario s, int batch) {
   return o;
 }
 
-// 16-byte-aligned host storage for the packed layout (std::vector<std::uint8_t> is not).
+// Host storage for the packed layout, 16-byte aligned by its element type.
 struct Aligned {
   explicit Aligned(std::size_t bytes) : v((bytes + 15) / 16 + 1) {}
   void* data() { return v.data(); }
@@ -115,7 +105,7 @@ TEST(PackedLayout, MnistNumbers) {
 
 TEST(PackedLayout, WriterPutsTheSplitLayoutsBytesInEveryBlock) {
   for (const int side : {28, 5}) {  // 784 B (aligned rows) and 25 B (a gap before the labels)
-    const HostDataset d = synthetic(1001, side);
+    const HostDataset d = synthetic_dataset(1001, side, 7);
     for (const Transfer t : {Transfer::U8, Transfer::F32})
       for (const Scenario s : {Scenario::Static, Scenario::Refresh})
         for (const int batch : {256, 1007, 7, 1}) {
@@ -138,7 +128,7 @@ TEST(PackedLayout, WriterPutsTheSplitLayoutsBytesInEveryBlock) {
 }
 
 TEST(PackedLayout, WriterRefusesALayoutOfOtherData) {
-  const HostDataset d = synthetic(100, 28);
+  const HostDataset d = synthetic_dataset(100, 28, 7);
   const EpochWriter w(d, opts(Transfer::U8, Scenario::Static, 10));
   Aligned blocks(PackedLayout{BatchGeometry{100, 10, 3136}}.total_bytes());
   EXPECT_THROW(w.write_packed(1, blocks.data(), PackedLayout{BatchGeometry{100, 10, 3136}}),
@@ -150,7 +140,7 @@ TEST(PackedLayout, WriterRefusesALayoutOfOtherData) {
 // HostEpochSource bound to packed storage: static data written once at bind, refresh data at
 // every begin_epoch; views point into the right block with the labels after the images.
 TEST(PackedLayout, HostEpochSourceWritesAndViewsPackedStorage) {
-  const HostDataset d = synthetic(1001, 28);
+  const HostDataset d = synthetic_dataset(1001, 28, 7);
   for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {
     const StrategyOptions o = opts(Transfer::U8, s, 100);
     HostEpochSource src;
@@ -187,7 +177,7 @@ TEST(PackedLayout, HostEpochSourceWritesAndViewsPackedStorage) {
 }
 
 TEST(PackedLayout, BindRefusesStorageThatIsNot16ByteAligned) {
-  const HostDataset d = synthetic(64, 28);
+  const HostDataset d = synthetic_dataset(64, 28, 7);
   HostEpochSource src;
   src.configure(d, opts(Transfer::U8, Scenario::Static, 16), nullptr);
   Aligned blocks(src.packed().total_bytes() + 16);

@@ -11,15 +11,16 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/registry.h"
+#include "tests/synthetic_dataset.h"
 
 using namespace memstrat;
+using memstrat::testing::synthetic_dataset;
 
 namespace {
 
@@ -36,17 +37,6 @@ __global__ void consume(const unsigned char* x, const std::int32_t* y, int rows,
   for (std::size_t i = tid; i < n; i += stride) out_x[first * row_bytes + i] = x[i];
   for (std::size_t r = tid; r < static_cast<std::size_t>(rows); r += stride)
     out_y[first + r] = y[r];
-}
-
-HostDataset synthetic(int n, int side) {
-  HostDataset d;
-  d.name = "synthetic";
-  d.rows = d.cols = side;
-  std::mt19937 rng(11);
-  d.train_images.resize(static_cast<std::size_t>(n) * side * side);
-  for (auto& p : d.train_images) p = static_cast<std::uint8_t>(rng() & 0xFF);
-  for (int i = 0; i < n; ++i) d.train_labels.push_back(static_cast<std::int32_t>(rng() % 10));
-  return d;
 }
 
 struct Case {
@@ -90,7 +80,7 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
                                    " batch " + std::to_string(c.batch) + " " +
                                    std::string(to_string(t)) + " " + std::string(to_string(sc));
           SCOPED_TRACE(what);
-          const HostDataset data = synthetic(3001, c.side);
+          const HostDataset data = synthetic_dataset(3001, c.side, 11);
           StrategyOptions so;
           so.batch = c.batch;
           so.transfer = t;
@@ -115,21 +105,9 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
             if (epoch == 1) {
               enqueue_epoch(*st, batches, row_bytes, out_x.data(), out_y.data(), compute);
             } else if (epoch == 2) {
-              cudaGraph_t g = nullptr;
-              CUDA_CHECK(cudaStreamBeginCapture(compute, cudaStreamCaptureModeGlobal));
-              try {
+              graph = capture_graph(compute, cudaStreamCaptureModeGlobal, [&] {
                 enqueue_epoch(*st, batches, row_bytes, out_x.data(), out_y.data(), compute);
-              } catch (...) {
-                cudaStreamEndCapture(compute, &g);
-                if (g) cudaGraphDestroy(g);
-                throw;
-              }
-              CUDA_CHECK(cudaStreamEndCapture(compute, &g));
-              cudaGraphExec_t exec = nullptr;
-              const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
-              CUDA_CHECK_NOTHROW(cudaGraphDestroy(g));
-              CUDA_CHECK(err);
-              graph = GraphExec(exec);
+              });
             }
             if (epoch >= 2) CUDA_CHECK(cudaGraphLaunch(graph.get(), compute));
             CUDA_CHECK(cudaMemcpyAsync(got_x.data(), out_x.data(), out_x.bytes(),

@@ -155,15 +155,9 @@ TEST_F(SmCopyGpu, CapturedInAGraphReadsTheSourceAtEachReplay) {
   const std::size_t bytes = 256 * 788 + 5;
   SourceBuffer src(Source::Mapped, bytes, 9);
   DeviceBuffer<unsigned char> dst(bytes);
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
-  copy_(dst.data(), src.device_ptr(), bytes, stream_);
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-  cudaGraphExec_t exec_raw = nullptr;
-  const cudaError_t inst = cudaGraphInstantiate(&exec_raw, graph, 0);
-  CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
-  CUDA_CHECK(inst);
-  GraphExec exec(exec_raw);
+  const GraphExec exec = capture_graph(stream_, cudaStreamCaptureModeGlobal, [&] {
+    copy_(dst.data(), src.device_ptr(), bytes, stream_);
+  });
   for (int replay = 0; replay < 2; ++replay) {
     std::vector<unsigned char> want(bytes);
     for (std::size_t i = 0; i < bytes; ++i)
