@@ -1,5 +1,6 @@
 // cuda_raii.h: move-only owners for CUDA resources: Stream, Event, DeviceBuffer, PinnedBuffer
-// (cudaMallocHost / cudaHostAlloc with flags), ManagedBuffer, CublasHandle.
+// (cudaMallocHost / cudaHostAlloc with flags), ManagedBuffer, CublasHandle, GraphExec (and
+// capture_graph, which makes one from a stream capture).
 // No raw cudaFree / cudaFreeHost outside common/.
 #pragma once
 
@@ -14,10 +15,15 @@ namespace memstrat {
 class Stream {
  public:
   Stream() = default;
-  /// Non-blocking: never implicitly synchronises with the legacy default stream.
-  static Stream create(unsigned flags = cudaStreamNonBlocking) {
+  /// Non-blocking: never implicitly synchronises with the legacy default stream. `priority`:
+  /// 0 is the default; lower (negative) numbers are scheduled first, down to the greatest
+  /// priority of cudaDeviceGetStreamPriorityRange.
+  static Stream create(unsigned flags = cudaStreamNonBlocking, int priority = 0) {
     Stream s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s.s_, flags));
+    if (priority == 0)
+      CUDA_CHECK(cudaStreamCreateWithFlags(&s.s_, flags));
+    else
+      CUDA_CHECK(cudaStreamCreateWithPriority(&s.s_, flags, priority));
     return s;
   }
   ~Stream() { reset(); }
@@ -176,5 +182,27 @@ class GraphExec {
  private:
   cudaGraphExec_t g_ = nullptr;
 };
+
+/// Captures what `body()` enqueues on `stream` (stream capture in `mode`) and instantiates it.
+/// If body or the capture fails, the capture is ended and the partial graph destroyed before
+/// the exception leaves.
+template <typename Body>
+GraphExec capture_graph(cudaStream_t stream, cudaStreamCaptureMode mode, Body&& body) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, mode));
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
+  CUDA_CHECK(err);
+  return GraphExec(exec);
+}
 
 }  // namespace memstrat

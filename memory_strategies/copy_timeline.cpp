@@ -4,6 +4,19 @@
 
 namespace memstrat {
 
+namespace {
+// Under stream capture a plain cudaEventRecord only expresses a dependency inside the graph and
+// never records at replay; an external event node records the event every time the graph runs,
+// so the copy times of a replayed epoch can be read like those of an enqueued one.
+void record(cudaEvent_t e, cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(s, &st));
+  CUDA_CHECK(cudaEventRecordWithFlags(
+      e, s,
+      st == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault));
+}
+}  // namespace
+
 void CopyTimeline::allocate(int batches) {
   start_.clear();
   stop_.clear();
@@ -19,10 +32,10 @@ void CopyTimeline::begin_epoch() {
   bytes_ = 0;
 }
 
-void CopyTimeline::start(int b, cudaStream_t s) { CUDA_CHECK(cudaEventRecord(start_[b], s)); }
+void CopyTimeline::start(int b, cudaStream_t s) { record(start_[b], s); }
 
 void CopyTimeline::stop(int b, cudaStream_t s, std::uint64_t bytes) {
-  CUDA_CHECK(cudaEventRecord(stop_[b], s));
+  record(stop_[b], s);
   used_[b] = 1;
   bytes_ += bytes;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "kernels/common/pixel_norm.h"  // normalize_pixel: the same expression as the GPU kernel
@@ -33,7 +34,8 @@ std::vector<std::int32_t> EpochWriter::order(int epoch) const {
   return shuffled_order(samples(), opt_.seed * 0x100000001B3ull + static_cast<std::uint64_t>(e));
 }
 
-void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
+template <typename ImageAt, typename LabelAt>
+void EpochWriter::write_each(int epoch, ImageAt image_at, LabelAt label_at) const {
   const std::vector<std::int32_t> ord = order(epoch);
   const int rows = data_->rows, cols = data_->cols, F = features();
   const bool shift = refreshes();
@@ -59,12 +61,12 @@ void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
         px = tmp.data();
       }
       if (as_float) {
-        float* dst = static_cast<float*>(images) + static_cast<std::size_t>(i) * F;
+        float* dst = reinterpret_cast<float*>(image_at(i));
         for (int k = 0; k < F; ++k) dst[k] = kernels::normalize_pixel(px[k]);
       } else {
-        std::memcpy(static_cast<std::uint8_t*>(images) + static_cast<std::size_t>(i) * F, px, F);
+        std::memcpy(image_at(i), px, F);
       }
-      labels[i] = data_->train_labels[static_cast<std::size_t>(ord[i])];
+      *label_at(i) = data_->train_labels[static_cast<std::size_t>(ord[i])];
     }
   };
 
@@ -82,6 +84,36 @@ void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
     if (lo < hi) pool.emplace_back(work, lo, hi);
   }
   for (auto& th : pool) th.join();
+}
+
+void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
+  const std::size_t per = image_bytes_per_sample();
+  write_each(
+      epoch,
+      [&](std::int64_t i) {
+        return static_cast<std::uint8_t*>(images) + static_cast<std::size_t>(i) * per;
+      },
+      [&](std::int64_t i) { return labels + i; });
+}
+
+void EpochWriter::write_packed(int epoch, void* blocks, const PackedLayout& layout) const {
+  const BatchGeometry& g = layout.geom;
+  if (g.samples != samples() || g.image_bytes_per_sample != image_bytes_per_sample())
+    throw std::invalid_argument("EpochWriter::write_packed: the layout describes other data");
+  auto* base = static_cast<std::uint8_t*>(blocks);
+  write_each(
+      epoch,
+      [&](std::int64_t i) {
+        const int b = static_cast<int>(i / g.batch);
+        return base + layout.block_offset(b) +
+               static_cast<std::size_t>(i - g.first(b)) * g.image_bytes_per_sample;
+      },
+      [&](std::int64_t i) {
+        const int b = static_cast<int>(i / g.batch);
+        return reinterpret_cast<std::int32_t*>(base + layout.block_offset(b) +
+                                               layout.label_offset(b)) +
+               (i - g.first(b));
+      });
 }
 
 }  // namespace memstrat

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/host_dataset.h"
+#include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
@@ -41,18 +42,21 @@ class EpochWriter {
   /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch.
   /// Multi-threaded over samples; deterministic regardless of thread count.
   void write(int epoch, void* images, std::int32_t* labels) const;
+  /// The same bytes in the packed layout: sample i of batch b goes to block b of `blocks`
+  /// (layout.block_offset(b)), its image at row i - first(b), its label in the block's label
+  /// part. Written in place, no intermediate copy. `layout` must describe this writer's data
+  /// (samples, image bytes per sample) at some batch size.
+  void write_packed(int epoch, void* blocks, const PackedLayout& layout) const;
 
   /// The sample order epoch `epoch` uses (index into the original training set).
   std::vector<std::int32_t> order(int epoch) const;
 
  private:
+  /// write()'s body: sample i's image goes to image_at(i), its label to *label_at(i).
+  template <typename ImageAt, typename LabelAt>
+  void write_each(int epoch, ImageAt image_at, LabelAt label_at) const;
   const HostDataset* data_;
   StrategyOptions opt_;
 };
-
-/// Number of batches of `batch` rows over n samples (the last one may be partial).
-inline int batch_count(std::int64_t n, int batch) {
-  return static_cast<int>((n + batch - 1) / batch);
-}
 
 }  // namespace memstrat

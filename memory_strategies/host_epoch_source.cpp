@@ -1,5 +1,7 @@
 #include "memory_strategies/host_epoch_source.h"
 
+#include <stdexcept>
+
 namespace memstrat {
 
 void HostEpochSource::configure(const HostDataset& data, const StrategyOptions& opt,
@@ -13,12 +15,26 @@ void HostEpochSource::configure(const HostDataset& data, const StrategyOptions& 
 void HostEpochSource::bind(void* images, std::int32_t* labels) {
   images_ = images;
   labels_ = labels;
-  if (!writer_->refreshes()) writer_->write(1, images_, labels_);
+  if (!writer_->refreshes()) write(1);
+}
+
+void HostEpochSource::bind_packed(void* blocks) {
+  if (reinterpret_cast<std::uintptr_t>(blocks) % PackedLayout::kAlign != 0)
+    throw std::invalid_argument("HostEpochSource::bind_packed: storage is not 16-byte aligned");
+  blocks_ = blocks;
+  if (!writer_->refreshes()) write(1);
+}
+
+void HostEpochSource::write(int epoch) {
+  if (blocks_ != nullptr)
+    writer_->write_packed(epoch, blocks_, packed());
+  else
+    writer_->write(epoch, images_, labels_);
 }
 
 bool HostEpochSource::begin_epoch(int epoch) {
   if (!writer_->refreshes()) return false;
-  writer_->write(epoch, images_, labels_);
+  write(epoch);
   return true;
 }
 
@@ -32,6 +48,17 @@ BatchView HostEpochSource::slot_view(const void* images, const std::int32_t* lab
   v.rows = geom_.rows(b);
   v.first_sample = geom_.first(b);
   return v;
+}
+
+BatchView HostEpochSource::packed_slot_view(const void* block, int b) const {
+  return slot_view(block,
+                   reinterpret_cast<const std::int32_t*>(static_cast<const std::uint8_t*>(block) +
+                                                         packed().label_offset(b)),
+                   b);
+}
+
+BatchView HostEpochSource::packed_epoch_view(const void* blocks, int b) const {
+  return packed_slot_view(static_cast<const std::uint8_t*>(blocks) + packed().block_offset(b), b);
 }
 
 BatchView HostEpochSource::epoch_view(const void* images, const std::int32_t* labels, int b) const {

@@ -1,6 +1,7 @@
 #include "memory_strategies/managed.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "common/nvtx.h"
@@ -10,6 +11,8 @@ namespace memstrat {
 
 void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                              cudaStream_t compute) {
+  if (hints_.chunked && opt.prefetch_chunk_mib < 1)
+    throw std::invalid_argument(name_ + ": --prefetch-chunk must be >= 1 (MiB)");
   CUDA_CHECK(cudaGetDevice(&device_));
   source_.configure(data, opt, compute);
   const BatchGeometry& g = source_.geometry();
@@ -27,10 +30,13 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
     }
   }
   if (hints_.prefetch) {
+    plan_ = hints_.chunked
+                ? PrefetchPlan::coarse(g, static_cast<std::size_t>(opt.prefetch_chunk_mib) << 20)
+                : PrefetchPlan::per_batch(g);
     prefetch_stream_ = Stream::create();
     nvtx_name_stream(prefetch_stream_, "prefetch");
-    for (int b = 0; b < g.batches(); ++b) ready_.push_back(Event::create_sync_only());
-    timeline_.allocate(g.batches());
+    for (int c = 0; c < plan_->chunks(); ++c) ready_.push_back(Event::create_sync_only());
+    timeline_.allocate(plan_->chunks());
   }
   // The CPU writes the data (first touch on the host): the GPU has to fault or prefetch it in.
   source_.bind(images_.data(), labels_.data());
@@ -42,27 +48,37 @@ void ManagedStrategy::begin_epoch(int epoch) {
   source_.begin_epoch(epoch);
   issued_ = 0;
   timeline_.begin_epoch();
+  prefetching_ = hints_.prefetch && !(hints_.skip_resident && resident_);
 }
 
-void ManagedStrategy::prefetch_batch(int b) {
-  const BatchGeometry& g = source_.geometry();
+void ManagedStrategy::prefetch_chunk(int c) {
+  const PrefetchChunk k = plan_->chunk(c);
   NvtxRange r(Phase::Prefetch, "prefetch");
-  timeline_.start(b, prefetch_stream_);
-  prefetch_to_device(images_.data() + g.image_offset(b), g.image_bytes(b), device_,
-                     prefetch_stream_);
-  prefetch_to_device(labels_.data() + g.first(b), g.label_bytes(b), device_, prefetch_stream_);
-  timeline_.stop(b, prefetch_stream_, g.bytes(b));
-  CUDA_CHECK(cudaEventRecord(ready_[b], prefetch_stream_));
+  timeline_.start(c, prefetch_stream_);
+  prefetch_to_device(images_.data() + k.image_offset, k.image_bytes, device_, prefetch_stream_);
+  prefetch_to_device(reinterpret_cast<const std::uint8_t*>(labels_.data()) + k.label_offset,
+                     k.label_bytes, device_, prefetch_stream_);
+  timeline_.stop(c, prefetch_stream_, k.bytes());
+  CUDA_CHECK(cudaEventRecord(ready_[c], prefetch_stream_));
 }
 
 BatchView ManagedStrategy::acquire(int b) {
-  if (hints_.prefetch) {
-    // Batch b (first batch only) and b+1 go up on the side stream while b computes.
-    const int last = std::min(source_.geometry().batches(), b + 2);
-    while (issued_ < last) prefetch_batch(issued_++);
-    CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[b], 0));
+  if (prefetching_) {
+    // The chunk of batch b (at the first batch only) and the next one go up on the side stream
+    // while b computes; per batch, a chunk is one batch.
+    const int c = plan_->chunk_of(b);
+    const int last = std::min(plan_->chunks(), c + 2);
+    while (issued_ < last) prefetch_chunk(issued_++);
+    if (plan_->starts_chunk(b)) CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[c], 0));
   }
   return source_.epoch_view(images_.data(), labels_.data(), b);
+}
+
+void ManagedStrategy::end_epoch() {
+  // Static data, every chunk prefetched this epoch: resident from now on (the CPU never writes
+  // it again), so later epochs issue no prefetch at all.
+  if (hints_.skip_resident && prefetching_ && !source_.refreshes() && issued_ == plan_->chunks())
+    resident_ = true;
 }
 
 }  // namespace memstrat

@@ -40,6 +40,7 @@ struct StrategyOptions {
   Scenario scenario = Scenario::Static;
   int depth = 2;         // double-buffer: device batch buffers in flight (>= 2)
   int copy_streams = 1;  // double-buffer: copy streams, used round-robin
+  int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch (whole batches, >= 1)
   AdviseSet advise;      // um-advise
   std::uint64_t seed = 1;
 };
@@ -97,6 +98,25 @@ class MemoryStrategy {
   virtual void end_epoch() = 0;
   /// Figures for the last epoch; valid after the compute stream finished that epoch.
   virtual StrategyStats stats() const = 0;
+  /// True when one epoch's device work can be captured into a CUDA graph and the graph
+  /// replayed for every later epoch instead of the calls (a trainer's whole-epoch graph mode:
+  /// begin_epoch(e) on the host, then, captured from the compute stream once and replayed
+  /// after: acquire(0), step 0, release(0), ..., release(n-1), end_epoch()). A strategy that
+  /// says true guarantees:
+  ///  - The same work every epoch: what acquire/release/end_epoch enqueue and the views acquire
+  ///    returns do not depend on the epoch; no host-side decision in them differs between
+  ///    epochs. Per-epoch host work (the refresh rewrite) belongs in begin_epoch, which runs
+  ///    before each replay with the GPU idle and is never captured.
+  ///  - Only capturable work: kernels, copies, event records and waits. No host
+  ///    synchronisation, allocation, cudaStreamQuery / cudaEventQuery, cudaMemPrefetchAsync or
+  ///    cudaMemAdvise (graphs have no node for these) inside acquire/release/end_epoch.
+  ///  - Fork and join: each side stream's first work of the epoch waits on an event recorded on
+  ///    the compute stream in acquire(0), and end_epoch() makes the compute stream wait on an
+  ///    event recorded after each side stream's last work. No event recorded in another epoch
+  ///    is waited on (slot hand-overs across epochs are covered by the fork).
+  ///  - stats() holds after a replay: byte counts come from the geometry, times from events the
+  ///    graph records (CopyTimeline records external event nodes while capturing).
+  virtual bool epoch_capturable() const { return false; }
   /// True when acquire(b) may be called for every batch of the epoch before any batch's compute
   /// is enqueued, and the views stay valid until end_epoch(): whatever acquire enqueues (if
   /// anything) needs no compute in between. The trainer may then run the whole epoch's steps in

@@ -8,6 +8,7 @@
 #include "memory_strategies/pinned.h"
 #include "memory_strategies/resident.h"
 #include "memory_strategies/zero_copy.h"
+#include "memory_strategies/zero_copy_staged.h"
 
 namespace memstrat {
 
@@ -48,6 +49,12 @@ std::vector<StrategyEntry> make_registry() {
       "advise", "cudaMemAdvise hints set once at attach", OptionKind::HintSet, 0, 0,
       {std::begin(kAdviseHints), std::end(kAdviseHints)}, "read-mostly,preferred-device,accessed-by",
       [](const StrategyOptions& o) { return o.advise.to_string(); }};
+  // Default 8 MiB: provisional (docs/strategies.md, um-prefetch-coarse), to be set from the
+  // primitives benchmark's prefetch-bandwidth curve.
+  const StrategyOption prefetch_chunk{
+      "prefetch-chunk", "MiB per prefetch chunk (whole batches, at least one)", OptionKind::Integer,
+      1, 1024, {}, "8",
+      [](const StrategyOptions& o) { return std::to_string(o.prefetch_chunk_mib); }};
   return {
       {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>},
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
@@ -57,6 +64,9 @@ std::vector<StrategyEntry> make_registry() {
       {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
+      // Best forms: each names the naive form it improves.
+      {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy"},
+      {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
   };
 }
 }  // namespace
@@ -86,6 +96,13 @@ std::string strategy_names() {
     s += e.name;
   }
   return s;
+}
+
+std::vector<const StrategyEntry*> best_forms_of(std::string_view name) {
+  std::vector<const StrategyEntry*> r;
+  for (const auto& e : strategy_registry())
+    if (!e.improves.empty() && e.improves == name) r.push_back(&e);
+  return r;
 }
 
 const std::vector<StrategyOption>& strategy_options(std::string_view name) {

@@ -1,6 +1,7 @@
 // registry.h: the one list of memory strategies. The CLI, the tests and the matrix runner all
 // enumerate it. Adding a strategy = one new file + one line in registry.cpp: its name, a one-line
-// description, the device capability it needs, the per-strategy options it reads, a factory.
+// description, the device capability it needs, the per-strategy options it reads, a factory,
+// and for a best form the naive form it improves.
 #pragma once
 
 #include <functional>
@@ -45,6 +46,9 @@ struct StrategyEntry {
   std::vector<StrategyOption> options;
   /// A new, unattached strategy (constructing allocates nothing; attach does).
   std::function<std::unique_ptr<MemoryStrategy>()> make;
+  /// A best form names the naive strategy it improves (its description says how); empty for a
+  /// naive form. Listings, the matrix and the report pair the two by it.
+  std::string_view improves = {};
 };
 
 const std::vector<StrategyEntry>& strategy_registry();
@@ -52,6 +56,8 @@ const std::vector<StrategyEntry>& strategy_registry();
 const StrategyEntry* find_strategy(std::string_view name);
 /// "resident, pageable, ..." for messages.
 std::string strategy_names();
+/// The best forms of naive strategy `name` (entries whose `improves` is `name`), in registry order.
+std::vector<const StrategyEntry*> best_forms_of(std::string_view name);
 /// The per-strategy options strategy `name` reads; throws std::invalid_argument when unknown.
 const std::vector<StrategyOption>& strategy_options(std::string_view name);
 /// e.make() once the device passed e.unsupported(caps); otherwise throws std::runtime_error with

@@ -13,12 +13,38 @@
 
 using namespace memstrat;
 
-TEST(Registry, HasTheEightDesignStrategiesInOrder) {
+TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
   std::vector<std::string> names;
   for (const auto& e : strategy_registry()) names.emplace_back(e.name);
-  const std::vector<std::string> want = {"resident", "pageable", "pinned", "double-buffer",
-                                         "zero-copy", "um", "um-prefetch", "um-advise"};
+  const std::vector<std::string> want = {
+      "resident", "pageable",    "pinned",    "double-buffer",    "zero-copy",
+      "um",       "um-prefetch", "um-advise", "zero-copy-staged", "um-prefetch-coarse"};
   EXPECT_EQ(names, want);
+}
+
+// A best form names the naive form it improves: a registered strategy that is itself a naive
+// form, listed before it, and named in its description; naive forms improve nothing.
+TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
+  const std::map<std::string, std::string> want = {{"zero-copy-staged", "zero-copy"},
+                                                   {"um-prefetch-coarse", "um-prefetch"}};
+  std::map<std::string, std::string> got;
+  std::set<std::string_view> seen;
+  for (const auto& e : strategy_registry()) {
+    if (!e.improves.empty()) {
+      got.emplace(e.name, e.improves);
+      const StrategyEntry* naive = find_strategy(e.improves);
+      ASSERT_NE(naive, nullptr) << e.name << " improves unknown '" << e.improves << "'";
+      EXPECT_TRUE(naive->improves.empty()) << e.name << " improves a best form";
+      EXPECT_TRUE(seen.count(e.improves)) << e.name << " is listed before " << e.improves;
+      EXPECT_EQ(e.description.find(e.improves), 0u) << e.name << ": " << e.description;
+    }
+    seen.insert(e.name);
+  }
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(best_forms_of("zero-copy").size(), 1u);
+  EXPECT_EQ(best_forms_of("zero-copy")[0]->name, "zero-copy-staged");
+  EXPECT_TRUE(best_forms_of("resident").empty());
+  EXPECT_TRUE(best_forms_of("").empty()) << "a naive form's empty `improves` pairs with nothing";
 }
 
 TEST(Registry, NamesUniqueDescriptionsPresentFactoriesMakeTheNamedStrategy) {
@@ -30,6 +56,17 @@ TEST(Registry, NamesUniqueDescriptionsPresentFactoriesMakeTheNamedStrategy) {
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->name(), e.name);
   }
+}
+
+// Which strategies let a trainer capture a whole epoch as one CUDA graph (the contract is on
+// MemoryStrategy::epoch_capturable; tests/gpu/test_epoch_capture.cu holds each one to it).
+// um-prefetch-coarse cannot: its first static epoch differs from the later ones, and graphs have
+// no node for cudaMemPrefetchAsync.
+TEST(Registry, EpochCapturableDeclarations) {
+  std::set<std::string_view> capturable;
+  for (const auto& e : strategy_registry())
+    if (e.make()->epoch_capturable()) capturable.insert(e.name);
+  EXPECT_EQ(capturable, (std::set<std::string_view>{"zero-copy-staged"}));
 }
 
 TEST(Registry, FindStrategy) {
@@ -75,7 +112,10 @@ TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
 // and the matrix runner's axes are built from.
 TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
   const std::map<std::string, std::vector<std::string>> want = {
-      {"double-buffer", {"depth", "copy-streams"}}, {"um-advise", {"advise"}}};
+      {"double-buffer", {"depth", "copy-streams"}},
+      {"um-advise", {"advise"}},
+      {"zero-copy-staged", {"depth"}},
+      {"um-prefetch-coarse", {"prefetch-chunk"}}};
   for (const auto& e : strategy_registry()) {
     std::vector<std::string> got;
     for (const auto& o : strategy_options(e.name)) got.emplace_back(o.name);
@@ -84,6 +124,7 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
   }
   EXPECT_THROW(strategy_options("double_buffer"), std::invalid_argument);
   EXPECT_EQ(strategy_options("double-buffer")[0].allowed(), "2..64");
+  EXPECT_EQ(strategy_options("um-prefetch-coarse")[0].allowed(), "1..1024");
   EXPECT_EQ(strategy_options("um-advise")[0].allowed(),
             "comma-separated subset of read-mostly,preferred-device,accessed-by, or none");
 }
@@ -134,6 +175,10 @@ std::pair<std::optional<int>, std::string> parse_option(const StrategyOption& o,
   if (code) return {code, ""};
   return {code, o.value(make_train_config(req.train).strategy)};
 }
+
+// Declared options the command line does not read yet: it refuses them (exit 2). Wiring one
+// makes this test fail until it is taken off the list and checked like the others.
+const std::set<std::string_view> kNotYetOnTheCommandLine = {"prefetch-chunk"};
 }  // namespace
 
 // The command line is still wired by hand; it must agree with the declarations: same defaults,
@@ -141,6 +186,11 @@ std::pair<std::optional<int>, std::string> parse_option(const StrategyOption& o,
 TEST(StrategyOptionDecl, TheCommandLineAgreesWithTheDeclarations) {
   for (const auto& e : strategy_registry()) {
     for (const auto& o : e.options) {
+      if (kNotYetOnTheCommandLine.count(o.name)) {
+        EXPECT_EQ(parse_option(o, std::string(o.default_value)).first, 2)
+            << "--" << o.name << " is on the command line now: take it off kNotYetOnTheCommandLine";
+        continue;
+      }
       EXPECT_EQ(parse_option(o, "").second, o.default_value) << "--" << o.name << " default";
       if (o.kind == OptionKind::Integer) {
         for (int v : {o.min, o.max}) {

@@ -52,6 +52,7 @@ struct RunSpec {
   bool epoch_launch = true;  // as the CLI's default (it applies to resident only)
   int depth = 2;
   int copy_streams = 1;
+  int prefetch_chunk_mib = 8;
   kernels::GemmBackend gemm = kernels::GemmBackend::Cublas;
 };
 
@@ -76,6 +77,7 @@ inline RunOutput train_run(const RunSpec& r) {
   so.scenario = r.scenario;
   so.depth = r.depth;
   so.copy_streams = r.copy_streams;
+  so.prefetch_chunk_mib = r.prefetch_chunk_mib;
   so.seed = 1;
   // The registry's capability check comes first: attach() does not repeat it.
   const StrategyEntry* entry = find_strategy(r.strategy);

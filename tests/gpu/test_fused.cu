@@ -794,21 +794,9 @@ TEST_F(Fused, FusedStepCapturedInAGraphMatchesEager) {
     std::int64_t first = 0;
     for (const Batch& b : batches) {
       auto p = place(b, where, first, stream_);
-      cudaGraph_t graph = nullptr;
-      CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      try {
-        mlp.train_step(p->view, loss.data(), correct.data());
-      } catch (...) {
-        cudaStreamEndCapture(stream_, &graph);
-        if (graph) cudaGraphDestroy(graph);
-        throw;
-      }
-      CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-      CUDA_CHECK(cudaGraphDestroy(graph));
-      CUDA_CHECK(err);
-      memstrat::GraphExec g(exec);
+      const memstrat::GraphExec g =
+          memstrat::capture_graph(stream_, cudaStreamCaptureModeThreadLocal,
+                                  [&] { mlp.train_step(p->view, loss.data(), correct.data()); });
       CUDA_CHECK(cudaGraphLaunch(g.get(), stream_));
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       first += b.rows;
