@@ -1,71 +1,70 @@
 #include "memory_strategies/epoch_data.h"
 
 #include <algorithm>
-#include <cstring>
 #include <thread>
 
 #include "kernels/cpu_reference.h"  // normalize_pixel: the same expression as the GPU kernel
+#include "memory_strategies/epoch_order.h"
 
 namespace memstrat {
 
 std::vector<std::int32_t> shuffled_order(std::int64_t n, std::uint64_t seed) {
   std::vector<std::int32_t> p(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<std::int32_t>(i);
-  std::uint64_t st = seed;
-  for (std::int64_t i = n - 1; i > 0; --i) {
-    const std::int64_t j = static_cast<std::int64_t>(splitmix64(st) % static_cast<std::uint64_t>(i + 1));
-    std::swap(p[i], p[j]);
-  }
+  shuffle_into(p.data(), n, seed);
   return p;
+}
+
+std::size_t transfer_bytes_per_sample(int features, Transfer t) {
+  return static_cast<std::size_t>(features) *
+         (t == Transfer::U8 ? sizeof(std::uint8_t) : sizeof(float));
+}
+
+void write_rows(const EpochRows& e, std::int64_t first, std::int64_t count, void* images,
+                std::int32_t* labels, std::uint8_t* scratch) {
+  const HostDataset& d = *e.data;
+  const int F = d.features();
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t row = first + r;
+    const std::int32_t sample = e.order[row];
+    const std::uint8_t* src = d.train_images.data() + static_cast<std::size_t>(sample) * F;
+    const AugmentKey key{e.seed, e.epoch, row};
+    if (e.transfer == Transfer::U8) {
+      std::uint8_t* dst = static_cast<std::uint8_t*>(images) + static_cast<std::size_t>(r) * F;
+      augment_image(e.augment, src, d.rows, d.cols, key, dst);
+    } else {
+      const std::uint8_t* px = src;
+      if (e.augment != Augment::None) {
+        augment_image(e.augment, src, d.rows, d.cols, key, scratch);
+        px = scratch;
+      }
+      float* dst = static_cast<float*>(images) + static_cast<std::size_t>(r) * F;
+      for (int k = 0; k < F; ++k) dst[k] = cpu_ref::normalize_pixel(px[k]);
+    }
+    labels[r] = d.train_labels[static_cast<std::size_t>(sample)];
+  }
 }
 
 EpochWriter::EpochWriter(const HostDataset& data, const StrategyOptions& opt)
     : data_(&data), opt_(opt) {}
 
 std::size_t EpochWriter::image_bytes_per_sample() const {
-  return static_cast<std::size_t>(features()) *
-         (opt_.transfer == Transfer::U8 ? sizeof(std::uint8_t) : sizeof(float));
+  return transfer_bytes_per_sample(features(), opt_.transfer);
 }
 
 std::vector<std::int32_t> EpochWriter::order(int epoch) const {
   // static: one fixed shuffle; refresh: a new shuffle every epoch.
-  const int e = refreshes() ? epoch : 0;
-  return shuffled_order(samples(), opt_.seed * 0x100000001B3ull + static_cast<std::uint64_t>(e));
+  return shuffled_order(samples(), epoch_order_seed(opt_.seed, refreshes() ? epoch : 0));
 }
 
 void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
   const std::vector<std::int32_t> ord = order(epoch);
-  const int rows = data_->rows, cols = data_->cols, F = features();
-  const bool shift = refreshes();
-  const bool as_float = opt_.transfer == Transfer::F32;
-  const std::uint64_t aug_seed = opt_.seed ^ (0xA5A5A5A5ull + static_cast<std::uint64_t>(epoch) * 0x9E37ull);
-
+  const EpochRows rows{data_, ord.data(), refreshes() ? Augment::Light : Augment::None,
+                       opt_.transfer, opt_.seed, epoch};
+  const std::size_t row_bytes = image_bytes_per_sample();
   auto work = [&](std::int64_t lo, std::int64_t hi) {
-    std::vector<std::uint8_t> tmp(static_cast<std::size_t>(F));
-    for (std::int64_t i = lo; i < hi; ++i) {
-      const std::uint8_t* src = data_->train_images.data() + static_cast<std::size_t>(ord[i]) * F;
-      const std::uint8_t* px = src;
-      if (shift) {
-        // Per-sample shift derived from (seed, epoch, position): independent of threading.
-        std::uint64_t st = aug_seed + static_cast<std::uint64_t>(i) * 0xD1B54A32D192ED03ull;
-        const std::uint64_t r = splitmix64(st);
-        const int dx = static_cast<int>(r % 5) - 2, dy = static_cast<int>((r / 5) % 5) - 2;
-        for (int y = 0; y < rows; ++y)
-          for (int x = 0; x < cols; ++x) {
-            const int sy = y - dy, sx = x - dx;
-            tmp[y * cols + x] =
-                (sy >= 0 && sy < rows && sx >= 0 && sx < cols) ? src[sy * cols + sx] : 0;
-          }
-        px = tmp.data();
-      }
-      if (as_float) {
-        float* dst = static_cast<float*>(images) + static_cast<std::size_t>(i) * F;
-        for (int k = 0; k < F; ++k) dst[k] = cpu_ref::normalize_pixel(px[k]);
-      } else {
-        std::memcpy(static_cast<std::uint8_t*>(images) + static_cast<std::size_t>(i) * F, px, F);
-      }
-      labels[i] = data_->train_labels[static_cast<std::size_t>(ord[i])];
-    }
+    std::vector<std::uint8_t> scratch(static_cast<std::size_t>(features()));
+    write_rows(rows, lo, hi - lo, static_cast<std::uint8_t*>(images) + lo * row_bytes,
+               labels + lo, scratch.data());
   };
 
   const std::int64_t n = samples();
