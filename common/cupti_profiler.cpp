@@ -1225,7 +1225,7 @@ nlohmann::json CuptiProfiler::Impl::build_trace(ChromeTrace& tr) {
     if (info != marker_info.end()) {
       std::uint32_t c = info->second.category;
       if (r.domain == "memstrat" && c >= static_cast<std::uint32_t>(Phase::Run) &&
-          c <= static_cast<std::uint32_t>(Phase::Eval))
+          c <= static_cast<std::uint32_t>(kLastPhase))
         cat = phase_name(static_cast<Phase>(c));
       if (info->second.has_colour) args["colour"] = hex_colour(info->second.colour);
     }
