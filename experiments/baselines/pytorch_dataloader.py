@@ -218,7 +218,8 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
                     err)
     log.banner(f" | {a.augment}, {a.workers} workers, fetch {a.fetch}, pin_memory "
                f"{'on' if a.pin_memory else 'off'}")
-    try:
+
+    def body():
         t_setup = time.perf_counter()
         loader, sampler = make_loader(torch, s)
         test_x = torch.from_numpy(pm.normalize(d.test_x)).to(a.device)
@@ -258,14 +259,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
                 x, y = x.to(a.device, non_blocking=nb), y.to(a.device, non_blocking=nb)
                 if scale is not None:
                     x = x.float().div_(scale)
-                logits = model(x)
-                loss = F.cross_entropy(logits, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach())
-                if a.train_acc:
-                    corrects.append((logits.detach().argmax(1) == y).sum())
+                pm.train_step(F, model, opt, x, y, losses, corrects if a.train_acc else None)
             wall_ms, gpu_ms = timer.stop()
             # ---- outside the timed region -----------------------------------------------
             del batches  # non-persistent workers shut down here, outside the epoch
@@ -274,12 +268,9 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
                           extra={"input_wait_ms": wait * 1000.0,
                                  "input_wait_first_ms": first_wait * 1000.0},
                           note=f"  input wait {wait * 1000.0:9.2f} ms")
-        log.finish(model, test_x, test_y)
-    except Exception as ex:  # noqa: BLE001 -- any failure becomes a "failed" record
-        return log.failed(ex), log.rec
-    finally:
-        log.close()
-    return log.report(), log.rec
+        return model, test_x, test_y
+
+    return log.execute(body)
 
 
 def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:

@@ -831,6 +831,17 @@ class RunLog:
                 print(f"{self.prog}: could not write the failed record: {e2}", file=self.err)
         return EXIT_RUN_FAILED
 
+    def execute(self, body) -> tuple[int, dict]:
+        """Runs body() (set-up and epochs; returns the model, test_x and test_y of the final
+        evaluation), then the summary and the record; any exception becomes a failed record."""
+        try:
+            self.finish(*body())
+        except Exception as ex:  # noqa: BLE001 -- any failure becomes a "failed" record
+            return self.failed(ex), self.rec
+        finally:
+            self.close()
+        return self.report(), self.rec
+
     def close(self) -> None:
         if self.curve is not None:
             self.curve.close()
@@ -848,6 +859,19 @@ class RunLog:
         if a.json:
             append_jsonl(a.json, self.rec)
         return EXIT_OK
+
+
+def train_step(F, model, opt, x, y, losses: list, corrects: list | None) -> None:
+    """One eager step as a user writes it. Keeps the loss (and, with a `corrects` list, the
+    number of correct predictions) on the device: no host synchronisation."""
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    losses.append(loss.detach())
+    if corrects is not None:
+        corrects.append((logits.detach().argmax(1) == y).sum())
 
 
 def torch_for(a: argparse.Namespace, prog: str, err):
@@ -874,7 +898,8 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
     log = RunLog(s, argv, torch, "pytorch-" + a.mode, "static", {"mode": a.mode}, PROG, out,
                  err)
     log.banner()
-    try:
+
+    def body():
         t_setup = time.perf_counter()
         if a.device == "cuda":
             torch.cuda.synchronize()
@@ -910,24 +935,14 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
             # ---- timed: what a user's eager loop does -----------------------------------
             for lo, hi in bounds:
                 x, y = feed.batch(lo, hi)
-                logits = model(x)
-                loss = F.cross_entropy(logits, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach())
-                if a.train_acc:
-                    corrects.append((logits.detach().argmax(1) == y).sum())
+                train_step(F, model, opt, x, y, losses, corrects if a.train_acc else None)
             wall_ms, gpu_ms = timer.stop()
             # ---- outside the timed region -----------------------------------------------
             log.end_epoch(epoch, wall_ms, gpu_ms, feed.epoch_h2d_bytes, losses, corrects, rows,
                           model, test_x, test_y)
-        log.finish(model, test_x, test_y)
-    except Exception as ex:  # noqa: BLE001 -- any failure becomes a "failed" record
-        return log.failed(ex), log.rec
-    finally:
-        log.close()
-    return log.report(), log.rec
+        return model, test_x, test_y
+
+    return log.execute(body)
 
 
 def run_cli(argv: Sequence[str], parser: argparse.ArgumentParser, settings, train_fn,
