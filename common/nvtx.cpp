@@ -18,6 +18,7 @@ const char* phase_name(Phase p) {
     case Phase::Backward: return "backward";
     case Phase::Update: return "update";
     case Phase::Eval: return "eval";
+    case Phase::Produce: return "produce";
   }
   return "?";
 }
@@ -36,6 +37,7 @@ uint32_t phase_colour(Phase p) {
     case Phase::Backward: return 0xFF009688;  // teal
     case Phase::Update: return 0xFF8BC34A;    // light green
     case Phase::Eval: return 0xFF9C27B0;      // purple
+    case Phase::Produce: return 0xFFA1887F;   // light brown: CPU work, like host-prep
   }
   return 0xFFFFFFFF;
 }
@@ -43,7 +45,7 @@ uint32_t phase_colour(Phase p) {
 nvtxDomainHandle_t nvtx_domain() {
   static nvtxDomainHandle_t d = [] {
     nvtxDomainHandle_t h = nvtxDomainCreateA("memstrat");
-    for (uint32_t c = static_cast<uint32_t>(Phase::Run); c <= static_cast<uint32_t>(Phase::Eval);
+    for (uint32_t c = static_cast<uint32_t>(Phase::Run); c <= static_cast<uint32_t>(kLastPhase);
          ++c)
       nvtxDomainNameCategoryA(h, c, phase_name(static_cast<Phase>(c)));
     return h;

@@ -23,7 +23,10 @@ enum class Phase : uint32_t {
   Backward,
   Update,
   Eval,
+  Produce,     // a host worker gathers, augments and formats one batch (stream scenario)
 };
+/// The last phase: categories are Phase::Run .. kLastPhase.
+inline constexpr Phase kLastPhase = Phase::Produce;
 
 const char* phase_name(Phase p);
 uint32_t phase_colour(Phase p);  // ARGB

@@ -1,13 +1,15 @@
 // epoch_data.h: EpochWriter, the host-side producer of one epoch's training data: sample
-// order (seeded shuffle), the refresh scenario's ±2 px shift augmentation, and the transfer
-// format (raw uint8 or normalised float). Every strategy writes its host copy through it, so
-// all strategies see exactly the same bytes.
+// order (seeded shuffle), the refresh scenario's ±2 px shift augmentation (augment.h, `light`),
+// and the transfer format (raw uint8 or normalised float). Every strategy writes its host copy
+// through it, so all strategies see exactly the same bytes. write_rows is the one piece of code
+// that turns rows of an epoch into bytes; the stream scenario's producers call it per batch.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "common/host_dataset.h"
+#include "memory_strategies/augment.h"
 #include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/memory_strategy.h"
 
@@ -24,6 +26,26 @@ inline std::uint64_t splitmix64(std::uint64_t& state) {
 /// Fisher-Yates permutation of [0, n) from splitmix64(seed). Documented in docs/strategies.md
 /// so a baseline can reproduce it.
 std::vector<std::int32_t> shuffled_order(std::int64_t n, std::uint64_t seed);
+
+/// What rows of one epoch are made of: which samples (order), how they are augmented (keyed by
+/// (seed, epoch, row)), and the transfer format they are written in.
+struct EpochRows {
+  const HostDataset* data = nullptr;
+  const std::int32_t* order = nullptr;  // the epoch's order: row i is sample order[i]
+  Augment augment = Augment::None;
+  Transfer transfer = Transfer::U8;
+  std::uint64_t seed = 0;
+  int epoch = 0;
+};
+
+/// Bytes per sample image in the transfer format (features, or 4 * features for f32).
+std::size_t transfer_bytes_per_sample(int features, Transfer t);
+
+/// Rows [first, first + count) of the epoch: row first + r goes to images/labels row r (images in
+/// the transfer format, labels int32). `scratch` holds one image (features bytes); only the
+/// augmented f32 path uses it. No allocation, no shared state: any thread, any split of rows.
+void write_rows(const EpochRows& e, std::int64_t first, std::int64_t count, void* images,
+                std::int32_t* labels, std::uint8_t* scratch);
 
 class EpochWriter {
  public:
@@ -52,9 +74,8 @@ class EpochWriter {
   std::vector<std::int32_t> order(int epoch) const;
 
  private:
-  /// write()'s body: sample i's image goes to image_at(i), its label to *label_at(i).
-  template <typename ImageAt, typename LabelAt>
-  void write_each(int epoch, ImageAt image_at, LabelAt label_at) const;
+  /// The rows of epoch `epoch` over the order `ord` (which must outlive the result).
+  EpochRows rows_of(int epoch, const std::vector<std::int32_t>& ord) const;
   const HostDataset* data_;
   StrategyOptions opt_;
 };

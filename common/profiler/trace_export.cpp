@@ -137,7 +137,7 @@ void add_nvtx_range(ChromeTrace& tr, const TraceRecords& rec, const TraceRecords
   if (info != rec.marker_info.end()) {
     std::uint32_t c = info->second.category;
     if (ours && c >= static_cast<std::uint32_t>(Phase::Run) &&
-        c <= static_cast<std::uint32_t>(Phase::Eval))
+        c <= static_cast<std::uint32_t>(kLastPhase))
       cat = phase_name(static_cast<Phase>(c));
     if (info->second.has_colour) args["colour"] = hex_colour(info->second.colour);
   }

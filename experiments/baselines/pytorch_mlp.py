@@ -66,6 +66,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 SCHEMA_VERSION = 1
 DATA_ENV_VAR = "MEMSTRAT_DATA"
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_DEVICE = 0, 1, 2, 3
+PROG = "pytorch_mlp.py"
 MODES = ("pageable", "pinned", "resident")
 MASK64 = (1 << 64) - 1
 
@@ -246,7 +247,7 @@ def memstrat_static_order(n: int, seed: int) -> np.ndarray:
 # memstrat's exported initial state (--export-init DIR)
 
 class InitState:
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, scenarios: Sequence[str] = ("static",)):
         d = Path(directory)
         self.dir = d
         mpath = d / "manifest.json"
@@ -276,9 +277,10 @@ class InitState:
         self.order = self._read(d / "order_epoch1.i32", "<i4", None).astype(np.int32)
         self.seed = m.get("seed")
         self.scenario = m.get("scenario", "static")
-        if self.scenario != "static":
+        if self.scenario not in scenarios:
             raise UsageError(f"{mpath}: scenario '{self.scenario}'; this baseline reproduces the"
-                             " static scenario only (export with --scenario static)")
+                             f" {'/'.join(scenarios)} scenario only (export with --scenario "
+                             f"{scenarios[0]})")
 
     @staticmethod
     def _read(path: Path, dtype: str, count: int | None) -> np.ndarray:
@@ -314,7 +316,7 @@ def parse_hidden(s: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="pytorch_mlp.py", description=__doc__,
+        prog=PROG, description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Curve comparison: memstrat train --strategy resident --transfer f32 --epochs 1 "
                "--export-init /tmp/init --loss-curve a.csv; then pytorch_mlp.py --init /tmp/init "
@@ -322,6 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
                "what each mode does.")
     p.add_argument("--mode", choices=MODES, default="resident",
                    help="how batches reach the GPU (default: %(default)s)")
+    add_run_options(p)
+    return p
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options every PyTorch baseline shares: data, model, optimiser, device, outputs."""
     p.add_argument("--init", metavar="DIR",
                    help="memstrat --export-init directory: initial weights, sample order, and "
                         "the defaults of --hidden/--lr/--momentum/--batch/--train-samples")
@@ -354,7 +362,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write per-batch forward losses, CSV epoch,batch,loss")
     p.add_argument("--run-tag", help="free-form tag stored as config.run_tag")
     p.add_argument("-q", "--quiet", action="store_true", help="only the summary line")
-    return p
 
 
 def check_appendable(path: str, what: str) -> None:
@@ -369,9 +376,9 @@ def check_appendable(path: str, what: str) -> None:
 class Settings:
     """Validated options, resolved against --init's manifest; no torch, no device."""
 
-    def __init__(self, a: argparse.Namespace):
+    def __init__(self, a: argparse.Namespace, scenarios: Sequence[str] = ("static",)):
         self.args = a
-        self.init = InitState(a.init) if a.init else None
+        self.init = InitState(a.init, scenarios) if a.init else None
         m = self.init.manifest if self.init else {}
         if self.init:
             hidden = self.init.layers[1:-1]
@@ -407,7 +414,7 @@ class Settings:
             int(m.get("test_samples", 0)) if self.init else 0
         if self.train_samples < 0 or self.test_samples < 0:
             raise UsageError("--train-samples/--test-samples must be >= 0 (0 keeps all)")
-        if a.mode == "pinned" and a.device == "cpu":
+        if getattr(a, "mode", None) == "pinned" and a.device == "cpu":
             raise UsageError("--mode pinned needs --device cuda (pinned memory is a CUDA "
                              "allocation)")
         self.data_dir = resolve_data_dir(a.data, m.get("dataset") if self.init else None)
@@ -717,47 +724,182 @@ def evaluate(torch, model, x, y, chunk: int = 2048) -> tuple[float, float]:
     return float(loss) / n, float(correct) / n
 
 
+class RunLog:
+    """One run's record (docs/results_schema.md, schema 1), loss curve and console lines: what
+    every PyTorch baseline writes. `strategy` is config.strategy (also the label of the printed
+    lines); `extra_config` adds the baseline's own config keys."""
+
+    def __init__(self, s: Settings, argv: list[str], torch, strategy: str, scenario: str,
+                 extra_config: dict[str, Any], prog: str, out, err):
+        a, d = s.args, s.data
+        self.s, self.prog, self.out, self.err = s, prog, out, err
+        self.torch = torch
+        self.n_train = len(d.train_y)
+        self.curve = None
+        self.rec: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "run_id": make_run_id(),
+            "started_at": iso_utc_now(), "status": "ok", "error": None, "argv": argv,
+            "env": environment_json(torch, a.device),
+            "config": {
+                "strategy": strategy, "framework": "pytorch", **extra_config,
+                "scenario": scenario, "transfer": a.transfer, "batch": s.batch,
+                "hidden": s.hidden, "epochs": a.epochs, "lr": s.lr, "momentum": s.momentum,
+                "seed": s.seed, "gemm": "torch", "tf32": False, "graphs": False,
+                # memstrat's step keys: eager PyTorch runs each layer's ops as their own kernels.
+                "fused": False, "fused_off_reason": "PyTorch eager", "step": "layer-by-layer",
+                "single_launch_off_reason": "PyTorch eager", "epoch_launch": False,
+                "epoch_launch_off_reason": "PyTorch eager", "depth": None,
+                "streams": None, "advise": None, "profile": False,
+                "run_tag": a.run_tag, "device": a.device, "eager": True,
+                "train_acc_in_loop": a.train_acc,
+                "init": str(Path(a.init).resolve()) if a.init else None,
+                "order": s.order_source,
+                "dataset": {"name": d.name, "path": d.source, "train_samples": self.n_train,
+                            "test_samples": len(d.test_y)},
+            },
+            "epochs": [],
+            "api_totals": None,  # memstrat's CUPTI counts; none here
+        }
+
+    def banner(self, details: str = "") -> None:
+        s, a = self.s, self.s.args
+        for w in s.warnings:
+            print(f"{self.prog}: warning: " + w, file=self.err)
+        if not a.quiet:
+            print(f"{self.prog}: {self.rec['config']['strategy']} | {a.transfer} | batch "
+                  f"{s.batch} | hidden {','.join(map(str, s.hidden))} | {a.epochs} epochs | "
+                  f"{self.rec['env']['gpu_name'] or a.device} | torch {self.torch.__version__} | "
+                  f"{self.n_train} train, {len(s.data.test_y)} test from {s.data.source}"
+                  + details, file=self.out)
+
+    def open_curve(self) -> None:
+        if self.s.args.loss_curve:
+            self.curve = open(self.s.args.loss_curve, "w")
+            self.curve.write("epoch,batch,loss\n")
+
+    def end_epoch(self, epoch: int, wall_ms: float, gpu_ms: float, h2d_bytes: int, losses: list,
+                  corrects: list, rows, model, test_x, test_y,
+                  extra: dict[str, Any] | None = None, note: str = "") -> None:
+        """After the timed region: the epoch's losses (rows-weighted), evaluation, the record
+        entry, the curve lines and the progress line. `losses` / `corrects` are per-batch
+        tensors, `rows` a float64 tensor of the rows of each batch."""
+        torch, a = self.torch, self.s.args
+        batch_losses = torch.stack(losses).double().cpu()
+        train_loss = float((batch_losses * rows).sum()) / self.n_train
+        train_acc = float(torch.stack(corrects).sum().cpu()) / self.n_train if a.train_acc \
+            else None
+        test_loss, test_acc = evaluate(torch, model, test_x, test_y)
+        if not all(math.isfinite(v) for v in (train_loss, test_loss)):
+            raise RuntimeError(f"epoch {epoch}: loss is not finite (train {train_loss}, "
+                               f"test {test_loss})")
+        self.rec["epochs"].append({
+            "epoch": epoch, "wall_ms": wall_ms, "gpu_ms": gpu_ms, "host_ms": 0.0,
+            "copy_ms": None, "compute_ms": None, "stall_ms": None, "idle_ms": None,
+            "h2d_bytes": h2d_bytes, "um_htod_bytes": None,
+            "um_dtoh_bytes": None, "um_gpu_faults": None, "um_cpu_faults": None,
+            "kernel_ms": None, "memcpy_ms": None, "api_calls": None,
+            "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
+            "test_acc": test_acc, **(extra or {})})
+        if self.curve is not None:
+            self.curve.writelines(f"{epoch},{b},{v:.9g}\n"
+                                  for b, v in enumerate(batch_losses.tolist()))
+        if not a.quiet:
+            acc = "-" if train_acc is None else f"{100 * train_acc:.2f}%"
+            print(f"epoch {epoch:3d}/{a.epochs}  wall {wall_ms:9.2f} ms  gpu {gpu_ms:9.2f} ms"
+                  f"  loss {train_loss:.4f}  train {acc}  test {100 * test_acc:.2f}%{note}",
+                  file=self.out, flush=True)
+
+    def finish(self, model, test_x, test_y) -> None:
+        fin_loss, fin_acc = evaluate(self.torch, model, test_x, test_y)
+        self.rec["summary"] = summary_json(self.rec["epochs"], self.n_train)
+        self.rec["final"] = {"test_loss": fin_loss, "test_acc": fin_acc,
+                             "samples_per_s": self.rec["summary"]["samples_per_s"]}
+        self.rec["profiler_notes"] = []
+
+    def failed(self, ex: Exception) -> int:
+        """Any failure becomes a record marked "failed" (appended to --json); exit code 1."""
+        rec, a = self.rec, self.s.args
+        rec["status"] = "failed"
+        rec["error"] = f"{type(ex).__name__}: {ex}"
+        print(f"{self.prog}: run failed: {rec['error']}", file=self.err)
+        if a.json:
+            try:
+                append_jsonl(a.json, rec)
+                print(f"{self.prog}: a record marked \"failed\" was appended to {a.json}",
+                      file=self.err)
+            except OSError as e2:
+                print(f"{self.prog}: could not write the failed record: {e2}", file=self.err)
+        return EXIT_RUN_FAILED
+
+    def execute(self, body) -> tuple[int, dict]:
+        """Runs body() (set-up and epochs; returns the model, test_x and test_y of the final
+        evaluation), then the summary and the record; any exception becomes a failed record."""
+        try:
+            self.finish(*body())
+        except Exception as ex:  # noqa: BLE001 -- any failure becomes a "failed" record
+            return self.failed(ex), self.rec
+        finally:
+            self.close()
+        return self.report(), self.rec
+
+    def close(self) -> None:
+        if self.curve is not None:
+            self.curve.close()
+            self.curve = None
+
+    def report(self) -> int:
+        """The summary line, and the record appended to --json; exit code 0."""
+        s, a, sm = self.s, self.s.args, self.rec["summary"]
+        print(f"summary: {self.rec['config']['strategy']} {a.transfer} batch {s.batch} hidden "
+              f"{','.join(map(str, s.hidden))}: median epoch {sm['wall_ms_median']:.2f} ms (min "
+              f"{sm['wall_ms_min']:.2f}, max {sm['wall_ms_max']:.2f}, epochs 2..{a.epochs}), "
+              f"epoch 1 {sm['epoch1_wall_ms']:.2f} ms, {sm['samples_per_s'] / 1e6:.2f} M "
+              f"samples/s, test acc {100 * self.rec['final']['test_acc']:.2f}%",
+              file=self.out, flush=True)
+        if a.json:
+            append_jsonl(a.json, self.rec)
+        return EXIT_OK
+
+
+def train_step(F, model, opt, x, y, losses: list, corrects: list | None) -> None:
+    """One eager step as a user writes it. Keeps the loss (and, with a `corrects` list, the
+    number of correct predictions) on the device: no host synchronisation."""
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    losses.append(loss.detach())
+    if corrects is not None:
+        corrects.append((logits.detach().argmax(1) == y).sum())
+
+
+def torch_for(a: argparse.Namespace, prog: str, err):
+    """torch with fp32 math, or None (after saying why) when --device cuda has no GPU."""
+    torch = _import_torch()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print(f"{prog}: torch.cuda.is_available() is False; this needs an NVIDIA GPU "
+              "(or --device cpu)", file=err)
+        return None
+    set_fp32_math(torch)
+    return torch
+
+
 def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict | None]:
     """Runs the training; returns (exit code, the record or None when nothing ran)."""
     out, err = out or sys.stdout, err or sys.stderr
     a = s.args
-    torch = _import_torch()
-    F = torch.nn.functional
-    if a.device == "cuda" and not torch.cuda.is_available():
-        print("pytorch_mlp.py: torch.cuda.is_available() is False; this needs an NVIDIA GPU "
-              "(or --device cpu)", file=err)
+    torch = torch_for(a, PROG, err)
+    if torch is None:
         return EXIT_NO_DEVICE, None
-    set_fp32_math(torch)
+    F = torch.nn.functional
     d = s.data
     n_train = len(d.train_y)
-    rec: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "run_id": make_run_id(), "started_at": iso_utc_now(),
-        "status": "ok", "error": None, "argv": argv,
-        "env": environment_json(torch, a.device),
-        "config": {
-            "strategy": "pytorch-" + a.mode, "framework": "pytorch", "mode": a.mode,
-            "scenario": "static", "transfer": a.transfer, "batch": s.batch,
-            "hidden": s.hidden, "epochs": a.epochs, "lr": s.lr, "momentum": s.momentum,
-            "seed": s.seed, "gemm": "torch", "tf32": False, "graphs": False, "depth": None,
-            "streams": None, "advise": None, "profile": False,
-            "run_tag": a.run_tag, "device": a.device, "eager": True,
-            "train_acc_in_loop": a.train_acc,
-            "init": str(Path(a.init).resolve()) if a.init else None,
-            "order": s.order_source,
-            "dataset": {"name": d.name, "path": d.source, "train_samples": n_train,
-                        "test_samples": len(d.test_y)},
-        },
-        "epochs": [],
-    }
-    for w in s.warnings:
-        print("pytorch_mlp.py: warning: " + w, file=err)
-    if not a.quiet:
-        print(f"pytorch_mlp.py: pytorch-{a.mode} | {a.transfer} | batch {s.batch} | hidden "
-              f"{','.join(map(str, s.hidden))} | {a.epochs} epochs | "
-              f"{rec['env']['gpu_name'] or a.device} | torch {torch.__version__} | "
-              f"{n_train} train, {len(d.test_y)} test from {d.source}", file=out)
-    curve = None
-    try:
+    log = RunLog(s, argv, torch, "pytorch-" + a.mode, "static", {"mode": a.mode}, PROG, out,
+                 err)
+    log.banner()
+
+    def body():
         t_setup = time.perf_counter()
         if a.device == "cuda":
             torch.cuda.synchronize()
@@ -780,12 +922,10 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
         timer = Timer(torch, a.device)
         if a.device == "cuda":
             torch.cuda.synchronize()
-        rec["setup"] = {"ms": (time.perf_counter() - t_setup) * 1000.0, "api_calls": None,
-                        "h2d_bytes": feed.setup_h2d_bytes + test_x.nbytes + test_y.nbytes
-                        if a.device == "cuda" else 0}
-        if a.loss_curve:
-            curve = open(a.loss_curve, "w")
-            curve.write("epoch,batch,loss\n")
+        log.rec["setup"] = {"ms": (time.perf_counter() - t_setup) * 1000.0, "api_calls": None,
+                            "h2d_bytes": feed.setup_h2d_bytes + test_x.nbytes + test_y.nbytes
+                            if a.device == "cuda" else 0}
+        log.open_curve()
         bounds = [(lo, min(lo + s.batch, n_train)) for lo in range(0, n_train, s.batch)]
         rows = torch.tensor([hi - lo for lo, hi in bounds], dtype=torch.float64)
 
@@ -795,86 +935,35 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
             # ---- timed: what a user's eager loop does -----------------------------------
             for lo, hi in bounds:
                 x, y = feed.batch(lo, hi)
-                logits = model(x)
-                loss = F.cross_entropy(logits, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach())
-                if a.train_acc:
-                    corrects.append((logits.detach().argmax(1) == y).sum())
+                train_step(F, model, opt, x, y, losses, corrects if a.train_acc else None)
             wall_ms, gpu_ms = timer.stop()
             # ---- outside the timed region -----------------------------------------------
-            batch_losses = torch.stack(losses).double().cpu()
-            train_loss = float((batch_losses * rows).sum()) / n_train
-            train_acc = float(torch.stack(corrects).sum().cpu()) / n_train if a.train_acc \
-                else None
-            test_loss, test_acc = evaluate(torch, model, test_x, test_y)
-            if not all(math.isfinite(v) for v in (train_loss, test_loss)):
-                raise RuntimeError(f"epoch {epoch}: loss is not finite (train {train_loss}, "
-                                   f"test {test_loss})")
-            rec["epochs"].append({
-                "epoch": epoch, "wall_ms": wall_ms, "gpu_ms": gpu_ms, "host_ms": 0.0,
-                "copy_ms": None, "compute_ms": None, "stall_ms": None, "idle_ms": None,
-                "h2d_bytes": feed.epoch_h2d_bytes, "um_htod_bytes": None,
-                "um_dtoh_bytes": None, "um_gpu_faults": None, "um_cpu_faults": None,
-                "kernel_ms": None, "memcpy_ms": None, "api_calls": None,
-                "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
-                "test_acc": test_acc})
-            if curve is not None:
-                curve.writelines(f"{epoch},{b},{v:.9g}\n"
-                                 for b, v in enumerate(batch_losses.tolist()))
-            if not a.quiet:
-                acc = "-" if train_acc is None else f"{100 * train_acc:.2f}%"
-                print(f"epoch {epoch:3d}/{a.epochs}  wall {wall_ms:9.2f} ms  gpu {gpu_ms:9.2f} ms"
-                      f"  loss {train_loss:.4f}  train {acc}  test {100 * test_acc:.2f}%",
-                      file=out, flush=True)
-        fin_loss, fin_acc = evaluate(torch, model, test_x, test_y)
-        rec["summary"] = summary_json(rec["epochs"], n_train)
-        rec["final"] = {"test_loss": fin_loss, "test_acc": fin_acc,
-                        "samples_per_s": rec["summary"]["samples_per_s"]}
-        rec["profiler_notes"] = []
-    except Exception as ex:  # noqa: BLE001 -- any failure becomes a "failed" record
-        rec["status"] = "failed"
-        rec["error"] = f"{type(ex).__name__}: {ex}"
-        print(f"pytorch_mlp.py: run failed: {rec['error']}", file=err)
-        if a.json:
-            try:
-                append_jsonl(a.json, rec)
-                print(f"pytorch_mlp.py: a record marked \"failed\" was appended to {a.json}",
-                      file=err)
-            except OSError as e2:
-                print(f"pytorch_mlp.py: could not write the failed record: {e2}", file=err)
-        return EXIT_RUN_FAILED, rec
-    finally:
-        if curve is not None:
-            curve.close()
-    sm = rec["summary"]
-    print(f"summary: pytorch-{a.mode} {a.transfer} batch {s.batch} hidden "
-          f"{','.join(map(str, s.hidden))}: median epoch {sm['wall_ms_median']:.2f} ms (min "
-          f"{sm['wall_ms_min']:.2f}, max {sm['wall_ms_max']:.2f}, epochs 2..{a.epochs}), epoch 1 "
-          f"{sm['epoch1_wall_ms']:.2f} ms, {sm['samples_per_s'] / 1e6:.2f} M samples/s, test acc "
-          f"{100 * rec['final']['test_acc']:.2f}%", file=out, flush=True)
-    if a.json:
-        append_jsonl(a.json, rec)
-    return EXIT_OK, rec
+            log.end_epoch(epoch, wall_ms, gpu_ms, feed.epoch_h2d_bytes, losses, corrects, rows,
+                          model, test_x, test_y)
+        return model, test_x, test_y
+
+    return log.execute(body)
 
 
-def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
-    """Parse, validate and train; (exit code, record or None). For in-process callers."""
+def run_cli(argv: Sequence[str], parser: argparse.ArgumentParser, settings, train_fn,
+            prog: str, out=None, err=None) -> tuple[int, dict | None]:
+    """Parse, validate (settings(args) -> Settings) and train; (exit code, record or None)."""
     out, err = out or sys.stdout, err or sys.stderr
     args_list = list(argv)
-    parser = build_parser()
     try:
         a = parser.parse_args(args_list)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return (EXIT_OK if e.code in (0, None) else EXIT_USAGE), None
     try:
-        settings = Settings(a)
-        return train(settings, ["experiments/baselines/pytorch_mlp.py", *args_list], out, err)
+        return train_fn(settings(a), [f"experiments/baselines/{prog}", *args_list], out, err)
     except UsageError as e:
-        print(f"pytorch_mlp.py: {e}", file=err)
+        print(f"{prog}: {e}", file=err)
         return EXIT_USAGE, None
+
+
+def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
+    """Parse, validate and train; (exit code, record or None). For in-process callers."""
+    return run_cli(argv, build_parser(), Settings, train, PROG, out, err)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

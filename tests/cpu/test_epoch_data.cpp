@@ -2,26 +2,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 #include <cstring>
 #include <set>
 
 #include "kernels/common/pixel_norm.h"
 #include "memory_strategies/epoch_data.h"
+#include "memory_strategies/epoch_order.h"
+#include "tests/support/synthetic_dataset.h"
 
 using namespace memstrat;
 
 namespace {
-HostDataset synthetic(int n) {
-  HostDataset d;
-  d.name = "synthetic";
-  d.rows = d.cols = 28;
-  std::mt19937 rng(3);
-  d.train_images.resize(static_cast<std::size_t>(n) * 784);
-  for (auto& p : d.train_images) p = static_cast<std::uint8_t>(rng() & 0xFF);
-  for (int i = 0; i < n; ++i) d.train_labels.push_back(i % 10);
-  return d;
-}
+HostDataset synthetic(int n) { return memstrat::testing::synthetic_dataset(n); }
 StrategyOptions opts(Transfer t, Scenario s) {
   StrategyOptions o;
   o.transfer = t;
@@ -108,6 +100,48 @@ TEST(EpochData, RefreshAugmentationIsAShiftOfAtMostTwoPixels) {
     ASSERT_TRUE(found) << "sample " << i << " is not a <=2px shift of its source";
   }
   EXPECT_GT(shifts_seen.size(), 15u);  // the shifts actually vary
+}
+
+TEST(EpochData, EpochOrderIsTheRefreshOrderReshuffledInPlace) {
+  const HostDataset d = synthetic(3000);
+  EpochWriter refresh(d, opts(Transfer::U8, Scenario::Refresh));
+  EpochOrder o(3000, 11);
+  const std::int32_t* storage = o.order();
+  std::vector<std::int32_t> previous;
+  for (int epoch : {1, 2, 3, 2}) {
+    o.set_epoch(epoch);
+    EXPECT_EQ(o.epoch(), epoch);
+    EXPECT_EQ(o.order(), storage) << "reshuffled in place, not reallocated";
+    const std::vector<std::int32_t> got(o.order(), o.order() + o.size());
+    EXPECT_EQ(got, refresh.order(epoch));
+    EXPECT_EQ(got, shuffled_order(3000, epoch_order_seed(11, epoch)));
+    EXPECT_NE(got, previous);
+    EXPECT_EQ(o.rows_from(256)[0], got[256]);
+    previous = got;
+  }
+  // The static order is epoch 0's.
+  EXPECT_EQ(EpochWriter(d, opts(Transfer::U8, Scenario::Static)).order(5),
+            shuffled_order(3000, epoch_order_seed(11, 0)));
+}
+
+TEST(EpochData, WriteRowsOfAnyRangeMatchTheWholeEpoch) {
+  const HostDataset d = synthetic(1000);
+  for (Transfer t : {Transfer::U8, Transfer::F32}) {
+    EpochWriter w(d, opts(t, Scenario::Refresh));
+    const std::size_t row = w.image_bytes_per_sample();
+    std::vector<std::uint8_t> whole(w.image_bytes()), parts(w.image_bytes());
+    std::vector<std::int32_t> lw(1000), lp(1000);
+    w.write(4, whole.data(), lw.data());
+    const auto ord = w.order(4);
+    const EpochRows rows{&d, ord.data(), Augment::Light, t, 11, 4};
+    std::vector<std::uint8_t> scratch(784);
+    for (std::int64_t first = 0; first < 1000; first += 137) {
+      const std::int64_t count = std::min<std::int64_t>(137, 1000 - first);
+      write_rows(rows, first, count, parts.data() + first * row, lp.data() + first, scratch.data());
+    }
+    EXPECT_EQ(parts, whole);
+    EXPECT_EQ(lp, lw);
+  }
 }
 
 TEST(EpochData, BatchCount) {

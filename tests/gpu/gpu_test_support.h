@@ -17,29 +17,16 @@
 #include "experiments/core/mlp.h"
 #include "experiments/trainer.h"
 #include "memory_strategies/registry.h"
+#include "tests/support/mnist_test_data.h"  // mnist_dir, mnist
 
 namespace memstrat::testing {
-
-inline std::string mnist_dir() {
-  for (const std::string& d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
-                              std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"})
-    if (std::filesystem::exists(d + "/train-images-idx3-ubyte.gz") ||
-        std::filesystem::exists(d + "/train-images-idx3-ubyte"))
-      return d;
-  return "";
-}
-
-inline const HostDataset& mnist() {
-  static const HostDataset d = load_mnist(mnist_dir());
-  return d;
-}
 
 #define MEMSTRAT_REQUIRE_GPU_AND_MNIST()                                              \
   do {                                                                                \
     std::string why_;                                                                 \
     if (!::memstrat::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA device: " << why_; \
     if (::memstrat::testing::mnist_dir().empty())                                     \
-      GTEST_SKIP() << "MNIST not found in data/mnist or ../shared/data/mnist";        \
+      GTEST_SKIP() << "MNIST not found ($MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)"; \
   } while (0)
 
 struct RunSpec {

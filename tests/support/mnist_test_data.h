@@ -1,0 +1,38 @@
+// mnist_test_data.h: where the tests find the real MNIST files (never part of the repository):
+// $MEMSTRAT_DATA when set, else the checkout's data/mnist, else ../shared/data/mnist beside it;
+// and the training set loaded once per test executable. Tests that need it skip without it.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/mnist.h"
+
+namespace memstrat::testing {
+
+/// The MNIST directory, or "" when none is there.
+inline std::string mnist_dir() {
+  std::string candidates[3] = {"", std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
+                               std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"};
+  if (const char* env = std::getenv(kDataEnvVar); env != nullptr) candidates[0] = env;
+  for (const std::string& d : candidates)
+    if (!d.empty() && (std::filesystem::exists(d + "/train-images-idx3-ubyte.gz") ||
+                       std::filesystem::exists(d + "/train-images-idx3-ubyte")))
+      return d;
+  return "";
+}
+
+/// Loaded on first use; call only after mnist_dir() returned a directory.
+inline const HostDataset& mnist() {
+  static const HostDataset d = load_mnist(mnist_dir());
+  return d;
+}
+
+}  // namespace memstrat::testing
+
+#define MEMSTRAT_REQUIRE_MNIST()                                                        \
+  do {                                                                                  \
+    if (::memstrat::testing::mnist_dir().empty())                                       \
+      GTEST_SKIP() << "MNIST not found ($MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)"; \
+  } while (0)
