@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kGetDataFix =
-    "Run experiments/get_mnist.py (from the repo root) or pass --data DIR / set MEMSTRAT_DATA "
+    "Run experiments/scripts/get_mnist.py (from the repo root) or pass --data DIR / set MEMSTRAT_DATA "
     "to a directory holding the four MNIST IDX files";
 constexpr const char* kMixedFix =
-    "The four files must come from one data set: delete them and run experiments/get_mnist.py";
+    "The four files must come from one data set: delete them and run experiments/scripts/get_mnist.py";
 
 constexpr int kClasses = 10;
 

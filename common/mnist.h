@@ -20,7 +20,7 @@ inline constexpr const char* kDataEnvVar = "MEMSTRAT_DATA";
 /// same rows and cols in train and test, every label < 10, at least one sample.
 ///
 /// HostDataset::name is "fashion-mnist" when the directory's name contains "fashion" or
-/// when a file `DATASET` in it says "fashion-mnist" (experiments/get_mnist.py writes one),
+/// when a file `DATASET` in it says "fashion-mnist" (experiments/scripts/get_mnist.py writes one),
 /// else "mnist". HostDataset::source is the directory as given.
 ///
 /// Throws DataError (naming the directory or file, the problem and the fix) for a missing

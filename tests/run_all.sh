@@ -6,7 +6,7 @@
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-bash experiments/install_deps.sh || exit 1
+bash experiments/scripts/install_deps.sh || exit 1
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 JOBS="$(nproc 2>/dev/null || echo 2)"
 passed=0; failed=0; skipped=0; status=0
@@ -30,7 +30,7 @@ ctest --test-dir build --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 count_ctest build/ctest.log
 
-echo "== pytest (analysis/, experiments/run_matrix.py) =="
+echo "== pytest (analysis/, experiments/matrix/run_matrix.py) =="
 python3 -m pytest -q 2>&1 | tee build/pytest.log
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1

@@ -149,7 +149,7 @@ def resolve_data_dir(cli_value: str | None, fallback: str | None = None) -> Path
         if c.is_dir() and _find_part(c, _PARTS["train_x"]) is not None:
             return c.resolve()
     raise UsageError("no MNIST directory found (tried " + ", ".join(str(c) for c in candidates)
-                     + "); run experiments/get_mnist.py or pass --data DIR")
+                     + "); run experiments/scripts/get_mnist.py or pass --data DIR")
 
 
 class Mnist:
@@ -167,7 +167,7 @@ class Mnist:
         for key, base in _PARTS.items():
             p = _find_part(directory, base)
             if p is None:
-                raise UsageError(f"{directory}: missing {base}(.gz); run experiments/get_mnist.py")
+                raise UsageError(f"{directory}: missing {base}(.gz); run experiments/scripts/get_mnist.py")
             arrays[key] = read_idx(p)
         for split in ("train", "test"):
             x, y = arrays[split + "_x"], arrays[split + "_y"]

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "common/cuda_raii.h"
-#include "experiments/cli.h"
+#include "experiments/cli/options.h"
 
 using namespace memstrat;
 

@@ -207,7 +207,7 @@ TEST(Mnist, MissingDirectory) {
   const std::string missing = (dir.path() / "no-such-dir").string();
   const std::string m = load_error(missing);
   EXPECT_CONTAINS(m, missing + ": data directory does not exist");
-  EXPECT_CONTAINS(m, "experiments/get_mnist.py");
+  EXPECT_CONTAINS(m, "experiments/scripts/get_mnist.py");
   EXPECT_CONTAINS(m, "--data DIR");
   EXPECT_CONTAINS(m, "MEMSTRAT_DATA");
 }
@@ -226,7 +226,7 @@ TEST(Mnist, MissingFiles) {
   fs::remove(dir.path() / "train-images-idx3-ubyte.gz");
   const std::string m = load_error(dir.str());
   EXPECT_CONTAINS(m, "missing file(s) train-images-idx3-ubyte(.gz), t10k-labels-idx1-ubyte(.gz)");
-  EXPECT_CONTAINS(m, "experiments/get_mnist.py");
+  EXPECT_CONTAINS(m, "experiments/scripts/get_mnist.py");
 }
 
 TEST(Mnist, CorruptFileIsReportedWithItsPath) {
@@ -351,7 +351,7 @@ TEST(Mnist, RealMnist) {
   }
   if (dir.empty()) {
     GTEST_SKIP() << "MNIST not found in " MEMSTRAT_SOURCE_DIR "/data/mnist or " MEMSTRAT_SOURCE_DIR
-                    "/../shared/data/mnist; run experiments/get_mnist.py";
+                    "/../shared/data/mnist; run experiments/scripts/get_mnist.py";
   }
   if (std::ifstream in(fs::path(dir) / "DATASET"); in) {
     std::string name;

@@ -13,8 +13,8 @@
 
 #include "common/cuda_raii.h"
 #include "common/mnist.h"
-#include "experiments/mlp.h"
-#include "experiments/trainer.h"
+#include "experiments/core/mlp.h"
+#include "experiments/core/trainer.h"
 #include "memory_strategies/registry.h"
 
 namespace memstrat::testing {

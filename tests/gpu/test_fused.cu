@@ -37,7 +37,7 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
-#include "experiments/mlp.h"
+#include "experiments/core/mlp.h"
 #include "kernels/cpu_reference.h"
 #include "kernels/fused_mlp.h"
 #include "kernels/gemm_lt.h"

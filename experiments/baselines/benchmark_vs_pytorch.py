@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Time memstrat against the PyTorch eager baseline on one GPU, and check their loss curves.
 
-    python3 experiments/benchmark_vs_pytorch.py                # the full default run
-    python3 experiments/benchmark_vs_pytorch.py --quick        # a few configurations
-    python3 experiments/benchmark_vs_pytorch.py --dry-run      # the plan + a time estimate
+    python3 experiments/baselines/benchmark_vs_pytorch.py                # the full default run
+    python3 experiments/baselines/benchmark_vs_pytorch.py --quick        # a few configurations
+    python3 experiments/baselines/benchmark_vs_pytorch.py --dry-run      # the plan + a time estimate
 
 Part 1, speed. For every batch size (--batches, default 8,64,256,1024) and hidden size
 (--hiddens, default 256,1024) it runs `memstrat train` and
@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BASELINE = REPO_ROOT / "experiments" / "baselines" / "pytorch_mlp.py"
 sys.path.insert(0, str(BASELINE.parent))
 import pytorch_mlp  # noqa: E402  (the baseline: its data-dir search, record writer)
@@ -711,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # ---- report -------------------------------------------------------------------------
     md = [f"# memstrat vs PyTorch eager ({time.strftime('%Y-%m-%d %H:%M %Z')})", ""]
-    command = shlex.join(["python3", "experiments/benchmark_vs_pytorch.py",
+    command = shlex.join(["python3", "experiments/baselines/benchmark_vs_pytorch.py",
                           *(argv if argv is not None else sys.argv[1:])])
     md += [f"- {ln}" for ln in environment_lines(results + curve_runs)]
     md += [f"- command: `{command}`", f"- records: `{out_jsonl}`", ""]

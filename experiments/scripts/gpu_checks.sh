@@ -16,14 +16,14 @@
 #             source-level profile of batch 8 and 256
 #   overhead  --profile vs --no-profile
 #   tf32      resident/double-buffer with --tf32
-#   fullmatrix experiments/matrices/full.toml + report
+#   fullmatrix experiments/matrix/matrices/full.toml + report
 #   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
-#   matrix    experiments/matrices/quick.toml end to end + report, with a kill/restart check
+#   matrix    experiments/matrix/matrices/quick.toml end to end + report, with a kill/restart check
 #   (matrix writes report_quick.tgz)
 #   torch     PyTorch baseline + side-by-side benchmark
 set -uo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
 # Everything lands in $OUT/session/ and is packed into $OUT/session.tgz at the end (one file:
 # the lent machine returns at most 8).
@@ -99,7 +99,7 @@ stage_mallocs() {
     done
   done
   for s in resident pinned um-prefetch; do for e in 1 5; do
-    experiments/nsys_run -o "$OUT/nsys-$s-$e" -- $MS train --data "$DATA" --strategy $s --epochs $e --quiet \
+    experiments/scripts/nsys_run -o "$OUT/nsys-$s-$e" -- $MS train --data "$DATA" --strategy $s --epochs $e --quiet \
       --json "$OUT/mallocs_nsys.jsonl" --run-tag "nsys-$s-$e" >"$OUT/nsys-$s-$e.log" 2>&1 || tail -5 "$OUT/nsys-$s-$e.log"
   done; done
   rm -f "$OUT"/*.nsys-rep "$OUT"/*.sqlite "$OUT"/*.qdstrm
@@ -166,7 +166,7 @@ stage_tf32() {
 stage_fullmatrix() {
   log "full matrix"
   rm -rf results/full
-  python3 experiments/run_matrix.py experiments/matrices/full.toml --out results/full --memstrat $MS \
+  python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/full.toml --out results/full --memstrat $MS \
     --extra-args="--data=$DATA" >"$OUT/full_matrix.log" 2>&1 || tail -5 "$OUT/full_matrix.log"
   tail -2 "$OUT/full_matrix.log"
   python3 analysis/report.py results/full --out reports/full >"$OUT/report_full.log" 2>&1 || tail -5 "$OUT/report_full.log"
@@ -178,7 +178,7 @@ stage_nsysall() {
   : >"$OUT/nsys_compare.txt"
   for s in $($MS list | awk '{print $1}'); do
     train --strategy $s --epochs 2 --quiet --json "$OUT/builtin.jsonl" --run-tag "builtin-$s" >/dev/null
-    experiments/nsys_run -o "$OUT/n-$s" -- $MS train --data "$DATA" --strategy $s --epochs 2 --quiet >"$OUT/n-$s.log" 2>&1
+    experiments/scripts/nsys_run -o "$OUT/n-$s" -- $MS train --data "$DATA" --strategy $s --epochs 2 --quiet >"$OUT/n-$s.log" 2>&1
     python3 - "$OUT/builtin.jsonl" "$OUT/n-${s}_api_calls.csv" "$s" <<'PY' | tee -a "$OUT/nsys_compare.txt"
 import csv, json, sys
 rec = [json.loads(l) for l in open(sys.argv[1])][-1]
@@ -221,7 +221,7 @@ PY
 stage_kernels() {
   log "kernels: per-kernel GPU time (nsys cuda_gpu_kern_sum), resident batch 256 and 8"
   for b in 256 8; do
-    e=3; experiments/nsys_run -o "$OUT/k$b" -- $MS train --data "$DATA" --batch $b --epochs $e --quiet --no-profile >/dev/null 2>"$OUT/k$b.err" || tail -3 "$OUT/k$b.err"
+    e=3; experiments/scripts/nsys_run -o "$OUT/k$b" -- $MS train --data "$DATA" --batch $b --epochs $e --quiet --no-profile >/dev/null 2>"$OUT/k$b.err" || tail -3 "$OUT/k$b.err"
     NSYS=$(ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)
     LD_LIBRARY_PATH="$REPO/.nsyslibs:${LD_LIBRARY_PATH:-}" "${NSYS:-nsys}" stats --force-export=true --report cuda_gpu_kern_sum --format csv "$OUT/k$b.nsys-rep" 2>>"$OUT/k$b.err" \
       | python3 -c "
@@ -256,11 +256,11 @@ stage_sanitize() {
 stage_matrix() {
   log "matrix: quick.toml end to end, killed once mid-run and restarted"
   rm -rf results/quick
-  timeout -s KILL 45 python3 experiments/run_matrix.py experiments/matrices/quick.toml --out results/quick \
+  timeout -s KILL 45 python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/quick.toml --out results/quick \
     --memstrat $MS --extra-args="--data=$DATA" >"$OUT/matrix1.log" 2>&1
   n1=$(grep -c . results/quick/records.jsonl 2>/dev/null || echo 0)
   echo "killed after 45 s with $n1 records"
-  python3 experiments/run_matrix.py experiments/matrices/quick.toml --out results/quick \
+  python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/quick.toml --out results/quick \
     --memstrat $MS --extra-args="--data=$DATA" >"$OUT/matrix2.log" 2>&1 || tail -5 "$OUT/matrix2.log"
   python3 - <<'PY'
 import json, collections
@@ -275,7 +275,7 @@ PY
 
 stage_torch() {
   log "torch: memstrat vs PyTorch eager, same GPU"
-  python3 experiments/benchmark_vs_pytorch.py --memstrat $MS --data "$DATA" --out-dir results/vs_pytorch \
+  python3 experiments/baselines/benchmark_vs_pytorch.py --memstrat $MS --data "$DATA" --out-dir results/vs_pytorch \
     --out-md "$OUT/vs_pytorch.md" --out-jsonl "$OUT/vs_pytorch.jsonl" ${TORCH_ARGS:-} 2>&1 | tail -45
 }
 

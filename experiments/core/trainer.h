@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
-#include "experiments/mlp.h"
+#include "experiments/core/mlp.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {

@@ -1,6 +1,7 @@
-"""Self-tests of the PyTorch baseline and of experiments/benchmark_vs_pytorch.py (CPU only).
+"""Self-tests of the PyTorch baseline (experiments/baselines/pytorch_mlp.py) and of
+experiments/baselines/benchmark_vs_pytorch.py (CPU only).
 
-    python3 -m pytest -q experiments/baselines/test_pytorch_mlp.py
+    python3 -m pytest -q tests/experiments/baselines/test_pytorch_mlp.py
 
 Tests that need torch skip cleanly without it. The semantics (1/batch mean, momentum form,
 the [in x out] weight layout that must be transposed into torch's Linear) are pinned down
@@ -19,9 +20,9 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO / "experiments"))
+REPO = HERE.parents[2]
+BASELINES = REPO / "experiments" / "baselines"
+sys.path.insert(0, str(BASELINES))
 import pytorch_mlp as pm  # noqa: E402
 
 
@@ -377,7 +378,7 @@ def test_init_mismatches_are_usage_errors(tmp_path, capsys):
 
 
 def test_help_runs():
-    r = subprocess.run([sys.executable, str(HERE / "pytorch_mlp.py"), "--help"],
+    r = subprocess.run([sys.executable, str(BASELINES / "pytorch_mlp.py"), "--help"],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "--mode" in r.stdout and "--init" in r.stdout
 
@@ -390,7 +391,7 @@ FAKE_MEMSTRAT = r'''#!{python}
 from torch's), with memstrat's CLI surface as the benchmark uses it."""
 import argparse, json, sys, time
 import numpy as np
-sys.path.insert(0, {here!r})
+sys.path[:0] = [{baselines!r}, {here!r}]
 import pytorch_mlp as pm
 from test_pytorch_mlp import numpy_reference_train
 if sys.argv[1] == "list":
@@ -443,7 +444,7 @@ print("summary: fake")
 def test_benchmark_end_to_end_on_cpu(torch, tmp_path):
     import benchmark_vs_pytorch as bench
     fake = tmp_path / "memstrat"
-    fake.write_text(FAKE_MEMSTRAT.format(python=sys.executable, here=str(HERE)))
+    fake.write_text(FAKE_MEMSTRAT.format(python=sys.executable, here=str(HERE), baselines=str(BASELINES)))
     fake.chmod(0o755)
     data = REPO / "data" / "mnist"
     if not (data / "train-images-idx3-ubyte.gz").is_file():
@@ -518,11 +519,11 @@ def test_speed_table_and_verdict():
 
 
 def test_benchmark_help_and_dry_run(tmp_path):
-    r = subprocess.run([sys.executable, str(REPO / "experiments" / "benchmark_vs_pytorch.py"),
+    r = subprocess.run([sys.executable, str(BASELINES / "benchmark_vs_pytorch.py"),
                         "--help"], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "--quick" in r.stdout
     data = make_dataset(tmp_path / "d")
-    r = subprocess.run([sys.executable, str(REPO / "experiments" / "benchmark_vs_pytorch.py"),
+    r = subprocess.run([sys.executable, str(BASELINES / "benchmark_vs_pytorch.py"),
                         "--dry-run", "--data", str(data), "--skip", "8:1024"],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-#include "experiments/commands.h"
+#include "experiments/cli/commands.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include "common/mnist.h"
 #include "common/nvtx.h"
 #include "common/run_record.h"
-#include "experiments/trainer.h"
+#include "experiments/core/trainer.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/registry.h"
 

@@ -3,8 +3,8 @@
 #include <exception>
 #include <iostream>
 
-#include "experiments/cli.h"
-#include "experiments/commands.h"
+#include "experiments/cli/options.h"
+#include "experiments/cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace memstrat;

@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = HERE.parents[1]
 FILES = [
     "train-images-idx3-ubyte.gz",
     "train-labels-idx1-ubyte.gz",
@@ -224,12 +224,12 @@ def set_marker(target: Path, name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description="Provide the MNIST IDX files (gzip) in memstrat's data directory,\n"
-                    "verified against experiments/mnist.sha256. Sources, in order: --from DIR\n"
+                    "verified against experiments/scripts/mnist.sha256. Sources, in order: --from DIR\n"
                     "or ../shared/data/mnist, public mirrors, then Fashion-MNIST from Debian.",
         epilog="Examples:\n"
-               "  experiments/get_mnist.py                    # into <repo>/data/mnist\n"
-               "  experiments/get_mnist.py --data /scratch/mnist\n"
-               "  experiments/get_mnist.py --from ~/Downloads/mnist\n"
+               "  experiments/scripts/get_mnist.py                    # into <repo>/data/mnist\n"
+               "  experiments/scripts/get_mnist.py --data /scratch/mnist\n"
+               "  experiments/scripts/get_mnist.py --from ~/Downloads/mnist\n"
                "Then: build/memstrat train --data DIR ... (or set MEMSTRAT_DATA=DIR).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", metavar="DIR",

@@ -3,7 +3,7 @@
 # has the CUDA toolkit: build tools and libraries from apt, Python packages (pinned) from pip.
 # Idempotent and quiet when everything is already there. Used by both README commands.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 need_apt=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

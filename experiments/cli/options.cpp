@@ -1,4 +1,4 @@
-#include "experiments/cli.h"
+#include "experiments/cli/options.h"
 
 #include <CLI/CLI.hpp>
 

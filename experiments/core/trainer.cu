@@ -1,4 +1,4 @@
-#include "experiments/trainer.h"
+#include "experiments/core/trainer.h"
 
 #include <chrono>
 #include <string>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/mlp.h"
+#include "experiments/core/mlp.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {

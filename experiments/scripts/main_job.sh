@@ -2,13 +2,13 @@
 # main_job.sh: the README's first command. On a fresh machine with a GPU: installs the
 # dependencies, builds, provides MNIST (verified by SHA-256), trains briefly with every strategy
 # the GPU supports, runs the quick experiment matrix and builds its report.
-#   MAIN_JOB_EPOCHS (default 3), MAIN_JOB_MATRIX (default experiments/matrices/quick.toml; "none" skips it)
+#   MAIN_JOB_EPOCHS (default 3), MAIN_JOB_MATRIX (default experiments/matrix/matrices/quick.toml; "none" skips it)
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-bash experiments/install_deps.sh
-bash experiments/build.sh build
-python3 experiments/get_mnist.py
+bash experiments/scripts/install_deps.sh
+bash experiments/scripts/build.sh build
+python3 experiments/scripts/get_mnist.py
 MS=build/memstrat
 EPOCHS="${MAIN_JOB_EPOCHS:-3}"
 if ! $MS info; then
@@ -36,11 +36,11 @@ for r in sorted(rows, key=lambda r: r["summary"]["wall_ms_median"]):
 if rows:
     print(f"GPU: {rows[0]['env']['gpu_name']}, driver {rows[0]['env']['driver_version']}, git {rows[0]['env']['git_sha']}")
 PY
-MATRIX="${MAIN_JOB_MATRIX:-experiments/matrices/quick.toml}"
+MATRIX="${MAIN_JOB_MATRIX:-experiments/matrix/matrices/quick.toml}"
 if [ "$MATRIX" != none ]; then
   echo
   echo "== experiment matrix $MATRIX =="
-  python3 experiments/run_matrix.py "$MATRIX" --out results/quick --memstrat "$MS"
+  python3 experiments/matrix/run_matrix.py "$MATRIX" --out results/quick --memstrat "$MS"
   python3 analysis/report.py results/quick --out reports/quick
   echo "report: reports/quick/report.html (and report.md)"
 fi

@@ -4,7 +4,7 @@
 
 #include <iosfwd>
 
-#include "experiments/cli.h"
+#include "experiments/cli/options.h"
 
 namespace memstrat {
 

@@ -16,7 +16,7 @@
 // kLtPlanAllRowsUpTo: the partial last batch) runs the two GEMMs on classic cuBLAS
 // (cublasSgemm + bias_act, safe inside a capture). Which route a step takes depends only on
 // rows and max_batch, so results never depend on timing, capture or pointers.
-#include "experiments/mlp.h"
+#include "experiments/core/mlp.h"
 
 #include <algorithm>
 #include <cmath>

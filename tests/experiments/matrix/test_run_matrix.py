@@ -1,4 +1,4 @@
-"""experiments/run_matrix.py: expansion, restart-skip, crash safety, parallel, Slurm."""
+"""experiments/matrix/run_matrix.py: expansion, restart-skip, crash safety, parallel, Slurm."""
 import json
 import os
 import signal
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+REPO = Path(__file__).resolve().parents[3]
 
-RUNNER = REPO / "experiments" / "run_matrix.py"
+RUNNER = REPO / "experiments" / "matrix" / "run_matrix.py"
 
 SMALL = """
 name = "small"
@@ -108,11 +108,11 @@ strategy = "zero-copy"
 
 
 def test_shipped_matrices(run_matrix):
-    quick = run_matrix.load_matrix(REPO / "experiments/matrices/quick.toml")
+    quick = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/quick.toml")
     assert len(quick.cells) == 8 * 2 * 2 * 2
     assert {c.strategy for c in quick.cells} == set(run_matrix.KNOWN_STRATEGIES)
     assert {c.epochs for c in quick.cells} == {5}
-    full = run_matrix.load_matrix(REPO / "experiments/matrices/full.toml")
+    full = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/full.toml")
     # 1 repeat: 7 strategies x 12 (batch x transfer x scenario) + double-buffer x 6 (depth x streams) x 12
     assert len(full.cells) == 1 * (7 * 12 + 6 * 12)
     assert {c.epochs for c in full.cells} == {6}
@@ -265,7 +265,7 @@ def test_nsys_wraps_command(run_matrix, tmp_path):
     m = run_matrix.load_matrix(write(tmp_path, SMALL), nsys=True)
     r = run_matrix.Runner(m, tmp_path, Path("/x/memstrat"), None, True, [None])
     cmd = r.command(m.cells[0], tmp_path / "t.jsonl")
-    assert cmd[0].endswith("experiments/nsys_run")
+    assert cmd[0].endswith("experiments/scripts/nsys_run")
     assert cmd[1:4] == ["-o", str(tmp_path / "nsys" / m.cells[0].key), "--"]
     assert cmd[4:6] == ["/x/memstrat", "train"]
 
