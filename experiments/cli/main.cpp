@@ -3,8 +3,8 @@
 #include <exception>
 #include <iostream>
 
-#include "experiments/cli/options.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/options.h"
 
 int main(int argc, char** argv) {
   using namespace memstrat;
@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   try {
     switch (req.command) {
       case Command::List: return run_list(std::cout);
-      case Command::Info: return run_info(req.train, std::cout, std::cerr);
+      case Command::Info: return run_info(req, std::cout, std::cerr);
+      case Command::Describe: return run_describe(req, std::cout);
       case Command::Train: return run_train(req, std::cout, std::cerr);
     }
   } catch (const std::exception& e) {

@@ -2,25 +2,224 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <functional>
+#include <limits>
 #include <ostream>
-#include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "memory_strategies/registry.h"
 
 namespace memstrat {
 
 namespace {
-std::vector<std::string> registry_names() {
-  std::vector<std::string> n;
-  for (const auto& e : strategy_registry()) n.emplace_back(e.name);
-  return n;
+using nlohmann::json;
+
+/// Declares `train` options to CLI11 and, in the same call, records what `describe` reports.
+class TrainOptions {
+ public:
+  TrainOptions(CLI::App& app, std::vector<OptionInfo>& table) : app_(app), table_(table) {}
+
+  /// One of `values` (name -> value), checked by name; --help shows the names.
+  template <typename T>
+  void choice(const std::string& names, T& field, std::vector<std::pair<std::string, T>> values,
+              const char* record_key, const std::string& help) {
+    std::vector<std::string> keys;
+    std::string current;
+    for (const auto& [name, value] : values) {
+      keys.push_back(name);
+      if (value == field) current = name;
+    }
+    CLI::Option* o = app_.add_option_function<std::string>(
+        names,
+        [&field, values](const std::string& s) {
+          for (const auto& [name, value] : values)
+            if (name == s) field = value;
+        },
+        help);
+    o->check(CLI::IsMember(keys))->default_str(current);
+    OptionInfo& i = add(o, "choice", json(current), record_key);
+    i.choices = keys;
+  }
+
+  /// A whole number; min/max, when given, bound it.
+  template <typename T>
+  void integer(const std::string& names, T& field, std::optional<double> min,
+               std::optional<double> max, const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    if (min && max) o->check(CLI::Range(*min, *max));
+    else if (min && *min == 0) o->check(CLI::NonNegativeNumber);
+    else if (min) o->check(CLI::Range(*min, static_cast<double>(std::numeric_limits<T>::max())));
+    OptionInfo& i = add(o, "integer", json(field), record_key);
+    i.min = min;
+    i.max = max;
+  }
+
+  /// A real number in [min, max], or > min when max is not given.
+  void number(const std::string& names, float& field, double min, std::optional<double> max,
+              const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    o->check(max ? CLI::Range(min, *max) : CLI::PositiveNumber);
+    // As typed (0.05), not as the float it becomes (0.0500000007...).
+    OptionInfo& i = add(o, "number", json(std::stod(o->get_default_str())), record_key);
+    i.min = min;
+    i.max = max;
+    i.min_exclusive = !max;
+  }
+
+  void flag(const std::string& names, bool& field, const char* record_key, const std::string& help) {
+    add(app_.add_flag(names, field, help), "flag", json(field), record_key);
+  }
+
+  /// A value read by `parse` (which throws std::invalid_argument with a message that starts with
+  /// the option's name); `shown` spells the current value as typed.
+  template <typename T>
+  OptionInfo& parsed(const std::string& names, T& field, std::function<T(const std::string&)> parse,
+                     const std::string& shown, const char* kind, json default_value,
+                     const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option_function<std::string>(
+        names, [&field, parse](const std::string& s) { field = parse(s); }, help);
+    const std::string prefix = o->get_name() + ": ";
+    o->check(CLI::Validator(
+        [parse, prefix](std::string& s) -> std::string {
+          try {
+            parse(s);
+            return "";
+          } catch (const std::invalid_argument& e) {
+            const std::string m = e.what();
+            return m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+          }
+        },
+        ""));
+    o->default_str(shown);
+    return add(o, kind, std::move(default_value), record_key);
+  }
+
+  void text(const std::string& names, std::string& field, const char* record_key,
+            const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help);
+    add(o, "text", field.empty() ? json(nullptr) : json(field), record_key);
+  }
+
+ private:
+  OptionInfo& add(const CLI::Option* o, const char* kind, json default_value, const char* record_key) {
+    OptionInfo i;
+    const std::vector<std::string> longs = o->get_lnames(), negations = o->get_fnames();
+    i.name = "--" + longs.front();
+    for (const std::string& s : o->get_snames()) i.aliases.push_back("-" + s);
+    for (std::size_t k = 1; k < longs.size(); ++k)
+      (std::count(negations.begin(), negations.end(), longs[k]) ? i.negations : i.aliases)
+          .push_back("--" + longs[k]);
+    i.kind = kind;
+    i.default_value = std::move(default_value);
+    i.record_key = record_key;
+    i.help = o->get_description();
+    table_.push_back(std::move(i));
+    return table_.back();
+  }
+
+  CLI::App& app_;
+  std::vector<OptionInfo>& table_;
+};
+
+template <typename E>
+std::vector<std::pair<std::string, E>> named(std::initializer_list<E> values) {
+  std::vector<std::pair<std::string, E>> v;
+  for (const E e : values) v.emplace_back(std::string(to_string(e)), e);
+  return v;
+}
+
+std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
+  std::vector<std::pair<std::string, const StrategyEntry*>> v;
+  for (const StrategyEntry& e : strategy_registry()) v.emplace_back(std::string(e.name), &e);
+  return v;
+}
+
+/// Every `train` option, declared against the field of `c` it sets. The record key is the
+/// option's key under config.* in the record ("" where the record says something else: config.step
+/// and config.epoch_launch say what ran, config.dataset what was loaded).
+void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& table) {
+  using kernels::GemmBackend;
+  TrainOptions o(t, table);
+  o.choice("-s,--strategy", c.strategy, strategies(), "strategy",
+           "Memory strategy (see `memstrat list`)");
+  o.integer("-e,--epochs", c.epochs, 1, 100000, "epochs",
+            "Epochs; epoch 1 is reported separately as warm-up");
+  o.integer("-b,--batch", c.batch, 1, 1 << 20, "batch",
+            "Batch size (rows); the last batch of an epoch may be partial");
+  o.parsed<std::vector<int>>("--hidden", c.hidden, parse_hidden, hidden_string(c.hidden), "list",
+                             json(c.hidden), "hidden",
+                             "Hidden layer sizes, comma separated (e.g. 256 or 512,256)");
+  o.choice("--transfer", c.transfer, named({Transfer::U8, Transfer::F32}), "transfer",
+           "u8: move raw pixels, normalise on the GPU; f32: move normalised floats (4x bytes)");
+  o.choice("--scenario", c.scenario, named({Scenario::Static, Scenario::Refresh}), "scenario",
+           "static: data never changes; refresh: host rewrites it every epoch (shift augmentation)");
+  o.number("--lr", c.lr, 0, std::nullopt, "lr", "SGD learning rate");
+  o.number("--momentum", c.momentum, 0, 0.999, "momentum", "SGD momentum (0 = plain SGD)");
+  o.integer("--seed", c.seed, std::nullopt, std::nullopt, "seed",
+            "Seed for weights, shuffling and augmentation");
+  o.choice("--gemm", c.gemm, named({GemmBackend::Cublas, GemmBackend::Tiled}), "gemm", "GEMM backend");
+  o.flag("--tf32", c.tf32, "tf32", "Allow TF32 tensor-core math in cuBLAS (changes results slightly)");
+  o.choice("--graphs", c.graphs, named({Graphs::On, Graphs::Off}), "graphs",
+           "Replay each batch's MLP step as a CUDA graph");
+  o.choice("--fused", c.fused, named({FusedMode::On, FusedMode::Single, FusedMode::Lt, FusedMode::Off}), "",
+           "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
+           "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
+           "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
+           "kernels (4-5 launches per step); off: the layer-by-layer path (13)");
+  o.choice("--epoch-launch", c.epoch_launch, named({EpochLaunch::On, EpochLaunch::Off}), "",
+           "on: where the strategy lets every batch be acquired up front (resident) and the "
+           "step is the single-launch one, run the whole epoch's steps in ONE kernel launch "
+           "(bitwise the same training; no per-batch launch or event); off: one launch per batch");
+  o.integer("--depth", c.depth, 2, 64, "depth", "double-buffer: device batch buffers in flight (>= 2)");
+  o.integer("--copy-streams", c.copy_streams, 1, 16, "streams",
+            "double-buffer: copy streams used round-robin");
+  OptionInfo& advise = o.parsed<AdviseSet>(
+      "--advise", c.advise, parse_advise, c.advise.to_string(), "hints", json(c.advise.to_string()),
+      "advise", "um-advise: comma-separated subset of read-mostly,preferred-device,accessed-by (or none)");
+  advise.choices = {"read-mostly", "preferred-device", "accessed-by"};
+  o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
+  o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
+            "Use only the first N training samples (0 = all)");
+  o.integer("--test-samples", c.test_samples, 0, std::nullopt, "",
+            "Use only the first N test samples (0 = all)");
+  o.text("--json", c.json, "",
+         "Append one JSON Lines record for this run to FILE (docs/schema/run_record.schema.json)");
+  o.text("--run-tag", c.run_tag, "run_tag",
+         "Free-form tag stored as config.run_tag (the matrix runner's cell id)");
+  o.flag("--profile,!--no-profile", c.profile, "profile",
+         "CUPTI API-call and unified-memory counters per epoch (default on)");
+  o.text("--trace", c.trace, "", "Write a Chrome trace-event JSON (Perfetto / chrome://tracing) to FILE");
+  o.text("--loss-curve", c.loss_curve, "", "Write per-batch mean losses (CSV: epoch,batch,loss) to FILE");
+  o.text("--export-init", c.export_init, "",
+         "Write initial weights and the epoch-1 sample order to DIR (for baselines)");
+  o.flag("-q,--quiet", c.quiet, "", "Only the summary, no per-epoch lines");
+  o.integer("--device", c.device, 0, std::nullopt, "device", "CUDA device index");
 }
 }  // namespace
 
+json OptionInfo::to_json() const {
+  json j{{"name", name}, {"aliases", aliases}, {"kind", kind}, {"default", default_value},
+         {"negations", negations},
+         {"record_key", record_key.empty() ? json(nullptr) : json(record_key)}, {"help", help}};
+  if (!choices.empty()) j["choices"] = choices;
+  if (min) j[min_exclusive ? "exclusive_min" : "min"] = *min;
+  if (max) j["max"] = *max;
+  return j;
+}
+
+std::vector<OptionInfo> train_option_table() {
+  CLI::App app;
+  RunConfig defaults;
+  std::vector<OptionInfo> table;
+  declare_train_options(app, defaults, table);
+  return table;
+}
+
 std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req, std::ostream& out,
                              std::ostream& err) {
-  req.argv.assign(argv, argv + argc);
+  req.run.argv.assign(argv, argv + argc);
   CLI::App app{
       "memstrat: how should a training loop move its data to the GPU? Trains one MNIST MLP on "
       "interchangeable memory strategies and measures each (CUDA events, CUPTI, NVTX).\n"
@@ -32,62 +231,17 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
   app.add_subcommand("list", "List the memory strategies, one per line")
       ->callback([&] { req.command = Command::List; });
   auto* info = app.add_subcommand("info", "Show the GPU and the properties that matter to the strategies");
-  info->add_option("--device", req.train.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  info->add_option("--device", req.run.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   info->callback([&] { req.command = Command::Info; });
-
-  TrainArgs& a = req.train;
-  auto* t = app.add_subcommand("train", "Train the MLP with one memory strategy and report per-epoch figures");
-  t->callback([&] { req.command = Command::Train; });
-  t->add_option("-s,--strategy", a.strategy, "Memory strategy (see `memstrat list`)")
-      ->check(CLI::IsMember(registry_names()))
-      ->capture_default_str();
-  t->add_option("-e,--epochs", a.epochs, "Epochs; epoch 1 is reported separately as warm-up")
-      ->check(CLI::Range(1, 100000))->capture_default_str();
-  t->add_option("-b,--batch", a.batch, "Batch size (rows); the last batch of an epoch may be partial")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  t->add_option("--hidden", a.hidden, "Hidden layer sizes, comma separated (e.g. 256 or 512,256)")
-      ->capture_default_str();
-  t->add_option("--transfer", a.transfer, "u8: move raw pixels, normalise on the GPU; f32: move normalised floats (4x bytes)")
-      ->check(CLI::IsMember({"u8", "f32"}))->capture_default_str();
-  t->add_option("--scenario", a.scenario, "static: data never changes; refresh: host rewrites it every epoch (shift augmentation)")
-      ->check(CLI::IsMember({"static", "refresh"}))->capture_default_str();
-  t->add_option("--lr", a.lr, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  t->add_option("--momentum", a.momentum, "SGD momentum (0 = plain SGD)")->check(CLI::Range(0.0, 0.999))->capture_default_str();
-  t->add_option("--seed", a.seed, "Seed for weights, shuffling and augmentation")->capture_default_str();
-  t->add_option("--gemm", a.gemm, "GEMM backend")->check(CLI::IsMember({"cublas", "tiled"}))->capture_default_str();
-  t->add_flag("--tf32", a.tf32, "Allow TF32 tensor-core math in cuBLAS (changes results slightly)");
-  t->add_option("--graphs", a.graphs, "Replay each batch's MLP step as a CUDA graph")
-      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
-  t->add_option("--fused", a.fused,
-                "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
-                "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
-                "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
-                "kernels (4-5 launches per step); off: the layer-by-layer path (13)")
-      ->check(CLI::IsMember({"on", "single", "lt", "off"}))->capture_default_str();
-  t->add_option("--epoch-launch", a.epoch_launch,
-                "on: where the strategy lets every batch be acquired up front (resident) and the "
-                "step is the single-launch one, run the whole epoch's steps in ONE kernel launch "
-                "(bitwise the same training; no per-batch launch or event); off: one launch per batch")
-      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
-  t->add_option("--depth", a.depth, "double-buffer: device batch buffers in flight (>= 2)")
-      ->check(CLI::Range(2, 64))->capture_default_str();
-  t->add_option("--copy-streams", a.copy_streams, "double-buffer: copy streams used round-robin")
-      ->check(CLI::Range(1, 16))->capture_default_str();
-  t->add_option("--advise", a.advise, "um-advise: comma-separated subset of read-mostly,preferred-device,accessed-by (or none)")
-      ->capture_default_str();
-  t->add_option("--data", a.data, "MNIST directory (default: $MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)");
-  t->add_option("--train-samples", a.train_samples, "Use only the first N training samples (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  t->add_option("--test-samples", a.test_samples, "Use only the first N test samples (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  t->add_option("--json", a.json, "Append one JSON Lines record for this run to FILE (docs/results_schema.md)");
-  t->add_option("--run-tag", a.run_tag, "Free-form tag stored as config.run_tag (the matrix runner's cell id)");
-  t->add_flag("--profile,!--no-profile", a.profile, "CUPTI API-call and unified-memory counters per epoch (default on)");
-  t->add_option("--trace", a.trace, "Write a Chrome trace-event JSON (Perfetto / chrome://tracing) to FILE");
-  t->add_option("--loss-curve", a.loss_curve, "Write per-batch mean losses (CSV: epoch,batch,loss) to FILE");
-  t->add_option("--export-init", a.export_init, "Write initial weights and the epoch-1 sample order to DIR (for baselines)");
-  t->add_flag("-q,--quiet", a.quiet, "Only the summary, no per-epoch lines");
-  t->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  auto* describe = app.add_subcommand(
+      "describe", "Describe the strategies, every train option (allowed values, default, record "
+                  "key) and the record's schema version; needs no GPU");
+  describe->add_flag("--json", req.json, "As one JSON object (what the matrix runner reads)");
+  describe->callback([&] { req.command = Command::Describe; });
+  auto* train = app.add_subcommand("train", "Train the MLP with one memory strategy and report per-epoch figures");
+  train->callback([&] { req.command = Command::Train; });
+  std::vector<OptionInfo> table;
+  declare_train_options(*train, req.run, table);
 
   try {
     app.parse(argc, argv);
@@ -99,66 +253,14 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
     return code == 0 ? 0 : 2;
   }
   if (req.command == Command::Train) {
-    if (!a.trace.empty() && !a.profile) {
-      err << "memstrat: --trace needs the CUPTI profiler; drop --no-profile\n";
-      return 2;
-    }
     try {
-      make_train_config(a);
+      check_consistent(req.run);
     } catch (const std::invalid_argument& e) {
       err << "memstrat: " << e.what() << "\n";
       return 2;
     }
   }
   return std::nullopt;
-}
-
-AdviseSet parse_advise(const std::string& s) {
-  AdviseSet a{false, false, false};
-  if (s == "none" || s.empty()) return a;
-  std::stringstream ss(s);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    if (tok == "read-mostly") a.read_mostly = true;
-    else if (tok == "preferred-device") a.preferred_device = true;
-    else if (tok == "accessed-by") a.accessed_by = true;
-    else
-      throw std::invalid_argument("--advise: unknown hint '" + tok +
-                                  "'; use a comma-separated subset of "
-                                  "read-mostly,preferred-device,accessed-by, or none");
-  }
-  return a;
-}
-
-TrainConfig make_train_config(const TrainArgs& a) {
-  TrainConfig c;
-  if (!find_strategy(a.strategy))
-    throw std::invalid_argument("unknown strategy '" + a.strategy + "'; choose one of: " + strategy_names());
-  if (a.batch <= 0) throw std::invalid_argument("--batch must be > 0");
-  if (a.epochs <= 0) throw std::invalid_argument("--epochs must be > 0");
-  c.strategy.batch = a.batch;
-  c.strategy.transfer = a.transfer == "f32" ? Transfer::F32 : Transfer::U8;
-  c.strategy.scenario = a.scenario == "refresh" ? Scenario::Refresh : Scenario::Static;
-  c.strategy.depth = a.depth;
-  c.strategy.copy_streams = a.copy_streams;
-  c.strategy.advise = parse_advise(a.advise);
-  c.strategy.seed = a.seed;
-  const std::vector<int> hidden = parse_hidden(a.hidden);
-  c.mlp.layers = {0};
-  c.mlp.layers.insert(c.mlp.layers.end(), hidden.begin(), hidden.end());
-  c.mlp.layers.push_back(0);
-  c.mlp.max_batch = a.batch;
-  c.mlp.gemm = a.gemm == "tiled" ? kernels::GemmBackend::Tiled : kernels::GemmBackend::Cublas;
-  c.mlp.tf32 = a.tf32;
-  c.mlp.lr = a.lr;
-  c.mlp.momentum = a.momentum;
-  c.mlp.seed = a.seed;
-  c.graphs = a.graphs == "on";
-  c.epoch_launch = a.epoch_launch == "on";
-  c.mlp.fused = a.fused != "off";
-  c.mlp.single_launch = a.fused == "on" || a.fused == "single";
-  c.mlp.single_launch_any_size = a.fused == "single";
-  return c;
 }
 
 }  // namespace memstrat

@@ -1,55 +1,29 @@
-// cli.h: the `memstrat` command line: parse (CLI11) into typed requests and validate them
-// before any device work, so a bad flag is reported in milliseconds on any machine.
+// options.h: the `memstrat` command line. parse_cli() declares every subcommand and option
+// (CLI11) and fills a CliRequest; each `train` option is declared once, against the RunConfig
+// field it sets, whose default is the option's default. The same declaration yields --help and
+// the option table `memstrat describe` prints. Bad flags are reported before any device work.
+//
+// Adding a subcommand: a Command value, its options in CliRequest, a declare_* function in
+// options.cpp called from parse_cli, a run_* function in commands.h, one case in main.cpp.
 #pragma once
 
-#include <cstdint>
+#include <nlohmann/json.hpp>
+
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "experiments/core/mlp.h"
-#include "memory_strategies/memory_strategy.h"
+#include "experiments/core/run_config.h"
 
 namespace memstrat {
 
-struct TrainArgs {
-  std::string strategy = "resident";
-  int epochs = 10;
-  int batch = 256;
-  std::string hidden = "256";
-  std::string transfer = "u8";
-  std::string scenario = "static";
-  float lr = 0.05f;
-  float momentum = 0.9f;
-  std::uint64_t seed = 1;
-  std::string gemm = "cublas";
-  bool tf32 = false;
-  std::string graphs = "on";
-  std::string fused = "on";
-  std::string epoch_launch = "on";
-  int depth = 2;
-  int copy_streams = 1;
-  std::string advise = "read-mostly,preferred-device,accessed-by";
-  std::string data;
-  std::int64_t train_samples = 0;  // 0 = all
-  std::int64_t test_samples = 0;
-  std::string json;
-  std::string run_tag;
-  std::string trace;
-  std::string loss_curve;
-  std::string export_init;
-  bool profile = true;
-  bool quiet = false;
-  int device = 0;
-};
-
-enum class Command { List, Info, Train };
+enum class Command { List, Info, Describe, Train };
 
 struct CliRequest {
   Command command = Command::List;
-  TrainArgs train;
-  std::vector<std::string> argv;
+  RunConfig run;       // train; info reads run.device
+  bool json = false;   // describe --json
 };
 
 /// Parses argv. Returns an exit code when parsing already decided the outcome (--help: 0,
@@ -57,14 +31,23 @@ struct CliRequest {
 std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req, std::ostream& out,
                              std::ostream& err);
 
-/// Typed, validated configuration. Throws std::invalid_argument naming the option and the fix.
-struct TrainConfig {
-  StrategyOptions strategy;
-  MlpConfig mlp;  // layers[0] and layers.back() are filled in once the data set is known
-  bool graphs = true;
-  bool epoch_launch = true;
+/// One `train` option as `memstrat describe` reports it: captured by the same call that declares
+/// the option to CLI11, with RunConfig{}'s value as its default.
+struct OptionInfo {
+  std::string name;                  // "--copy-streams"
+  std::vector<std::string> aliases;  // "-s"
+  std::vector<std::string> negations;  // flag: the spelling that sets it false, "--no-profile"
+  std::string kind;  // "choice" | "integer" | "number" | "flag" | "list" | "hints" | "text"
+  nlohmann::json default_value;  // typed: "u8", 256, 0.05, true, [256]; null when not set
+  std::vector<std::string> choices;  // choice: the values; hints: the hint names
+  std::optional<double> min, max;    // integer, number: the accepted range
+  bool min_exclusive = false;        // number: min itself is not accepted
+  std::string record_key;            // the key under config.* in the record; "" when not recorded
+  std::string help;
+  nlohmann::json to_json() const;
 };
-TrainConfig make_train_config(const TrainArgs& a);
-AdviseSet parse_advise(const std::string& s);
+
+/// The `train` options in declaration order.
+std::vector<OptionInfo> train_option_table();
 
 }  // namespace memstrat

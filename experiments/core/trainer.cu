@@ -5,6 +5,7 @@
 
 #include "common/nvtx.h"
 #include "kernels/cpu_reference.h"
+#include "memory_strategies/epoch_data.h"
 
 namespace memstrat {
 
@@ -19,15 +20,15 @@ bool same_view(const BatchView& a, const BatchView& b) {
 }
 }  // namespace
 
-Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, int batch,
-                 bool graphs, cudaStream_t compute, bool epoch_launch)
+Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
+                 const RunConfig& cfg, cudaStream_t compute)
     : mlp_(mlp),
       strategy_(strategy),
       compute_(compute),
-      batch_(batch),
-      batches_(static_cast<int>((data.n_train() + batch - 1) / batch)),
+      batch_(cfg.batch),
+      batches_(batch_count(data.n_train(), cfg.batch)),
       n_train_(data.n_train()),
-      graphs_(graphs),
+      graphs_(cfg.graphs == Graphs::On),
       n_test_(data.n_test()) {
   for (int b = 0; b <= batches_; ++b) {
     ready_.push_back(Event::create());
@@ -40,7 +41,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, in
   host_correct_pinned_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_train_));
   host_loss_.resize(static_cast<std::size_t>(n_train_));
   graphs_by_batch_.resize(static_cast<std::size_t>(batches_));
-  if (!epoch_launch)
+  if (cfg.epoch_launch == EpochLaunch::Off)
     epoch_launch_off_reason_ = "off (--epoch-launch off)";
   else if (!strategy_.acquire_ahead())
     epoch_launch_off_reason_ = "strategy " + std::string(strategy_.name()) +

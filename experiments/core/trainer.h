@@ -7,6 +7,7 @@
 // branches on which strategy it holds, only on what it says it allows.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "common/cuda_raii.h"
 #include "experiments/core/mlp.h"
+#include "experiments/core/run_config.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
@@ -39,12 +41,12 @@ struct EvalResult {
 class Trainer {
  public:
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
-  /// device). `strategy` must already be attached.
-  /// epoch_launch: run each epoch's steps in ONE kernel launch where that is possible (the
+  /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs and
+  /// cfg.epoch_launch: run each epoch's steps in ONE kernel launch where that is possible (the
   /// strategy's acquire_ahead() and the Mlp's multi_step()); epoch_launch_off_reason() says why
   /// not otherwise.
-  Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, int batch, bool graphs,
-          cudaStream_t compute, bool epoch_launch = false);
+  Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
+          cudaStream_t compute);
   bool epoch_launch() const { return epoch_launch_; }
   const std::string& epoch_launch_off_reason() const { return epoch_launch_off_reason_; }
 
@@ -53,7 +55,13 @@ class Trainer {
   EvalResult evaluate();
   /// Per-sample losses of the last epoch, in that epoch's sample order.
   const std::vector<float>& last_sample_losses() const { return host_loss_; }
+  /// The epoch's batch layout: batch b holds samples [batch_begin(b), batch_begin(b) +
+  /// batch_rows(b)) of the epoch's order; the last batch may be partial.
   int batches() const { return batches_; }
+  std::int64_t batch_begin(int b) const { return static_cast<std::int64_t>(b) * batch_; }
+  int batch_rows(int b) const {
+    return static_cast<int>(std::min<std::int64_t>(batch_, n_train_ - batch_begin(b)));
+  }
 
  private:
   void step(int b, const BatchView& v);

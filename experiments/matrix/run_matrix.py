@@ -47,29 +47,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MEMSTRAT = REPO_ROOT / "build" / "memstrat"
 NSYS_RUN = REPO_ROOT / "experiments" / "scripts" / "nsys_run"
 
-# Fallback when the memstrat binary is not there to ask (`memstrat list`), e.g. a dry run.
-KNOWN_STRATEGIES = ("resident", "pageable", "pinned", "double-buffer", "zero-copy",
-                    "um", "um-prefetch", "um-advise")
 # Strategies for which --depth / --copy-streams mean something; for the others these
 # axes collapse to a single cell.
 PIPELINED_STRATEGIES = ("double-buffer",)
-DEFAULT_DEPTH = 2
-DEFAULT_COPY_STREAMS = 1
 
-CHOICES = {
-    "transfer": ("u8", "f32"),
-    "scenario": ("static", "refresh"),
-    "gemm": ("cublas", "tiled"),
-}
-# Axis name in the file -> allowed alternative spellings.
+# Axis name in the file -> allowed alternative spellings. An axis is the `memstrat train`
+# option of the same name (copy_streams: --copy-streams); its allowed values and default come
+# from `memstrat describe --json` (see describe()).
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
         "depth", "copy_streams")
 AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams"}
-AXIS_DEFAULTS: dict[str, list[Any]] = {
-    "scenario": ["static"], "transfer": ["u8"], "batch": [256], "hidden": [(256,)],
-    "epochs": [10], "gemm": ["cublas"], "depth": [DEFAULT_DEPTH],
-    "copy_streams": [DEFAULT_COPY_STREAMS],
-}
 RUN_KEYS = ("repeats", "seed", "vary_seed")
 TOP_KEYS = ("name", "description", "axes", "exclude", "extra_args")
 
@@ -144,6 +131,34 @@ class Matrix:
     excluded: int          # cells removed by [[exclude]] rules
     collapsed: int         # duplicate cells removed because depth/copy_streams do not apply
     extra_args: tuple[str, ...]
+    schema_version: int    # of the records the binary writes
+
+
+def describe(memstrat: Path) -> dict[str, Any]:
+    """`memstrat describe --json`: the strategies and every train option (allowed values,
+    default), the one declaration the matrix is checked against. Raises MatrixError."""
+    if not (memstrat.is_file() and os.access(memstrat, os.X_OK)):
+        raise MatrixError(f"memstrat binary {memstrat} not found or not executable; build it "
+                          "(cmake -S . -B build && cmake --build build -j) or pass --memstrat "
+                          "PATH")
+    try:
+        res = subprocess.run([str(memstrat), "describe", "--json"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise MatrixError(f"`{memstrat} describe --json` failed: {e}") from None
+    try:
+        if res.returncode != 0:
+            raise ValueError(f"exit {res.returncode}: {res.stderr.strip()}")
+        return json.loads(res.stdout)
+    except ValueError as e:
+        raise MatrixError(f"`{memstrat} describe --json` gave no description ({e}); is "
+                          f"{memstrat} a current memstrat?") from None
+
+
+def _axis_options(description: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Axis name -> its option in the description (copy_streams -> --copy-streams)."""
+    by_name = {o["name"]: o for o in description["train_options"]}
+    return {a: by_name["--" + a.replace("_", "-")] for a in AXES}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -178,7 +193,8 @@ def _positive_int(value: Any, where: str) -> int:
     return value
 
 
-def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str]) -> list[Any]:
+def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
+                 option: dict[str, Any]) -> list[Any]:
     values = _as_list(raw)
     if not values:
         raise MatrixError(f"{where}: the axis is empty")
@@ -191,16 +207,18 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str]) -> 
             if not isinstance(v, str) or v not in strategies:
                 raise MatrixError(f"{where}: unknown strategy {v!r}; known: "
                                   + ", ".join(strategies) + " (or \"all\")")
-        elif axis in CHOICES:
-            if v not in CHOICES[axis]:
-                raise MatrixError(f"{where}: {v!r} is not one of {', '.join(CHOICES[axis])}")
+        elif option["kind"] == "choice":
+            if v not in option["choices"]:
+                raise MatrixError(f"{where}: {v!r} is not one of {', '.join(option['choices'])}")
         elif axis == "hidden":
             v = _parse_hidden(v, where)
         else:  # batch, epochs, depth, copy_streams
             v = _positive_int(v, where)
-            if axis == "depth" and v < 2:
-                raise MatrixError(f"{where}: depth must be >= 2 (double buffering needs two "
-                                  f"buffers), got {v}")
+            lo, hi = option.get("min"), option.get("max")
+            if lo is not None and v < lo:
+                raise MatrixError(f"{where}: {axis} must be >= {lo:g} ({option['name']}), got {v}")
+            if hi is not None and v > hi:
+                raise MatrixError(f"{where}: {axis} must be <= {hi:g} ({option['name']}), got {v}")
         if v not in out:
             out.append(v)
     return out
@@ -213,10 +231,13 @@ def _normalise_rule_value(axis: str, value: Any, where: str) -> list[Any]:
     return alts
 
 
-def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
+def load_matrix(path: str | Path, description: dict[str, Any],
                 extra_args: Sequence[str] = (), nsys: bool = False) -> Matrix:
-    """Parse and expand a matrix file. Raises MatrixError with a readable message."""
+    """Parse and expand a matrix file against `description` (`memstrat describe --json`).
+    Raises MatrixError with a readable message."""
     path = Path(path)
+    strategies = [s["name"] for s in description["strategies"]]
+    options = _axis_options(description)
     try:
         with open(path, "rb") as fh:
             doc = tomllib.load(fh)
@@ -239,7 +260,7 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
         key = AXIS_ALIASES.get(raw_key, raw_key)
         where = f"{path}: axes.{raw_key}"
         if key in AXES:
-            axes[key] = _axis_values(key, raw, where, strategies)
+            axes[key] = _axis_values(key, raw, where, strategies, options[key])
         elif key in RUN_KEYS:
             if key == "vary_seed":
                 if not isinstance(raw, bool):
@@ -256,8 +277,9 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
                               f"{', '.join(AXES + RUN_KEYS)})")
     if "strategy" not in axes:
         raise MatrixError(f"{path}: axes.strategy is required (a list, or \"all\")")
-    for axis, default in AXIS_DEFAULTS.items():
-        axes.setdefault(axis, list(default))
+    for axis in AXES[1:]:  # every axis but strategy defaults to its option's default
+        default = options[axis]["default"]
+        axes.setdefault(axis, [_parse_hidden(default, axis) if axis == "hidden" else default])
 
     rules: list[dict[str, list[Any]]] = []
     excl = doc.get("exclude", [])
@@ -317,7 +339,8 @@ def load_matrix(path: str | Path, strategies: Sequence[str] = KNOWN_STRATEGIES,
             print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
     name = doc.get("name", path.stem)
     return Matrix(path=path, name=str(name), description=str(doc.get("description", "")),
-                  cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra)
+                  cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
+                  schema_version=description["record_schema_version"])
 
 
 # --------------------------------------------------------------------------------------
@@ -384,11 +407,12 @@ def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def synthesized_failure(cell: Cell, argv: Sequence[str], error: str) -> dict[str, Any]:
+def synthesized_failure(cell: Cell, argv: Sequence[str], error: str,
+                        schema_version: int) -> dict[str, Any]:
     """A failed record for a cell whose memstrat run left no record (crash, timeout)."""
     now = _dt.datetime.now(_dt.timezone.utc)
     return {
-        "schema_version": 1,
+        "schema_version": schema_version,
         "run_id": now.strftime("%Y%m%dT%H%M%SZ") + "-runner-" + uuid.uuid4().hex[:8],
         "started_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "status": "failed",
@@ -531,7 +555,8 @@ class Runner:
             else:
                 why += " and wrote no record"
             lines = [json.dumps(synthesized_failure(
-                cell, cmd, f"{why} (log: logs/{cell.key}.log)"), separators=(",", ":"))]
+                cell, cmd, f"{why} (log: logs/{cell.key}.log)", self.matrix.schema_version),
+                separators=(",", ":"))]
             statuses = ["failed"]
         append_lines(self.records, lines)
         tmp.unlink(missing_ok=True)
@@ -702,21 +727,6 @@ def slurm_script(matrix: Matrix, pending: Sequence[Cell], out: Path, memstrat: P
 # --------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------
-def query_strategies(memstrat: Path) -> list[str] | None:
-    """Strategy names from `memstrat list` (first word of each line), or None."""
-    if not (memstrat.is_file() and os.access(memstrat, os.X_OK)):
-        return None
-    try:
-        res = subprocess.run([str(memstrat), "list"], capture_output=True, text=True,
-                             timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if res.returncode != 0:
-        return None
-    names = [ln.split()[0] for ln in res.stdout.splitlines() if ln.strip()]
-    return names or None
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="run_matrix.py",
@@ -769,10 +779,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     extra = tuple(shlex.split(args.extra_args)) if args.extra_args else ()
 
-    listed = query_strategies(memstrat)
-    strategies = listed or list(KNOWN_STRATEGIES)
     try:
-        matrix = load_matrix(args.matrix, strategies, extra, args.nsys)
+        matrix = load_matrix(args.matrix, describe(memstrat), extra, args.nsys)
     except MatrixError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -807,9 +815,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             cmd = runner.command(c, out / "tmp" / f"{c.key}.jsonl")
             print(f"[{i:>{width}}/{len(cells)}] {state:<5} {c.key}\n"
                   f"{'':>{2 * width + 4}}{shlex.join(cmd)}")
-        if listed is None:
-            print(f"note: {memstrat} not found or `memstrat list` failed; strategy names were "
-                  "checked against the built-in list", file=sys.stderr)
         return 0
 
     if args.slurm:
@@ -827,17 +832,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not pending:
         print(summary + "\nnothing to run")
         return 0
-    if not (memstrat.is_file() and os.access(memstrat, os.X_OK)):
-        print(f"error: memstrat binary {memstrat} not found or not executable; build it "
-              "(cmake -S . -B build && cmake --build build -j) or pass --memstrat PATH",
-              file=sys.stderr)
-        return 2
     if args.nsys and not NSYS_RUN.exists():
         print(f"error: --nsys needs {NSYS_RUN}", file=sys.stderr)
         return 2
-    if listed is None:
-        print(f"warning: `{memstrat} list` failed; strategy names checked against the "
-              "built-in list only", file=sys.stderr)
 
     gpus: list[str | None]
     if args.gpus:

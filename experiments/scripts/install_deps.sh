@@ -36,7 +36,7 @@ if ! command -v nvcc >/dev/null; then
 fi
 
 # Python: analysis and the matrix runner. Pinned versions; skip pip when they already import.
-if ! python3 -c "import matplotlib, numpy, pytest" >/dev/null 2>&1; then
+if ! python3 -c "import matplotlib, numpy, pytest, jsonschema" >/dev/null 2>&1; then
   echo "install_deps: pip install -r analysis/requirements.txt"
   python3 -m pip install -q -r "$REPO/analysis/requirements.txt" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages -r "$REPO/analysis/requirements.txt"

@@ -51,7 +51,7 @@ def calls(path):
 
 
 # ---------------------------------------------------------------------------- expansion
-def test_cross_product_collapse_and_exclusions(run_matrix, tmp_path):
+def test_cross_product_collapse_and_exclusions(run_matrix, describe, tmp_path):
     m = run_matrix.load_matrix(write(tmp_path, """
 [axes]
 strategy = ["pinned", "double-buffer"]
@@ -66,7 +66,7 @@ repeats = 2
 strategy = "double-buffer"
 depth = 3
 copy_streams = 2
-"""))
+"""), describe)
     # per repeat: pinned 2 scenarios x 2 batches = 4 (its 4 depth/stream combos
     # collapse into one, 12 duplicates dropped); double-buffer 4 x 4 = 16, minus the 4
     # with depth 3 + 2 streams
@@ -86,7 +86,7 @@ copy_streams = 2
     assert db.train_args()[-4:] == ["--depth", "2", "--copy-streams", "1"]
 
 
-def test_list_valued_exclusion_and_hidden_forms(run_matrix, tmp_path):
+def test_list_valued_exclusion_and_hidden_forms(run_matrix, describe, tmp_path):
     m = run_matrix.load_matrix(write(tmp_path, """
 [axes]
 strategy = "all"
@@ -98,7 +98,7 @@ transfer = "f32"
 [[exclude]]
 hidden = [[512, 256]]
 strategy = "zero-copy"
-"""))
+"""), describe)
     hs = {c.hidden for c in m.cells}
     assert hs == {(256,), (512, 256)}
     assert not any(c.strategy.startswith("um") and c.transfer == "f32" for c in m.cells)
@@ -107,12 +107,12 @@ strategy = "zero-copy"
     assert any(c.key.endswith("h512x256_e10_cublas_d2c1_seed1_r0") for c in m.cells)
 
 
-def test_shipped_matrices(run_matrix):
-    quick = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/quick.toml")
+def test_shipped_matrices(run_matrix, describe):
+    quick = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/quick.toml", describe)
     assert len(quick.cells) == 8 * 2 * 2 * 2
-    assert {c.strategy for c in quick.cells} == set(run_matrix.KNOWN_STRATEGIES)
+    assert {c.strategy for c in quick.cells} == {s["name"] for s in describe["strategies"]}
     assert {c.epochs for c in quick.cells} == {5}
-    full = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/full.toml")
+    full = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/full.toml", describe)
     # 1 repeat: 7 strategies x 12 (batch x transfer x scenario) + double-buffer x 6 (depth x streams) x 12
     assert len(full.cells) == 1 * (7 * 12 + 6 * 12)
     assert {c.epochs for c in full.cells} == {6}
@@ -131,9 +131,9 @@ def test_shipped_matrices(run_matrix):
     ("[axes\n", "not valid TOML"),
     ("title = 'x'\n[axes]\nstrategy = 'pinned'", "unknown top-level key 'title'"),
 ])
-def test_matrix_errors(run_matrix, tmp_path, text, message):
+def test_matrix_errors(run_matrix, describe, tmp_path, text, message):
     with pytest.raises(run_matrix.MatrixError, match=message):
-        run_matrix.load_matrix(write(tmp_path, text))
+        run_matrix.load_matrix(write(tmp_path, text), describe)
 
 
 # ---------------------------------------------------------------------------- dry run
@@ -245,24 +245,58 @@ def test_timeout_records_a_failure(tmp_path, fake_memstrat):
     assert rec["status"] == "failed" and "timed out after 0.5 s" in rec["error"]
 
 
-def test_missing_binary_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]])
+def test_missing_binary_is_a_clear_error(tmp_path, extra):
     res = run([write(tmp_path, SMALL), "--out", tmp_path / "o", "--memstrat",
-               tmp_path / "nope"])
+               tmp_path / "nope", *extra])
     assert res.returncode == 2
     assert "not found" in res.stderr and "--memstrat" in res.stderr
 
 
-def test_extra_args_change_identity(run_matrix, tmp_path):
-    m1 = run_matrix.load_matrix(write(tmp_path, SMALL))
-    m2 = run_matrix.load_matrix(write(tmp_path, SMALL), extra_args=("--no-profile",))
+def test_a_binary_without_describe_is_a_clear_error(tmp_path):
+    old = tmp_path / "memstrat"
+    old.write_text("#!/bin/sh\necho 'unknown subcommand' >&2\nexit 2\n")
+    old.chmod(0o755)
+    res = run([write(tmp_path, SMALL), "--out", tmp_path / "o", "--memstrat", old, "--dry-run"])
+    assert res.returncode == 2
+    assert "describe --json" in res.stderr and "unknown subcommand" in res.stderr
+
+
+def test_axes_take_their_defaults_and_ranges_from_describe(run_matrix, describe, tmp_path):
+    d = json.loads(json.dumps(describe))
+    (batch,) = [o for o in d["train_options"] if o["name"] == "--batch"]
+    batch["default"], batch["max"] = 512, 1024
+    m = run_matrix.load_matrix(write(tmp_path, "[axes]\nstrategy = 'pinned'\n"), d)
+    assert {c.batch for c in m.cells} == {512}
+    with pytest.raises(run_matrix.MatrixError, match=r"batch must be <= 1024 \(--batch\)"):
+        run_matrix.load_matrix(write(tmp_path, "[axes]\nstrategy = 'pinned'\nbatch = 2048\n"), d)
+
+
+def test_records_follow_the_schema(tmp_path, fake_memstrat, record_errors):
+    # the fake's records (the writer's examples) and the runner's own for a crashed cell
+    out = tmp_path / "out"
+    res = run([write(tmp_path, SMALL), "--out", out, "--memstrat", fake_memstrat],
+              {"FAKE_MEMSTRAT_CRASH": "pinned_static_u8_b1024", "FAKE_MEMSTRAT_FAIL": "um_"})
+    assert res.returncode == 1
+    recs = records(out)
+    synthesized = [r for r in recs if "-runner-" in r["run_id"]]
+    assert len(synthesized) == 1 and synthesized[0]["env"] is None
+    assert {r["status"] for r in recs} == {"ok", "failed"}
+    for r in recs:
+        assert record_errors(r) == [], r["run_id"]
+
+
+def test_extra_args_change_identity(run_matrix, describe, tmp_path):
+    m1 = run_matrix.load_matrix(write(tmp_path, SMALL), describe)
+    m2 = run_matrix.load_matrix(write(tmp_path, SMALL), describe, extra_args=("--no-profile",))
     assert m2.cells[0].train_args()[-1] == "--no-profile"
     assert m1.cells[0].key != m2.cells[0].key
-    m3 = run_matrix.load_matrix(write(tmp_path, SMALL), nsys=True)
+    m3 = run_matrix.load_matrix(write(tmp_path, SMALL), describe, nsys=True)
     assert m3.cells[0].key.endswith("_nsys")
 
 
-def test_nsys_wraps_command(run_matrix, tmp_path):
-    m = run_matrix.load_matrix(write(tmp_path, SMALL), nsys=True)
+def test_nsys_wraps_command(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, SMALL), describe, nsys=True)
     r = run_matrix.Runner(m, tmp_path, Path("/x/memstrat"), None, True, [None])
     cmd = r.command(m.cells[0], tmp_path / "t.jsonl")
     assert cmd[0].endswith("experiments/scripts/nsys_run")
@@ -270,7 +304,7 @@ def test_nsys_wraps_command(run_matrix, tmp_path):
     assert cmd[4:6] == ["/x/memstrat", "train"]
 
 
-def test_append_is_whole_lines(run_matrix, tmp_path):
+def test_append_is_whole_lines(run_matrix, describe, tmp_path):
     f = tmp_path / "r.jsonl"
     f.write_text('{"partial": ')                   # a foreign, unterminated line
     run_matrix.append_lines(f, ['{"a": 1}', '{"b": 2}\n'])
