@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # run_all.sh: the README's test command (and what .ci/run calls). Installs dependencies, builds
 # with warnings as errors, runs every GoogleTest (GPU tests skip with a reason when no GPU is
-# present), the analysis pytest suite, the CPU tests again under ASan+UBSan, and a short fuzzing
-# smoke run of the IDX reader. Prints one closing line "N passed, N failed, N skipped".
+# present), the pytest suite, the CPU tests again under ASan+UBSan, and a short fuzzing smoke run
+# of the IDX reader. Prints one closing line "N passed, N failed, N skipped".
+# The tests that read MNIST take it from $MEMSTRAT_DATA; when that is not set, MNIST is provided
+# in data/mnist (experiments/scripts/get_mnist.py) and those tests skip if that fails.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 bash experiments/scripts/install_deps.sh || exit 1
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+if [ -z "${MEMSTRAT_DATA:-}" ]; then
+  python3 experiments/scripts/get_mnist.py --no-fallback --timeout 20 ||
+    echo "run_all: no MNIST in data/mnist: the tests that need it skip"
+  export MEMSTRAT_DATA="$REPO/data/mnist"
+fi
+echo "MNIST for the tests: $MEMSTRAT_DATA"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 passed=0; failed=0; skipped=0; status=0
 
@@ -30,7 +38,7 @@ ctest --test-dir build --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 count_ctest build/ctest.log
 
-echo "== pytest (analysis/, experiments/matrix/run_matrix.py) =="
+echo "== pytest (analysis/, experiments/) =="
 python3 -m pytest -q 2>&1 | tee build/pytest.log
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1

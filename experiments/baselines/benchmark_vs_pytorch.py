@@ -68,7 +68,7 @@ import pytorch_mlp  # noqa: E402  (the baseline: its data-dir search, record wri
 PAIRINGS = (("resident", "resident"), ("pinned", "pinned"), ("double-buffer", "pinned"),
             ("pageable", "pageable"))
 EXIT_OK, EXIT_CURVE, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 1, 2, 3
-# PyTorch 2.11 eager on an H200, 784-256-10, ms per epoch (docs: /work/shared/DEVICE.md);
+# PyTorch 2.11 eager on an H200, 784-256-10, ms per epoch (measured; docs/results/vs_pytorch.md);
 # only used for --dry-run's time estimate.
 PYTORCH_MS_GUESS = {8: 4600.0, 64: 610.0, 256: 160.0, 1024: 45.0}
 RUN_OVERHEAD_S_GUESS = {"memstrat": 2.0, "pytorch": 1.0, "pytorch-subprocess": 4.0}
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memstrat", default=str(REPO_ROOT / "build" / "memstrat"),
                    help="the memstrat binary (default: %(default)s)")
     p.add_argument("--data", help="MNIST directory for both (default: $MEMSTRAT_DATA, "
-                   "data/mnist, ../shared/data/mnist)")
+                   "data/mnist)")
     p.add_argument("--batches", type=int_list, default=[8, 64, 256, 1024],
                    help="batch sizes, comma separated (default 8,64,256,1024)")
     p.add_argument("--hiddens", type=int_list, default=[256, 1024],

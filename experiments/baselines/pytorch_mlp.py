@@ -128,8 +128,8 @@ def _find_part(d: Path, base: str) -> Path | None:
 
 
 def resolve_data_dir(cli_value: str | None, fallback: str | None = None) -> Path:
-    """--data, else $MEMSTRAT_DATA, else `fallback` (a manifest's path), else data/mnist or
-    ../shared/data/mnist (relative to the working directory, then to the repository)."""
+    """--data, else $MEMSTRAT_DATA, else `fallback` (a manifest's path), else data/mnist
+    (relative to the working directory, then to the repository)."""
     if cli_value:
         p = Path(cli_value)
         if not p.is_dir():
@@ -144,7 +144,7 @@ def resolve_data_dir(cli_value: str | None, fallback: str | None = None) -> Path
     if fallback:
         candidates.append(Path(fallback))
     for base in (Path.cwd(), REPO_ROOT):
-        candidates += [base / "data" / "mnist", base / ".." / "shared" / "data" / "mnist"]
+        candidates.append(base / "data" / "mnist")
     for c in candidates:
         if c.is_dir() and _find_part(c, _PARTS["train_x"]) is not None:
             return c.resolve()
@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memstrat --export-init directory: initial weights, sample order, and "
                         "the defaults of --hidden/--lr/--momentum/--batch/--train-samples")
     p.add_argument("--data", metavar="DIR", help="MNIST directory (default: $MEMSTRAT_DATA, "
-                   "the --init manifest's, data/mnist, ../shared/data/mnist)")
+                   "the --init manifest's, data/mnist)")
     p.add_argument("-b", "--batch", type=int, help="batch size (default 256, or --init's)")
     p.add_argument("--hidden", help="hidden layer sizes, comma separated (default 256, or "
                    "--init's)")

@@ -11,7 +11,7 @@
 #include "common/idx.h"
 #include "common/run_record.h"
 #include "experiments/core/device_check.h"
-#include "experiments/core/run_files.h"
+#include "experiments/core/run_inputs.h"
 #include "experiments/core/session.h"
 #include "memory_strategies/registry.h"
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <ostream>
 #include <stdexcept>
 #include <utility>
@@ -123,6 +124,13 @@ class TrainOptions {
   std::vector<OptionInfo>& table_;
 };
 
+/// Rules that involve two options, which no single option's declaration can state. Throws
+/// std::invalid_argument saying what to change.
+void check_consistent(const RunConfig& c) {
+  if (!c.trace.empty() && !c.profile)
+    throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
+}
+
 template <typename E>
 std::vector<std::pair<std::string, E>> named(std::initializer_list<E> values) {
   std::vector<std::pair<std::string, E>> v;
@@ -198,6 +206,23 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   o.integer("--device", c.device, 0, std::nullopt, "device", "CUDA device index");
 }
 }  // namespace
+
+AdviseSet parse_advise(const std::string& s) {
+  AdviseSet a{false, false, false};
+  if (s == "none" || s.empty()) return a;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok == "read-mostly") a.read_mostly = true;
+    else if (tok == "preferred-device") a.preferred_device = true;
+    else if (tok == "accessed-by") a.accessed_by = true;
+    else
+      throw std::invalid_argument("--advise: unknown hint '" + tok +
+                                  "'; use a comma-separated subset of "
+                                  "read-mostly,preferred-device,accessed-by, or none");
+  }
+  return a;
+}
 
 json OptionInfo::to_json() const {
   json j{{"name", name}, {"aliases", aliases}, {"kind", kind}, {"default", default_value},

@@ -50,4 +50,8 @@ struct OptionInfo {
 /// The `train` options in declaration order.
 std::vector<OptionInfo> train_option_table();
 
+/// --advise: "read-mostly,accessed-by" -> those hints; "none" or "" -> none. Throws
+/// std::invalid_argument naming --advise and the valid hints.
+AdviseSet parse_advise(const std::string& s);
+
 }  // namespace memstrat

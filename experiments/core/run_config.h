@@ -30,9 +30,17 @@ enum class Graphs { On, Off };
 /// --epoch-launch: run all of an epoch's steps in one kernel launch where that is possible.
 enum class EpochLaunch { On, Off };
 
-std::string_view to_string(FusedMode m);
-std::string_view to_string(Graphs g);
-std::string_view to_string(EpochLaunch e);
+inline std::string_view to_string(FusedMode m) {
+  switch (m) {
+    case FusedMode::On: return "on";
+    case FusedMode::Single: return "single";
+    case FusedMode::Lt: return "lt";
+    case FusedMode::Off: return "off";
+  }
+  return "?";
+}
+inline std::string_view to_string(Graphs g) { return g == Graphs::On ? "on" : "off"; }
+inline std::string_view to_string(EpochLaunch e) { return e == EpochLaunch::On ? "on" : "off"; }
 
 struct RunConfig {
   // ---- what is measured (the record's `config`) ----
@@ -81,13 +89,11 @@ struct RunConfig {
 StrategyOptions strategy_options(const RunConfig& c);
 /// The model's part: layers = features, hidden..., classes; the step implementation per --fused.
 MlpConfig mlp_config(const RunConfig& c, int features, int classes);
-/// "read-mostly,accessed-by" -> those hints; "none" or "" -> none. Throws std::invalid_argument
-/// naming --advise and the valid hints.
-AdviseSet parse_advise(const std::string& s);
-/// Rules that involve two options, which no single option's declaration can state (e.g. --trace
-/// needs the profiler). Throws std::invalid_argument saying what to change.
-void check_consistent(const RunConfig& c);
 /// "512,256": hidden sizes as typed on the command line.
-std::string hidden_string(const std::vector<int>& hidden);
+inline std::string hidden_string(const std::vector<int>& hidden) {
+  std::string s;
+  for (const int h : hidden) s += (s.empty() ? "" : ",") + std::to_string(h);
+  return s;
+}
 
 }  // namespace memstrat

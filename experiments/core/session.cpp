@@ -12,7 +12,7 @@
 #include "common/nvtx.h"
 #include "experiments/core/console.h"
 #include "experiments/core/mlp.h"
-#include "experiments/core/run_files.h"
+#include "experiments/core/run_outputs.h"
 #include "experiments/core/trainer.h"
 
 namespace memstrat {

@@ -3,7 +3,7 @@
 every file verified against the SHA-256 sums committed beside this script.
 
 Where the data comes from, first success wins:
-  1. a local copy: --from DIR, else ../shared/data/mnist next to the repo when present;
+  1. a local copy, when --from DIR names one;
   2. a download from public mirrors (--mirror overrides them);
   3. when no MNIST can be had: Fashion-MNIST from Debian's dataset-fashion-mnist package
      (same IDX format and sizes; installed with apt-get when running as root). The
@@ -43,7 +43,6 @@ MIRRORS = [
     "https://ossci-datasets.s3.amazonaws.com/mnist/",
     "https://storage.googleapis.com/cvdf-datasets/mnist/",
 ]
-SHARED = REPO.parent / "shared" / "data" / "mnist"
 FASHION_PACKAGE = "dataset-fashion-mnist"
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")  # where the package puts them
 MAX_DOWNLOAD = 64 << 20  # the largest MNIST file is 9.9 MB; refuse runaway responses
@@ -224,8 +223,8 @@ def set_marker(target: Path, name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description="Provide the MNIST IDX files (gzip) in memstrat's data directory,\n"
-                    "verified against experiments/scripts/mnist.sha256. Sources, in order: --from DIR\n"
-                    "or ../shared/data/mnist, public mirrors, then Fashion-MNIST from Debian.",
+                    "verified against experiments/scripts/mnist.sha256. Sources, in order: --from DIR,\n"
+                    "public mirrors, then Fashion-MNIST from Debian.",
         epilog="Examples:\n"
                "  experiments/scripts/get_mnist.py                    # into <repo>/data/mnist\n"
                "  experiments/scripts/get_mnist.py --data /scratch/mnist\n"
@@ -235,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", metavar="DIR",
                    help="target directory (default: $MEMSTRAT_DATA, else <repo>/data/mnist)")
     p.add_argument("--from", dest="source", metavar="DIR",
-                   help="copy the four .gz files from DIR instead of looking in "
-                        "../shared/data/mnist or downloading")
+                   help="copy the four .gz files from DIR instead of downloading")
     p.add_argument("--mirror", action="append", metavar="URL",
                    help="download base URL (repeatable; default: " + ", ".join(MIRRORS) + ")")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",
@@ -277,19 +275,17 @@ def provide(args: argparse.Namespace) -> int:
             say(f"MNIST already present and verified in {target}")
             return 0
         # 1. a local copy
-        local = Path(args.source).expanduser() if args.source else SHARED
-        if args.source or SHARED.is_dir():
+        if args.source:
+            local = Path(args.source).expanduser()
             try:
                 from_local(local, target, mnist_sums)
                 set_marker(target, "mnist")
                 say(f"MNIST copied from {local.resolve()} into {target} (SHA-256 verified)")
                 return 0
-            except (Failure, OSError) as e:
-                attempts.append(f"copy from {local}: {e}")
+            except (Failure, OSError) as e:  # an explicit source that fails is the user's answer
                 say(f"could not copy from {local}: {e}")
-                if args.source:  # an explicit source that fails is the user's answer
-                    say("error: --from was given, so nothing else is tried")
-                    return 1
+                say("error: --from was given, so nothing else is tried")
+                return 1
         # 2. mirrors
         try:
             used = from_mirrors(args.mirror or MIRRORS, target, mnist_sums, args.timeout)

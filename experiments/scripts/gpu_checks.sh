@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# device_session.sh STAGE...: one batched session on a GPU machine (the project's lent H100/H200,
-# or your own). Builds once, then runs the named stages; logs and JSON go to $OUT (default
-# ./device-out). Stages:
+# gpu_checks.sh STAGE...: the GPU tests and the measurements behind docs/results, on a machine
+# with an NVIDIA GPU. Builds once, then runs the named stages; everything they write lands in
+# $OUT/gpu_checks/ (OUT defaults to ./gpu-checks-out) and is packed into $OUT/gpu_checks.tgz, one
+# file to copy off the machine. MNIST comes from $MEMSTRAT_DATA, else <repo>/data/mnist
+# (experiments/scripts/get_mnist.py). Stages:
 #   build     configure + build (Release, native arch)
 #   gputest   every GoogleTest (cpu + gpu labels); CT_R=regex runs only the matching tests
 #   accuracy  default config (resident, 10 epochs) -> test accuracy
@@ -25,15 +27,12 @@
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-# Everything lands in $OUT/session/ and is packed into $OUT/session.tgz at the end (one file:
-# the lent machine returns at most 8).
-FINAL_OUT="${OUT:-$REPO/device-out}"
-OUT="$FINAL_OUT/session"
+FINAL_OUT="${OUT:-$REPO/gpu-checks-out}"
+OUT="$FINAL_OUT/gpu_checks"
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 MS=build/memstrat
-DATA="$REPO/data/mnist"
-[ -d "$DATA" ] || DATA="$REPO/../shared/data/mnist"
+DATA="${MEMSTRAT_DATA:-$REPO/data/mnist}"
 J="$OUT/runs.jsonl"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
@@ -283,18 +282,9 @@ for st in "$@"; do
   "stage_$st" || echo "STAGE $st FAILED"
 done
 
-finish() { tar czf "$FINAL_OUT/session.tgz" -C "$FINAL_OUT" session && rm -rf "$OUT"; }
+finish() { tar czf "$FINAL_OUT/gpu_checks.tgz" -C "$FINAL_OUT" gpu_checks && rm -rf "$OUT"; }
 trap finish EXIT
 if [ -s "$J" ]; then
-python3 - "$J" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(f"\n{'tag':<34}{'median ms':>10}{'min':>8}{'max':>8}{'ep1 ms':>9}{'stall':>8}{'copy':>8}{'test%':>7}")
-for r in rows:
-    if r.get("status") != "ok": print(r["config"].get("run_tag"), "FAILED", r.get("error")); continue
-    s, ep = r["summary"], (r["epochs"][1:] or r["epochs"])
-    med = lambda k: sorted((e[k] or 0) for e in ep)[len(ep)//2]
-    print(f"{r['config'].get('run_tag') or r['config']['strategy']:<34}{s['wall_ms_median']:>10.2f}{s['wall_ms_min']:>8.2f}"
-          f"{s['wall_ms_max']:>8.2f}{s['epoch1_wall_ms']:>9.2f}{med('stall_ms'):>8.2f}{med('copy_ms'):>8.2f}{100*r['final']['test_acc']:>7.2f}")
-PY
+  python3 analysis/report.py "$J" --out "$OUT/report" >"$OUT/report.log" 2>&1 || tail -5 "$OUT/report.log"
+  echo "report of the runs: $OUT/report/report.md (inside gpu_checks.tgz)"
 fi

@@ -1,7 +1,5 @@
-// run_files.h: the files a run reads and writes besides its record: the training data (read and
-// checked before any device work), the output paths (checked writable before training, so that
-// hours of training never end in "cannot write"), the --export-init directory and the
-// --loss-curve CSV.
+// run_outputs.h: the files a run writes besides its record and the console: the --export-init
+// directory (initial weights and sample order for the baselines) and the --loss-curve CSV.
 #pragma once
 
 #include <fstream>
@@ -13,15 +11,6 @@
 #include "experiments/core/trainer.h"
 
 namespace memstrat {
-
-/// The data set of `c`: --data (or $MEMSTRAT_DATA, data/mnist), loaded, validated and cut to
-/// --train-samples / --test-samples. Throws DataError for a bad directory or file and
-/// std::invalid_argument when the batch is larger than the training set.
-HostDataset load_run_data(const RunConfig& c);
-
-/// Throws std::invalid_argument naming the option when --json cannot be appended to, or
-/// --trace / --loss-curve cannot be written.
-void check_outputs(const RunConfig& c);
 
 /// Writes the initial weights (init_params.f32), the epoch-1 sample order (order_epoch1.i32) and
 /// a manifest.json describing both into `dir`, for the baselines to start from the same state.
