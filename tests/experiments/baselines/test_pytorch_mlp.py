@@ -23,6 +23,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 BASELINES = REPO / "experiments" / "baselines"
 sys.path.insert(0, str(BASELINES))
+import baseline_record as br  # noqa: E402
+import memstrat_inputs as mi  # noqa: E402
 import pytorch_mlp as pm  # noqa: E402
 
 
@@ -112,7 +114,7 @@ def export_init(d: Path, layers, n_train, seed=3, lr=0.1, momentum=0.9, batch=16
         off += i * o + o
     np.concatenate(flat).astype("<f4").tofile(d / "init_params.f32")
     if order is None:
-        order = pm.memstrat_static_order(n_train, seed)
+        order = mi.memstrat_static_order(n_train, seed)
     np.asarray(order, dtype="<i4").tofile(d / "order_epoch1.i32")
     (d / "manifest.json").write_text(json.dumps({
         "layers": layers, "params": entries, "param_count": off, "seed": seed, "lr": lr,
@@ -135,14 +137,14 @@ def test_read_idx_gz_and_raw(tmp_path):
     write_idx(tmp_path / "a.gz", a)
     write_idx(tmp_path / "a", a, gz=False)
     for p in ("a.gz", "a"):
-        got = pm.read_idx(tmp_path / p)
+        got = mi.read_idx(tmp_path / p)
         assert got.dtype == np.uint8 and got.shape == (2, 3, 4) and np.array_equal(got, a)
 
 
 def test_read_idx_big_endian_int32(tmp_path):
     v = np.array([1, -2, 70000], dtype=">i4")
     (tmp_path / "i").write_bytes(bytes([0, 0, 0x0C, 1]) + (3).to_bytes(4, "big") + v.tobytes())
-    got = pm.read_idx(tmp_path / "i")
+    got = mi.read_idx(tmp_path / "i")
     assert got.tolist() == [1, -2, 70000] and got.dtype.isnative
 
 
@@ -157,18 +159,18 @@ def test_read_idx_big_endian_int32(tmp_path):
 def test_read_idx_rejects_bad_files(tmp_path, raw, message):
     (tmp_path / "bad").write_bytes(raw)
     with pytest.raises(pm.UsageError, match=message):
-        pm.read_idx(tmp_path / "bad")
+        mi.read_idx(tmp_path / "bad")
 
 
 def test_read_idx_rejects_corrupt_gzip(tmp_path):
     (tmp_path / "x.gz").write_bytes(b"not gzip at all")
     with pytest.raises(pm.UsageError, match="cannot read"):
-        pm.read_idx(tmp_path / "x.gz")
+        mi.read_idx(tmp_path / "x.gz")
 
 
 def test_mnist_loader_and_truncate(tmp_path):
     d = make_dataset(tmp_path / "m")
-    m = pm.Mnist(d)
+    m = mi.Mnist(d)
     assert m.train_x.shape == (50, 16) and m.test_x.shape == (20, 16) and m.features == 16
     assert m.train_y.dtype == np.int64 and m.name == "mnist"
     m.truncate(10, 0)
@@ -179,13 +181,13 @@ def test_mnist_loader_rejects_bad_labels(tmp_path):
     d = make_dataset(tmp_path / "m")
     write_idx(d / "train-labels-idx1-ubyte.gz", np.full(50, 10))
     with pytest.raises(pm.UsageError, match="label 10"):
-        pm.Mnist(d)
+        mi.Mnist(d)
 
 
 def test_normalize_is_float_division():
     px = np.arange(256, dtype=np.uint8)
     expected = np.array([np.float32(v) / np.float32(255.0) for v in range(256)], np.float32)
-    assert np.array_equal(pm.normalize(px), expected)
+    assert np.array_equal(mi.normalize(px), expected)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,9 +196,9 @@ def test_normalize_is_float_division():
 def test_order_matches_memstrat():
     # First elements of memstrat's EpochWriter(...).order(1) (static scenario), printed by
     # memory_strategies/epoch_data.cpp compiled against a synthetic HostDataset.
-    assert pm.memstrat_static_order(60000, 1)[:5].tolist() == [41975, 6637, 19991, 28417, 39330]
-    assert pm.memstrat_static_order(1000, 7)[:5].tolist() == [594, 553, 192, 850, 523]
-    o = pm.memstrat_static_order(1000, 7)
+    assert mi.memstrat_static_order(60000, 1)[:5].tolist() == [41975, 6637, 19991, 28417, 39330]
+    assert mi.memstrat_static_order(1000, 7)[:5].tolist() == [594, 553, 192, 850, 523]
+    o = mi.memstrat_static_order(1000, 7)
     assert o.dtype == np.int32 and sorted(o.tolist()) == list(range(1000))
 
 
@@ -214,9 +216,9 @@ def setup(tmp_path):
 
 
 def reference_curve(data: Path, init: Path, epochs: int):
-    st = pm.InitState(str(init))
-    m = pm.Mnist(data)
-    x = pm.normalize(m.train_x)[st.order]
+    st = mi.InitState(str(init))
+    m = mi.Mnist(data)
+    x = mi.normalize(m.train_x)[st.order]
     y = m.train_y[st.order]
     params = [st.layer(l) for l in range(len(st.layers) - 1)]
     man = st.manifest
@@ -250,8 +252,8 @@ def test_baseline_matches_numpy_reference(torch, setup, mode, transfer):
 def test_reference_is_sensitive_to_the_semantics(setup):
     """The comparison above would catch the usual mistakes (so it pins the semantics)."""
     _, data, init = setup
-    st, m = pm.InitState(str(init)), pm.Mnist(data)
-    x, y = pm.normalize(m.train_x)[st.order], m.train_y[st.order]
+    st, m = mi.InitState(str(init)), mi.Mnist(data)
+    x, y = mi.normalize(m.train_x)[st.order], m.train_y[st.order]
     params = [st.layer(l) for l in range(2)]
     good = [v for *_, v in numpy_reference_train(x, y, params, 0.1, 0.9, 16, 2)]
     untransposed = [(w.reshape(w.shape[1], w.shape[0]).T, b) for w, b in params]
@@ -267,8 +269,8 @@ def test_first_batch_loss_is_forward_of_the_exported_weights(torch, setup):
     curve = tmp / "c.csv"
     assert pm.run(["--init", str(init), "--data", str(data), "--device", "cpu", "--epochs", "1",
                    "--loss-curve", str(curve), "-q"])[0] == 0
-    st, m = pm.InitState(str(init)), pm.Mnist(data)
-    x = pm.normalize(m.train_x)[st.order][:16].astype(np.float64)
+    st, m = mi.InitState(str(init)), mi.Mnist(data)
+    x = mi.normalize(m.train_x)[st.order][:16].astype(np.float64)
     (w0, b0), (w1, b1) = st.layer(0), st.layer(1)
     logits = np.maximum(x @ w0 + b0, 0) @ w1 + b1
     y = m.train_y[st.order][:16]
@@ -328,7 +330,7 @@ def test_train_acc_flag(torch, setup):
 
 
 def test_spread_matches_memstrat():
-    s = pm.spread([4.0, 1.0, 3.0, 2.0])
+    s = br.spread([4.0, 1.0, 3.0, 2.0])
     assert (s["min"], s["max"], s["median"], s["p25"], s["p75"]) == (1.0, 4.0, 2.5, 1.75, 3.25)
 
 
@@ -380,7 +382,8 @@ from torch's), with memstrat's CLI surface as the benchmark uses it."""
 import argparse, json, sys, time
 import numpy as np
 sys.path[:0] = [{baselines!r}, {here!r}]
-import pytorch_mlp as pm
+import baseline_record as br
+import memstrat_inputs as mi
 from test_pytorch_mlp import numpy_reference_train
 if sys.argv[1] == "list":
     print("resident x\npageable x\npinned x\ndouble-buffer x\nzero-copy x"); sys.exit(0)
@@ -392,12 +395,12 @@ for o in ("--batch", "--hidden", "--epochs", "--train-samples", "--test-samples"
     p.add_argument(o, type=int, default=0)
 p.add_argument("--quiet", action="store_true"); p.add_argument("--no-profile", action="store_true")
 a = p.parse_args(sys.argv[2:])
-m = pm.Mnist(pm.resolve_data_dir(a.data)); m.truncate(a.train_samples, a.test_samples)
+m = mi.Mnist(mi.resolve_data_dir(a.data)); m.truncate(a.train_samples, a.test_samples)
 n = len(m.train_y); layers = [m.features, a.hidden, 10]
 rng = np.random.default_rng(1)
 params = [(rng.normal(0, np.sqrt(2 / i), (i, o)).astype(np.float32), np.zeros(o, np.float32))
           for i, o in zip(layers[:-1], layers[1:])]
-order = pm.memstrat_static_order(n, 1)
+order = mi.memstrat_static_order(n, 1)
 if a.export_init:
     import pathlib; d = pathlib.Path(a.export_init); d.mkdir(parents=True, exist_ok=True)
     np.concatenate([t.ravel() for w, b in params for t in (w, b)]).tofile(d / "init_params.f32")
@@ -408,7 +411,7 @@ if a.export_init:
     (d / "manifest.json").write_text(json.dumps({{"layers": layers, "params": offs,
         "param_count": off, "seed": 1, "lr": 0.05, "momentum": 0.9, "batch": a.batch,
         "scenario": "static", "dataset": str(a.data), "train_samples": n, "test_samples": 0}}))
-x = pm.normalize(m.train_x)[order]; y = m.train_y[order]
+x = mi.normalize(m.train_x)[order]; y = m.train_y[order]
 t0 = time.perf_counter()
 curve = numpy_reference_train(x, y, params, 0.05, 0.9, a.batch, a.epochs, dtype=np.float32)
 per = (time.perf_counter() - t0) * 1000 / a.epochs
@@ -422,9 +425,9 @@ rec = {{"schema_version": 1, "run_id": "x", "started_at": "x", "status": "ok",
        "env": {{"gpu_name": "Fake GPU", "git_sha": "abc"}},
        "config": {{"strategy": a.strategy, "transfer": a.transfer, "batch": a.batch,
                   "hidden": [a.hidden], "epochs": a.epochs, "run_tag": a.run_tag}},
-       "epochs": eps, "summary": pm.summary_json(eps, n),
+       "epochs": eps, "summary": br.summary_json(eps, n),
        "final": {{"test_acc": 0.5, "test_loss": 1.0}}}}
-pm.append_jsonl(a.json, rec)
+br.append_jsonl(a.json, rec)
 print("summary: fake")
 '''
 
