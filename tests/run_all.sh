@@ -49,7 +49,7 @@ s=$(grep -Eo '[0-9]+ skipped' build/pytest.log | tail -1 | grep -Eo '[0-9]+'); s
 if [ "${MEMSTRAT_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMSTRAT_SANITIZE=ON >/dev/null &&
-    cmake --build build-asan -j"$JOBS" >/dev/null 2>build-asan.log || { cat build-asan.log; status=1; }
+    cmake --build build-asan -j"$JOBS" >/dev/null 2>build/asan-build.log || { cat build/asan-build.log; status=1; }
   ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -L cpu --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest-asan.log
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
