@@ -1,21 +1,27 @@
-"""Load and validate memstrat run records (JSON Lines, docs/results_schema.md).
+"""Load and validate memstrat run records (JSON Lines).
 
-Every problem is raised as a RecordError that names the file and line and says what is
-wrong, e.g. ``results/x/records.jsonl:12: schema_version 0 is not supported ...``.
+Every record is validated against docs/schema/run_record.schema.json (the format's one
+statement; docs/results_schema.md explains it), plus what a schema cannot say (epochs
+numbered 1..N, finite numbers). Every problem is raised as a RecordError that names the file
+and line and says what is wrong, e.g. ``results/x/records.jsonl:12: schema_version 0 is not
+supported ...``, ``...:3: missing required field 'config.batch'``.
 Records are returned as plain dicts (the JSON as written) with two additions:
 ``_source`` ("file:line") and ``config.hidden`` normalised to a list of ints.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
 from typing import Any, Iterable
 
+import jsonschema
+
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
 
-NUMBER = (int, float)
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "run_record.schema.json"
 
 
 class RecordError(ValueError):
@@ -27,71 +33,11 @@ class RecordError(ValueError):
         self.problem = problem
 
 
-# Field specs: name -> (allowed types, may be null). bool is never accepted as a number.
-_TOP_OK = {
-    "schema_version": ((int,), False),
-    "run_id": ((str,), False),
-    "started_at": ((str,), False),
-    "status": ((str,), False),
-    "env": ((dict,), False),
-    "config": ((dict,), False),
-    "epochs": ((list,), False),
-    "summary": ((dict,), True),
-    "final": ((dict,), True),
-}
-_CONFIG = {
-    "strategy": ((str,), False),
-    "scenario": ((str,), False),
-    "transfer": ((str,), False),
-    "batch": ((int,), False),
-    "hidden": ((list, int, str), False),
-    "epochs": ((int,), False),
-    "seed": ((int,), False),
-    "gemm": ((str,), False),
-}
-_CONFIG_OPTIONAL = {
-    "depth": ((int,), True),
-    "streams": ((int,), True),
-    "run_tag": ((str,), True),
-}
-_EPOCH = {
-    "epoch": ((int,), False),
-    "wall_ms": (NUMBER, False),
-    "gpu_ms": (NUMBER, False),
-}
-_EPOCH_OPTIONAL = {
-    "host_ms": (NUMBER, True),
-    "copy_ms": (NUMBER, True),
-    "compute_ms": (NUMBER, True),
-    "stall_ms": (NUMBER, True),
-    "h2d_bytes": ((int,), True),
-    "um_htod_bytes": ((int,), True),
-    "um_dtoh_bytes": ((int,), True),
-    "um_gpu_faults": ((int,), True),
-    "um_cpu_faults": ((int,), True),
-    "kernel_ms": (NUMBER, True),
-    "memcpy_ms": (NUMBER, True),
-    "api_calls": ((dict,), True),
-    "train_loss": (NUMBER, True),
-    "train_acc": (NUMBER, True),
-    "test_acc": (NUMBER, True),
-}
-_ENV_OPTIONAL = {
-    "gpu_name": ((str,), True),
-    "driver_version": ((str,), True),
-    "runtime_version": ((str,), True),
-    "pcie_gen": ((int,), True),
-    "pcie_width": ((int,), True),
-    "git_sha": ((str,), True),
-}
-
-
-def _type_name(types: tuple[type, ...]) -> str:
-    names = {int: "integer", float: "number", str: "string", dict: "object",
-             list: "array", bool: "boolean"}
-    if types == NUMBER:
-        return "number"
-    return " or ".join(names.get(t, t.__name__) for t in types)
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    """The validator of docs/schema/run_record.schema.json: the one statement of the format."""
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
 
 
 def _json_type(value: Any) -> str:
@@ -104,42 +50,76 @@ def _json_type(value: Any) -> str:
     return {str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
 
 
-def _check(obj: dict, specs: dict, where: str, source: str, required: bool) -> None:
-    for key, (types, nullable) in specs.items():
-        if key not in obj:
-            if required:
-                raise RecordError(source, f"missing required field '{where}{key}'")
-            continue
-        value = obj[key]
+def _where(path: Iterable[Any]) -> str:
+    """deque(['epochs', 1, 'wall_ms']) -> 'epochs[1].wall_ms'."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _expected(schema: Any) -> str:
+    types = schema if isinstance(schema, list) else [schema]
+    return " or ".join(t for t in types if t != "null")
+
+
+def _problem(err: jsonschema.ValidationError) -> str:
+    """One schema violation in the words of a person reading the file."""
+    where = _where(err.absolute_path)
+    value = err.instance
+    if err.validator == "required":
+        missing = next(k for k in err.validator_value if k not in value)
+        return f"missing required field '{where + '.' if where else ''}{missing}'"
+    if err.validator == "type":
         if value is None:
-            if nullable:
-                continue
-            raise RecordError(source, f"field '{where}{key}' is null; expected "
-                                      f"{_type_name(types)}")
-        ok = isinstance(value, types) and not isinstance(value, bool)
-        if ok and isinstance(value, float) and not math.isfinite(value):
-            raise RecordError(source, f"field '{where}{key}' is {value}; expected a finite "
-                                      "number")
-        if not ok:
-            raise RecordError(source, f"field '{where}{key}' is {_json_type(value)} "
-                                      f"{value!r:.60}; expected {_type_name(types)}")
+            return f"field '{where}' is null; expected {_expected(err.validator_value)}"
+        return (f"field '{where}' is {_json_type(value)} {value!r:.60}; expected "
+                f"{_expected(err.validator_value)}")
+    if err.validator == "minItems" and where == "epochs":
+        return "field 'epochs' is empty in a record with status ok"
+    if err.validator in ("minimum", "exclusiveMinimum"):
+        return f"field '{where}' is {value!r}; expected a value >= {err.validator_value}"
+    if where == "config.hidden":
+        return f"config.hidden {value!r} is not a list of layer sizes"
+    return f"field '{where}': {err.message}"
 
 
-def _normalise_hidden(value: Any, source: str) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        layers = [value]
-    elif isinstance(value, str):
-        try:
-            layers = [int(p) for p in value.replace("x", ",").split(",") if p.strip()]
-        except ValueError:
-            raise RecordError(source, f"config.hidden {value!r} is not a list of "
-                                      "layer sizes") from None
-    elif isinstance(value, list) and value and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        layers = list(value)
+def _first_error(rec: dict) -> jsonschema.ValidationError | None:
+    """The violation that comes first in the record (deterministic), or None."""
+    errors = list(_validator().iter_errors(rec))
+    if not errors:
+        return None
+    # A conditional's own error (if/then) is reported through the violations inside it.
+    leaves = [e for e in errors if e.validator not in ("if", "then", "else")]
+    for e in list(errors):
+        if e.validator in ("then", "else"):
+            leaves.extend(e.context)
+    return min(leaves or errors, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
+
+
+def _non_finite(value: Any, path: tuple = ()) -> str | None:
+    """Where a NaN or infinity hides in `value` (JSON cannot hold them; Python's json reads them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return _where(path)
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
     else:
-        raise RecordError(source, f"config.hidden {value!r} is not a list of layer sizes")
-    return layers
+        return None
+    for k, v in items:
+        found = _non_finite(v, path + (k,))
+        if found is not None:
+            return found
+    return None
+
+
+def _normalise_hidden(value: Any) -> list[int]:
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        return [int(p) for p in value.replace("x", ",").split(",") if p.strip()]
+    return list(value)
 
 
 def validate_record(rec: Any, source: str) -> dict[str, Any]:
@@ -156,54 +136,31 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
         raise RecordError(
             source,
             f"schema_version {version} is not supported: this analysis reads "
-            f"schema_version {SCHEMA_VERSION} only (docs/results_schema.md); re-run with a "
-            f"current memstrat or use the analysis/ that matches the memstrat that wrote it")
+            f"schema_version {SCHEMA_VERSION} only (docs/schema/run_record.schema.json); re-run "
+            f"with a current memstrat or use the analysis/ that matches the memstrat that wrote it")
     status = rec.get("status")
     if status not in ("ok", "failed"):
         raise RecordError(source, f"field 'status' must be \"ok\" or \"failed\", got "
                                   f"{status!r}")
+    err = _first_error(rec)
+    if err is not None:
+        raise RecordError(source, _problem(err))
+    bad = _non_finite(rec)
+    if bad is not None:
+        raise RecordError(source, f"field '{bad}' is not a finite number")
+    cfg = rec["config"]
+    if cfg.get("hidden") is not None:
+        cfg["hidden"] = _normalise_hidden(cfg["hidden"])
     if status == "failed":
         # A failed run may stop anywhere: only its identity and config are required.
-        _check(rec, {k: _TOP_OK[k] for k in ("run_id", "config")}, "", source, True)
-        cfg = rec["config"]
-        _check(cfg, {"strategy": _CONFIG["strategy"]}, "config.", source, True)
-        if "hidden" in cfg and cfg["hidden"] is not None:
-            cfg["hidden"] = _normalise_hidden(cfg["hidden"], source)
         if not isinstance(rec.get("epochs"), list):
             rec["epochs"] = []
         if not isinstance(rec.get("env"), dict):
             rec["env"] = {}
-        rec["_source"] = source
-        return rec
-
-    _check(rec, _TOP_OK, "", source, True)
-    cfg = rec["config"]
-    _check(cfg, _CONFIG, "config.", source, True)
-    _check(cfg, _CONFIG_OPTIONAL, "config.", source, False)
-    cfg["hidden"] = _normalise_hidden(cfg["hidden"], source)
-    if cfg["batch"] <= 0 or cfg["epochs"] <= 0:
-        raise RecordError(source, "config.batch and config.epochs must be positive")
-    _check(rec["env"], _ENV_OPTIONAL, "env.", source, False)
-    if not rec["epochs"]:
-        raise RecordError(source, "field 'epochs' is empty in a record with status ok")
-    for i, ep in enumerate(rec["epochs"]):
-        where = f"epochs[{i}]."
-        if not isinstance(ep, dict):
-            raise RecordError(source, f"epochs[{i}] must be an object, got {_json_type(ep)}")
-        _check(ep, _EPOCH, where, source, True)
-        _check(ep, _EPOCH_OPTIONAL, where, source, False)
-        calls = ep.get("api_calls")
-        if isinstance(calls, dict):
-            for name, n in calls.items():
-                if isinstance(n, bool) or not isinstance(n, int):
-                    raise RecordError(source, f"epochs[{i}].api_calls.{name} is {n!r}; "
-                                              "expected an integer count")
-    numbers = [ep["epoch"] for ep in rec["epochs"]]
-    if numbers != list(range(1, len(numbers) + 1)):
-        raise RecordError(source, f"epochs must be numbered 1..N in order, got {numbers}")
-    setup = rec.get("setup")
-    if setup is not None and not isinstance(setup, dict):
-        raise RecordError(source, f"field 'setup' is {_json_type(setup)}; expected object")
+    else:
+        numbers = [ep["epoch"] for ep in rec["epochs"]]
+        if numbers != list(range(1, len(numbers) + 1)):
+            raise RecordError(source, f"epochs must be numbered 1..N in order, got {numbers}")
     rec["_source"] = source
     return rec
 

@@ -30,7 +30,7 @@ namespace {
 
 constexpr const char* kCorruptFix =
     "The file is damaged or is not an MNIST-format IDX file: delete it and run "
-    "experiments/get_mnist.py, which fetches the data again and checks its SHA-256 sums";
+    "experiments/scripts/get_mnist.py, which fetches the data again and checks its SHA-256 sums";
 
 [[noreturn]] void fail(const std::string& name, const std::string& problem,
                        const char* fix = kCorruptFix) {
@@ -300,7 +300,7 @@ IdxArray parse_idx(const std::uint8_t* bytes, std::size_t n, const std::string& 
 IdxArray read_idx_file(const std::string& path) {
   namespace fs = std::filesystem;
   constexpr const char* kOpenFix =
-      "Check the path; to fetch MNIST run experiments/get_mnist.py or pass --data DIR / set "
+      "Check the path; to fetch MNIST run experiments/scripts/get_mnist.py or pass --data DIR / set "
       "MEMSTRAT_DATA";
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);

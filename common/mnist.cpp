@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kGetDataFix =
-    "Run experiments/get_mnist.py (from the repo root) or pass --data DIR / set MEMSTRAT_DATA "
+    "Run experiments/scripts/get_mnist.py (from the repo root) or pass --data DIR / set MEMSTRAT_DATA "
     "to a directory holding the four MNIST IDX files";
 constexpr const char* kMixedFix =
-    "The four files must come from one data set: delete them and run experiments/get_mnist.py";
+    "The four files must come from one data set: delete them and run experiments/scripts/get_mnist.py";
 
 constexpr int kClasses = 10;
 
@@ -191,22 +191,19 @@ std::string resolve_data_dir(const std::string& cli_value) {
     throw DataError(std::string(kDataEnvVar) + "=" + env + ": no such directory. " +
                     "Unset it or point it at the MNIST directory. " + kGetDataFix);
   }
-  // Defaults: a candidate counts only if it holds the training images, so an empty
-  // data/mnist does not hide a complete ../shared/data/mnist.
-  std::string tried;
-  for (const char* candidate : {"data/mnist", "../shared/data/mnist"}) {
-    const fs::path abs = absolute_normal(candidate);
-    std::error_code ec;
-    if (!fs::is_directory(abs, ec)) {
-      tried += "\n  " + abs.string() + " (no such directory)";
-    } else if (find_part(abs, kTrainImages).empty()) {
-      tried += "\n  " + abs.string() + " (no " + kTrainImages.base + "(.gz) in it)";
-    } else {
-      return abs.string();
-    }
-  }
+  // The default: data/mnist, where experiments/scripts/get_mnist.py puts the data. It counts
+  // only if it holds the training images, so that an empty directory is reported as such.
+  const fs::path dflt = absolute_normal("data/mnist");
+  std::error_code ec;
+  std::string why;
+  if (!fs::is_directory(dflt, ec))
+    why = "no such directory";
+  else if (find_part(dflt, kTrainImages).empty())
+    why = "no " + std::string(kTrainImages.base) + "(.gz) in it";
+  else
+    return dflt.string();
   throw DataError(std::string("no MNIST data directory found. Tried: --data (not given), ") +
-                  kDataEnvVar + " (not set)," + tried + "\n" + kGetDataFix);
+                  kDataEnvVar + " (not set), " + dflt.string() + " (" + why + ")\n" + kGetDataFix);
 }
 
 void truncate_dataset(HostDataset& data, std::int64_t max_train, std::int64_t max_test) {

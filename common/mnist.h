@@ -20,7 +20,7 @@ inline constexpr const char* kDataEnvVar = "MEMSTRAT_DATA";
 /// same rows and cols in train and test, every label < 10, at least one sample.
 ///
 /// HostDataset::name is "fashion-mnist" when the directory's name contains "fashion" or
-/// when a file `DATASET` in it says "fashion-mnist" (experiments/get_mnist.py writes one),
+/// when a file `DATASET` in it says "fashion-mnist" (experiments/scripts/get_mnist.py writes one),
 /// else "mnist". HostDataset::source is the directory as given.
 ///
 /// Throws DataError (naming the directory or file, the problem and the fix) for a missing
@@ -30,8 +30,9 @@ HostDataset load_mnist(const std::string& dir);
 /// The data directory to use, first match wins:
 ///   1. `cli_value` (the --data option) when non-empty,
 ///   2. the MEMSTRAT_DATA environment variable when set and non-empty,
-///   3. "data/mnist" relative to the current directory (the repo root in normal use),
-///   4. "../shared/data/mnist" relative to the current directory.
+///   3. "data/mnist" relative to the current directory (the repo root in normal use; where
+///      experiments/scripts/get_mnist.py puts the data). Nothing outside the working directory
+///      is searched: a data set elsewhere is named with --data or MEMSTRAT_DATA.
 /// An explicit choice (1 or 2) that does not exist is an error, never skipped: silently
 /// training on another data set than the one asked for would be worse than stopping.
 /// Returns the directory as an absolute, normalised path. Throws DataError listing every

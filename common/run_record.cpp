@@ -40,10 +40,8 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
-// PCIe link from sysfs (null when the platform does not expose it, e.g. some VMs).
-void add_pcie(nlohmann::json& env, int device) {
-  env["pcie_gen"] = nullptr;
-  env["pcie_width"] = nullptr;
+// PCIe link from sysfs (absent when the platform does not expose it, e.g. some VMs).
+void add_pcie(GpuEnvironment& gpu, int device) {
   char bus[64] = {0};
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) {
     cudaGetLastError();
@@ -63,54 +61,84 @@ void add_pcie(nlohmann::json& env, int device) {
     else if (gts >= 7.5) gen = 3;
     else if (gts >= 4.5) gen = 2;
     else if (gts > 0) gen = 1;
-    if (gen) env["pcie_gen"] = gen;
+    if (gen) gpu.pcie_gen = gen;
   }
-  if (!width.empty() && std::atoi(width.c_str()) > 0) env["pcie_width"] = std::atoi(width.c_str());
+  if (!width.empty() && std::atoi(width.c_str()) > 0) gpu.pcie_width = std::atoi(width.c_str());
+}
+
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 }  // namespace
 
-nlohmann::json host_environment_json() {
+nlohmann::json Environment::to_json() const {
   nlohmann::json env;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
   env["host"] = host;
-  env["git_sha"] = MEMSTRAT_GIT_SHA;
-  env["git_dirty"] = MEMSTRAT_GIT_DIRTY != 0;
-  env["memstrat_version"] = MEMSTRAT_VERSION;
+  env["git_sha"] = git_sha;
+  env["git_dirty"] = git_dirty;
+  env["memstrat_version"] = memstrat_version;
+  if (!gpu) return env;
+  env["gpu_name"] = gpu->name;
+  env["compute_capability"] = gpu->compute_capability;
+  env["sm_count"] = gpu->sm_count;
+  env["gpu_memory_bytes"] = gpu->memory_bytes;
+  env["driver_version"] = gpu->driver_version;
+  env["runtime_version"] = gpu->runtime_version;
+  env["driver_release"] = or_null(gpu->driver_release);
+  env["pcie_gen"] = or_null(gpu->pcie_gen);
+  env["pcie_width"] = or_null(gpu->pcie_width);
+  env["concurrent_managed_access"] = gpu->concurrent_managed_access;
+  env["pageable_memory_access"] = gpu->pageable_memory_access;
+  env["async_engine_count"] = gpu->async_engine_count;
+  env["l2_bytes"] = gpu->l2_bytes;
   return env;
 }
 
-nlohmann::json environment_json(int device) {
-  nlohmann::json env = host_environment_json();
+Environment host_environment() {
+  Environment env;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  env.host = host;
+  env.git_sha = MEMSTRAT_GIT_SHA;
+  env.git_dirty = MEMSTRAT_GIT_DIRTY != 0;
+  env.memstrat_version = MEMSTRAT_VERSION;
+  return env;
+}
+
+Environment device_environment(int device) {
+  Environment env = host_environment();
+  GpuEnvironment& gpu = env.gpu.emplace();
   cudaDeviceProp p{};
   CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-  env["gpu_name"] = p.name;
-  env["compute_capability"] = std::to_string(p.major) + "." + std::to_string(p.minor);
-  env["sm_count"] = p.multiProcessorCount;
-  env["gpu_memory_bytes"] = p.totalGlobalMem;
+  gpu.name = p.name;
+  gpu.compute_capability = std::to_string(p.major) + "." + std::to_string(p.minor);
+  gpu.sm_count = p.multiProcessorCount;
+  gpu.memory_bytes = p.totalGlobalMem;
   int drv = 0, rt = 0;
   CUDA_CHECK(cudaDriverGetVersion(&drv));
   CUDA_CHECK(cudaRuntimeGetVersion(&rt));
-  env["driver_version"] = version_string(drv);
-  env["runtime_version"] = version_string(rt);
+  gpu.driver_version = version_string(drv);
+  gpu.runtime_version = version_string(rt);
   // The kernel module's release, e.g. "580.159.04", from a line like "NVRM version: NVIDIA UNIX
-  // x86_64 Kernel Module for x86_64  580.159.04  Release Build ..." (null where absent).
-  env["driver_release"] = nullptr;
+  // x86_64 Kernel Module for x86_64  580.159.04  Release Build ..." (absent where there is none).
   const std::string nv = read_first_line("/proc/driver/nvidia/version");
   std::smatch m;
   if (std::regex_search(nv, m, std::regex(R"(\b(\d{2,4}\.\d{1,4}(\.\d{1,4})?)\b)")))
-    env["driver_release"] = m[1].str();
-  add_pcie(env, device);
+    gpu.driver_release = m[1].str();
+  add_pcie(gpu, device);
   int v = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, device));
-  env["concurrent_managed_access"] = v != 0;
+  gpu.concurrent_managed_access = v != 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrPageableMemoryAccess, device));
-  env["pageable_memory_access"] = v != 0;
+  gpu.pageable_memory_access = v != 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrAsyncEngineCount, device));
-  env["async_engine_count"] = v;
-  env["l2_bytes"] = p.l2CacheSize;
+  gpu.async_engine_count = v;
+  gpu.l2_bytes = p.l2CacheSize;
   return env;
 }
+
+nlohmann::json environment_json(int device) { return device_environment(device).to_json(); }
 
 std::string iso_utc_now() {
   const std::time_t t = std::time(nullptr);

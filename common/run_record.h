@@ -1,9 +1,12 @@
-// run_record.h: the pieces of a results record (docs/results_schema.md): environment block,
-// run id and timestamps, steady-state summary statistics, and the atomic JSON Lines append.
+// run_record.h: the pieces every results record shares (docs/schema/run_record.schema.json):
+// the schema version, the environment block, run id and timestamps, steady-state summary
+// statistics, and the atomic JSON Lines append.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,10 +14,39 @@ namespace memstrat {
 
 inline constexpr int kSchemaVersion = 1;
 
-/// GPU, driver/runtime, PCIe link, host, git revision. Needs a CUDA device.
+/// The GPU part of a record's environment (what `memstrat info` shows).
+struct GpuEnvironment {
+  std::string name;                // gpu_name
+  std::string compute_capability;  // "9.0"
+  int sm_count = 0;
+  std::uint64_t memory_bytes = 0;  // gpu_memory_bytes
+  std::string driver_version;      // CUDA version the driver supports, "13.0"
+  std::string runtime_version;     // "13.0"
+  std::optional<std::string> driver_release;  // kernel module release, "580.159.04"
+  std::optional<int> pcie_gen, pcie_width;    // absent where the platform does not expose them
+  bool concurrent_managed_access = false;
+  bool pageable_memory_access = false;
+  int async_engine_count = 0;
+  int l2_bytes = 0;
+};
+
+/// Where a run ran: the host and the build always, the GPU once a device is known. to_json()
+/// writes one flat object (the record's `env`).
+struct Environment {
+  std::string host;
+  std::string git_sha;
+  bool git_dirty = false;
+  std::string memstrat_version;
+  std::optional<GpuEnvironment> gpu;
+  nlohmann::json to_json() const;
+};
+
+/// Host, git revision and version only: needs no GPU.
+Environment host_environment();
+/// host_environment() plus GPU, driver/runtime, PCIe link. Needs a CUDA device.
+Environment device_environment(int device);
+/// device_environment(device).to_json(), for records other than a training run's.
 nlohmann::json environment_json(int device);
-/// Only what needs no GPU (host, git, version): for records of runs that failed early.
-nlohmann::json host_environment_json();
 
 std::string iso_utc_now();
 /// "20261121T233012Z-4f3a9c1e": sortable, unique per run.

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # run_all.sh: the README's test command (and what .ci/run calls). Installs dependencies, builds
 # with warnings as errors, runs every GoogleTest (GPU tests skip with a reason when no GPU is
-# present), the analysis pytest suite, the CPU tests again under ASan+UBSan, and a short fuzzing
-# smoke run of the IDX reader. Prints one closing line "N passed, N failed, N skipped".
+# present), the pytest suite, the CPU tests again under ASan+UBSan, and a short fuzzing smoke run
+# of the IDX reader. Prints one closing line "N passed, N failed, N skipped".
+# The tests that read MNIST take it from $MEMSTRAT_DATA; when that is not set, MNIST is provided
+# in data/mnist (experiments/scripts/get_mnist.py) and those tests skip if that fails.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-bash experiments/install_deps.sh || exit 1
+bash experiments/scripts/install_deps.sh || exit 1
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+if [ -z "${MEMSTRAT_DATA:-}" ]; then
+  python3 experiments/scripts/get_mnist.py --no-fallback --timeout 20 ||
+    echo "run_all: no MNIST in data/mnist: the tests that need it skip"
+  export MEMSTRAT_DATA="$REPO/data/mnist"
+fi
+echo "MNIST for the tests: $MEMSTRAT_DATA"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 passed=0; failed=0; skipped=0; status=0
 
@@ -30,7 +38,7 @@ ctest --test-dir build --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 count_ctest build/ctest.log
 
-echo "== pytest (analysis/, experiments/run_matrix.py) =="
+echo "== pytest (analysis/, experiments/) =="
 python3 -m pytest -q 2>&1 | tee build/pytest.log
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
@@ -41,7 +49,7 @@ s=$(grep -Eo '[0-9]+ skipped' build/pytest.log | tail -1 | grep -Eo '[0-9]+'); s
 if [ "${MEMSTRAT_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMSTRAT_SANITIZE=ON >/dev/null &&
-    cmake --build build-asan -j"$JOBS" >/dev/null 2>build-asan.log || { cat build-asan.log; status=1; }
+    cmake --build build-asan -j"$JOBS" >/dev/null 2>build/asan-build.log || { cat build/asan-build.log; status=1; }
   ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -L cpu --output-on-failure -j"$JOBS" 2>&1 | tee build/ctest-asan.log
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -45,16 +45,8 @@ Exit codes (as memstrat): 0 ok, 1 run failed (a record marked "failed" is append
 from __future__ import annotations
 
 import argparse
-import ctypes
-import datetime as _dt
-import gzip
-import json
 import math
 import os
-import platform
-import secrets
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,9 +54,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+from baseline_record import (append_jsonl, environment_json, iso_utc_now, make_run_id,
+                             summary_json)
+from memstrat_inputs import (InitState, UsageError, load_mnist, memstrat_static_order,
+                             normalize, resolve_data_dir)
+
 SCHEMA_VERSION = 1
-DATA_ENV_VAR = "MEMSTRAT_DATA"
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_DEVICE = 0, 1, 2, 3
 PROG = "pytorch_mlp.py"
 MODES = ("pageable", "pinned", "resident")
@@ -334,7 +329,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="memstrat --export-init directory: initial weights, sample order, and "
                         "the defaults of --hidden/--lr/--momentum/--batch/--train-samples")
     p.add_argument("--data", metavar="DIR", help="MNIST directory (default: $MEMSTRAT_DATA, "
-                   "the --init manifest's, data/mnist, ../shared/data/mnist)")
+                   "the --init manifest's, data/mnist)")
     p.add_argument("-b", "--batch", type=int, help="batch size (default 256, or --init's)")
     p.add_argument("--hidden", help="hidden layer sizes, comma separated (default 256, or "
                    "--init's)")
@@ -450,144 +445,6 @@ class Settings:
             except OSError as e:
                 raise UsageError(f"--loss-curve: cannot write '{a.loss_curve}': {e.strerror}") \
                     from None
-
-
-# ---------------------------------------------------------------------------------------------
-# records
-
-def iso_utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def make_run_id() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + \
-        "-" + secrets.token_hex(4)
-
-
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """min/max/median/p25/p75 with linear interpolation (memstrat's spread_of)."""
-    v = sorted(values)
-    if not v:
-        return {"min": 0.0, "max": 0.0, "median": 0.0, "p25": 0.0, "p75": 0.0}
-
-    def q(f: float) -> float:
-        pos = f * (len(v) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(v) - 1)
-        return v[lo] + (pos - lo) * (v[hi] - v[lo])
-    return {"min": v[0], "max": v[-1], "median": q(0.5), "p25": q(0.25), "p75": q(0.75)}
-
-
-def summary_json(epochs: list[dict], n_train: int) -> dict[str, Any]:
-    steady = epochs[1:] if len(epochs) > 1 else epochs
-    w = spread([e["wall_ms"] for e in steady])
-    g = spread([e["gpu_ms"] for e in steady])
-    sps = n_train / (w["median"] / 1000.0) if w["median"] > 0 else 0.0
-    return {"steady_epochs": len(steady), "wall_ms_median": w["median"],
-            "wall_ms_min": w["min"], "wall_ms_max": w["max"], "wall_ms_p25": w["p25"],
-            "wall_ms_p75": w["p75"], "gpu_ms_median": g["median"],
-            "epoch1_wall_ms": epochs[0]["wall_ms"], "samples_per_s": sps}
-
-
-def append_jsonl(path: str, record: dict) -> None:
-    """One write of one whole line, then fsync (as memstrat's append_jsonl)."""
-    line = (json.dumps(record, allow_nan=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-    try:
-        n = os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if n != len(line):
-        raise OSError(f"short write to results file '{path}'")
-
-
-def _git(*args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
-                           timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
-def _first_line(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.readline().strip()
-    except OSError:
-        return ""
-
-
-def _pcie(env: dict, bus_id: str | None) -> None:
-    env["pcie_gen"] = env["pcie_width"] = None
-    if not bus_id:
-        return
-    base = f"/sys/bus/pci/devices/{bus_id.lower()}/"
-    speed = _first_line(base + "current_link_speed")
-    width = _first_line(base + "current_link_width")
-    try:
-        gts = float(speed.split()[0]) if speed else 0.0
-    except ValueError:
-        gts = 0.0
-    for gen, floor in ((6, 60), (5, 30), (4, 15), (3, 7.5), (2, 4.5), (1, 1e-9)):
-        if gts >= floor:
-            env["pcie_gen"] = gen
-            break
-    if width.isdigit() and int(width) > 0:
-        env["pcie_width"] = int(width)
-
-
-def _driver_version() -> str | None:
-    """cuDriverGetVersion from libcuda (torch does not expose it), as memstrat: "13.0"."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        v = ctypes.c_int(0)
-        if lib.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value <= 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return f"{v.value // 1000}.{(v.value % 1000) // 10}"
-
-
-def environment_json(torch, device: str) -> dict[str, Any]:
-    sha = _git("rev-parse", "--short=12", "HEAD")
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
-    env: dict[str, Any] = {
-        "host": socket.gethostname(), "git_sha": sha or "unknown",
-        "git_dirty": bool(dirty) if dirty is not None else False, "memstrat_version": None,
-        "framework": "pytorch", "torch_version": torch.__version__,
-        "python_version": platform.python_version(), "numpy_version": np.__version__,
-        "device_type": device,
-        # memstrat's device keys; those torch does not expose stay null.
-        "gpu_name": None, "compute_capability": None, "sm_count": None,
-        "gpu_memory_bytes": None, "driver_version": None, "runtime_version": None,
-        "driver_release": None, "pcie_gen": None, "pcie_width": None,
-        "concurrent_managed_access": None, "pageable_memory_access": None,
-        "async_engine_count": None, "l2_bytes": None,
-    }
-    if device != "cuda":
-        env["cpu"] = platform.processor() or platform.machine() or None
-        return env
-    idx = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(idx)
-    env["gpu_name"] = props.name
-    env["compute_capability"] = f"{props.major}.{props.minor}"
-    env["sm_count"] = props.multi_processor_count
-    env["gpu_memory_bytes"] = props.total_memory
-    env["l2_bytes"] = getattr(props, "L2_cache_size", None)
-    env["driver_version"] = _driver_version()
-    env["runtime_version"] = torch.version.cuda
-    nv = _first_line("/proc/driver/nvidia/version")
-    k = nv.find("Kernel Module")
-    env["driver_release"] = nv[k + 13:].split()[0] if k >= 0 and nv[k + 13:].split() else None
-    bus = None
-    try:
-        bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
-    except AttributeError:
-        pass
-    _pcie(env, bus)
-    return env
 
 
 # ---------------------------------------------------------------------------------------------

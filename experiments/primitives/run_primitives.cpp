@@ -7,9 +7,9 @@
 #include <ostream>
 
 #include "common/cuda_raii.h"
+#include "common/exit_codes.h"
 #include "common/nvtx.h"
 #include "common/run_record.h"
-#include "experiments/commands.h"
 #include "experiments/primitives/record.h"
 #include "experiments/primitives/sizes.h"
 

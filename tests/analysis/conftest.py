@@ -1,44 +1,15 @@
-"""Shared fixtures for the analysis/ and run_matrix tests."""
-import importlib.util
-import os
-import stat
-import sys
+"""Shared fixtures for the analysis/ tests."""
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-FAKE_MEMSTRAT = Path(__file__).resolve().parent / "fake_memstrat.py"
-
-
-def _load_run_matrix():
-    spec = importlib.util.spec_from_file_location(
-        "run_matrix", REPO / "experiments" / "run_matrix.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["run_matrix"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="session")
-def run_matrix():
-    """experiments/run_matrix.py as a module (experiments/ is not a package)."""
-    return _load_run_matrix()
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir():
     return FIXTURES
-
-
-@pytest.fixture(scope="session")
-def fake_memstrat():
-    """Path of the executable fake memstrat (the exec bit may be lost in a checkout)."""
-    mode = FAKE_MEMSTRAT.stat().st_mode
-    if not mode & stat.S_IXUSR:
-        os.chmod(FAKE_MEMSTRAT, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return FAKE_MEMSTRAT
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli.h"
+#include "experiments/cli/options.h"
 
 namespace memstrat::testing {
 

@@ -2,44 +2,51 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "cli_test_support.h"
 #include "common/cuda_raii.h"
+#include "common/run_record.h"
+#include "experiments/core/run_config.h"
 #include "memory_strategies/registry.h"
 
 using namespace memstrat;
 using namespace memstrat::testing;
 
 namespace {
-// The MNIST directory the tests can use: the checkout's data/mnist, else ../shared's copy.
+// The MNIST directory the tests can use: $MEMSTRAT_DATA, else the checkout's data/mnist.
 std::string mnist_dir() {
-  for (const std::string& d : {std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
-                              std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"})
-    if (FILE* f = std::fopen((d + "/train-labels-idx1-ubyte.gz").c_str(), "rb")) {
-      std::fclose(f);
-      return d;
-    }
+  const char* env = std::getenv("MEMSTRAT_DATA");
+  const std::string d = env && *env ? env : std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist";
+  if (FILE* f = std::fopen((d + "/train-labels-idx1-ubyte.gz").c_str(), "rb")) {
+    std::fclose(f);
+    return d;
+  }
   return "";
 }
+MlpConfig mlp_of(const RunConfig& c) { return mlp_config(c, 784, 10); }
 }  // namespace
 
 TEST(Cli, DefaultsMatchTheDesign) {
   auto p = parse({"train"});
   ASSERT_FALSE(p.code) << p.err;
   EXPECT_EQ(p.req.command, Command::Train);
-  const TrainConfig c = make_train_config(p.req.train);
-  EXPECT_EQ(p.req.train.strategy, "resident");
-  EXPECT_EQ(c.strategy.batch, 256);
-  EXPECT_EQ(c.strategy.transfer, Transfer::U8);
-  EXPECT_EQ(c.strategy.scenario, Scenario::Static);
-  EXPECT_EQ(c.mlp.layers.size(), 3u);
-  EXPECT_EQ(c.mlp.layers[1], 256);
-  EXPECT_TRUE(c.graphs);
-  EXPECT_EQ(c.mlp.step, StepKind::Auto);  // fused, the single-launch step where it is faster
-  EXPECT_TRUE(p.req.train.profile);
+  const RunConfig& c = p.req.run;
+  EXPECT_EQ(c.strategy->name, "resident");
+  EXPECT_EQ(strategy_options(c).batch, 256);
+  EXPECT_EQ(c.transfer, Transfer::U8);
+  EXPECT_EQ(c.scenario, Scenario::Static);
+  const MlpConfig m = mlp_of(c);
+  EXPECT_EQ(m.layers, (std::vector<int>{784, 256, 10}));
+  EXPECT_EQ(m.max_batch, 256);
+  EXPECT_EQ(c.graphs, Graphs::On);
+  EXPECT_EQ(m.step, StepKind::Auto);  // fused, the single-launch step where it is faster
+  EXPECT_TRUE(c.profile);
 }
 
 TEST(Cli, FusedChoosesTheStepImplementation) {
@@ -48,18 +55,17 @@ TEST(Cli, FusedChoosesTheStepImplementation) {
         std::pair{"lt", StepKind::LtFused}, std::pair{"off", StepKind::Layerwise}}) {
     auto p = parse({"train", "--fused", value});
     ASSERT_FALSE(p.code) << p.err;
-    const TrainConfig c = make_train_config(p.req.train);
-    EXPECT_EQ(c.mlp.step, kind) << value;
+    EXPECT_EQ(mlp_of(p.req.run).step, kind) << value;
   }
 }
 
 TEST(Cli, EpochLaunchIsOnByDefaultAndCanBeTurnedOff) {
   auto p = parse({"train"});
   ASSERT_FALSE(p.code) << p.err;
-  EXPECT_TRUE(make_train_config(p.req.train).epoch_launch);
+  EXPECT_EQ(p.req.run.epoch_launch, EpochLaunch::On);
   p = parse({"train", "--epoch-launch", "off"});
   ASSERT_FALSE(p.code) << p.err;
-  EXPECT_FALSE(make_train_config(p.req.train).epoch_launch);
+  EXPECT_EQ(p.req.run.epoch_launch, EpochLaunch::Off);
   p = parse({"train", "--epoch-launch", "maybe"});
   EXPECT_EQ(p.code, 2);
 }
@@ -68,25 +74,42 @@ TEST(Cli, FullOptionSet) {
   auto p = parse({"train", "-s", "double-buffer", "-e", "3", "-b", "1024", "--hidden", "512,128",
                   "--transfer", "f32", "--scenario", "refresh", "--depth", "3", "--copy-streams", "2",
                   "--gemm", "tiled", "--graphs", "off", "--no-profile", "--advise", "read-mostly",
-                  "--seed", "7", "--json", "x.jsonl", "--run-tag", "cell-1", "--fused", "off"});
+                  "--seed", "7", "--json", "x.jsonl", "--run-tag", "cell-1", "--fused", "off",
+                  "--lr", "0.1", "--momentum", "0.5", "--tf32", "--train-samples", "1000",
+                  "--test-samples", "100", "--device", "1", "-q"});
   ASSERT_FALSE(p.code) << p.err;
-  const TrainConfig c = make_train_config(p.req.train);
-  EXPECT_EQ(p.req.train.strategy, "double-buffer");
-  EXPECT_EQ(p.req.train.epochs, 3);
-  EXPECT_EQ(c.strategy.batch, 1024);
-  EXPECT_EQ(c.mlp.layers, (std::vector<int>{0, 512, 128, 0}));
-  EXPECT_EQ(c.strategy.transfer, Transfer::F32);
-  EXPECT_EQ(c.strategy.scenario, Scenario::Refresh);
-  EXPECT_EQ(c.strategy.depth, 3);
-  EXPECT_EQ(c.strategy.copy_streams, 2);
-  EXPECT_EQ(c.mlp.gemm, kernels::GemmBackend::Tiled);
-  EXPECT_FALSE(c.graphs);
-  EXPECT_FALSE(p.req.train.profile);
-  EXPECT_TRUE(c.strategy.advise.read_mostly);
-  EXPECT_FALSE(c.strategy.advise.preferred_device);
-  EXPECT_EQ(c.strategy.seed, 7u);
-  EXPECT_EQ(p.req.train.run_tag, "cell-1");
-  EXPECT_EQ(c.mlp.step, StepKind::Layerwise);
+  const RunConfig& c = p.req.run;
+  EXPECT_EQ(c.strategy->name, "double-buffer");
+  EXPECT_EQ(c.epochs, 3);
+  const StrategyOptions so = strategy_options(c);
+  EXPECT_EQ(so.batch, 1024);
+  EXPECT_EQ(so.transfer, Transfer::F32);
+  EXPECT_EQ(so.scenario, Scenario::Refresh);
+  EXPECT_EQ(so.depth, 3);
+  EXPECT_EQ(so.copy_streams, 2);
+  EXPECT_TRUE(so.advise.read_mostly);
+  EXPECT_FALSE(so.advise.preferred_device);
+  EXPECT_EQ(so.seed, 7u);
+  const MlpConfig m = mlp_of(c);
+  EXPECT_EQ(m.layers, (std::vector<int>{784, 512, 128, 10}));
+  EXPECT_EQ(m.max_batch, 1024);
+  EXPECT_EQ(m.gemm, kernels::GemmBackend::Tiled);
+  EXPECT_EQ(m.step, StepKind::Layerwise);
+  EXPECT_TRUE(m.tf32);
+  EXPECT_FLOAT_EQ(m.lr, 0.1f);
+  EXPECT_FLOAT_EQ(m.momentum, 0.5f);
+  EXPECT_EQ(m.seed, 7u);
+  EXPECT_EQ(c.graphs, Graphs::Off);
+  EXPECT_FALSE(c.profile);
+  EXPECT_EQ(c.run_tag, "cell-1");
+  EXPECT_EQ(c.json, "x.jsonl");
+  EXPECT_EQ(c.train_samples, 1000);
+  EXPECT_EQ(c.test_samples, 100);
+  EXPECT_EQ(c.device, 1);
+  EXPECT_TRUE(c.quiet);
+  ASSERT_FALSE(c.argv.empty());
+  EXPECT_EQ(c.argv.front(), "memstrat");  // the command line as typed, for the record
+  EXPECT_EQ(c.argv.back(), "-q");
 }
 
 TEST(Cli, HelpExitsZero) {
@@ -140,6 +163,44 @@ TEST(Cli, AdviseParsing) {
   EXPECT_THROW(parse_advise("read-mostly,bogus"), std::invalid_argument);
 }
 
+const OptionInfo& option(const std::vector<OptionInfo>& table, const std::string& name) {
+  for (const OptionInfo& o : table)
+    if (o.name == name) return o;
+  throw std::runtime_error("no option " + name);
+}
+
+// `describe` reads the same declarations as the parser and --help: every option it lists is in
+// --help, its default is what an empty command line gives, and typing the default back parses.
+TEST(Cli, DescribeReadsTheDeclarations) {
+  const std::vector<OptionInfo> table = train_option_table();
+  const auto help = parse({"train", "--help"});
+  ASSERT_GE(table.size(), 28u);
+  for (const OptionInfo& o : table) {
+    EXPECT_NE(help.out.find(o.name), std::string::npos) << o.name;
+    if (o.kind == "flag" || o.default_value.is_null()) continue;
+    const std::string typed = o.default_value.is_string()   ? o.default_value.get<std::string>()
+                              : o.default_value.is_array() ? hidden_string(o.default_value.get<std::vector<int>>())
+                                                           : o.default_value.dump();
+    const auto p = parse({"train", o.name.c_str(), typed.c_str()});
+    EXPECT_FALSE(p.code) << o.name << " " << typed << ": " << p.err;
+  }
+  const RunConfig defaults;
+  EXPECT_EQ(option(table, "--batch").default_value, defaults.batch);
+  EXPECT_EQ(option(table, "--batch").aliases, std::vector<std::string>{"-b"});
+  EXPECT_EQ(option(table, "--strategy").default_value, "resident");
+  EXPECT_EQ(option(table, "--strategy").choices.size(), strategy_registry().size());
+  EXPECT_EQ(option(table, "--transfer").choices, (std::vector<std::string>{"u8", "f32"}));
+  EXPECT_EQ(option(table, "--hidden").default_value, nlohmann::json::array({256}));
+  EXPECT_EQ(option(table, "--depth").min, 2);
+  EXPECT_EQ(option(table, "--depth").max, 64);
+  EXPECT_TRUE(option(table, "--lr").min_exclusive);
+  EXPECT_EQ(option(table, "--profile").default_value, true);
+  EXPECT_EQ(option(table, "--advise").default_value, defaults.advise.to_string());
+  // --copy-streams is recorded as config.streams, the key the record had first.
+  EXPECT_EQ(option(table, "--copy-streams").record_key, "streams");
+  EXPECT_TRUE(option(table, "--data").default_value.is_null());
+}
+
 TEST(CliBinary, ListWorksWithoutAGpu) {
   const Ran r = run_binary("list");
   EXPECT_EQ(r.code, 0) << r.output;
@@ -148,9 +209,24 @@ TEST(CliBinary, ListWorksWithoutAGpu) {
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), strategy_registry().size()) << r.output;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string_view name = strategy_registry()[i].name;
-    EXPECT_EQ(lines[i].compare(0, name.size(), name), 0) << "line " << i << ": " << lines[i];
+    const std::string name(strategy_registry()[i].name);
+    // The name, then at least one space: `memstrat list | awk '{print $1}'` gives the names.
+    EXPECT_EQ(lines[i].compare(0, name.size() + 1, name + " "), 0) << "line " << i << ": " << lines[i];
   }
+}
+
+// The matrix runner's tests answer `describe --json` from a committed copy of the binary's
+// answer (tests/experiments/fixtures/describe.json); this keeps the copy from drifting.
+TEST(CliBinary, DescribeJsonIsTheCommittedFixture) {
+  const Ran r = run_binary("describe --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string path = std::string(MEMSTRAT_SOURCE_DIR) + "/tests/experiments/fixtures/describe.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  EXPECT_EQ(nlohmann::json::parse(r.output), fixture)
+      << "the options changed: regenerate with\n  build/memstrat describe --json > " << path;
+  EXPECT_EQ(fixture["record_schema_version"], kSchemaVersion);
 }
 
 TEST(CliBinary, MissingDataDirectoryIsReportedBeforeAnyDeviceWork) {
@@ -167,7 +243,7 @@ TEST(CliBinary, UnknownStrategyListsTheValidOnes) {
 
 TEST(CliBinary, BatchLargerThanDataSet) {
   const std::string data = mnist_dir();
-  if (data.empty()) GTEST_SKIP() << "MNIST not found in data/mnist or ../shared/data/mnist";
+  if (data.empty()) GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA (or run experiments/scripts/get_mnist.py)";
   const Ran r = run_binary("train --data " + data + " --train-samples 1000 --batch 4096");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("larger than the training set"), std::string::npos) << r.output;
@@ -177,7 +253,7 @@ TEST(CliBinary, NoGpuIsAOneLineExplanationNotACrash) {
   std::string reason;
   if (cuda_device_available(&reason)) GTEST_SKIP() << "a GPU is present; this test is for GPU-less machines";
   const std::string data = mnist_dir();
-  if (data.empty()) GTEST_SKIP() << "MNIST not found in data/mnist or ../shared/data/mnist";
+  if (data.empty()) GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA (or run experiments/scripts/get_mnist.py)";
   Ran r = run_binary("train --data " + data + " --epochs 1");
   if (r.code == 2) GTEST_SKIP() << "MNIST not available: " << r.output;
   EXPECT_EQ(r.code, 3) << r.output;

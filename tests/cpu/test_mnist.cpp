@@ -207,7 +207,7 @@ TEST(Mnist, MissingDirectory) {
   const std::string missing = (dir.path() / "no-such-dir").string();
   const std::string m = load_error(missing);
   EXPECT_CONTAINS(m, missing + ": data directory does not exist");
-  EXPECT_CONTAINS(m, "experiments/get_mnist.py");
+  EXPECT_CONTAINS(m, "experiments/scripts/get_mnist.py");
   EXPECT_CONTAINS(m, "--data DIR");
   EXPECT_CONTAINS(m, "MEMSTRAT_DATA");
 }
@@ -226,7 +226,7 @@ TEST(Mnist, MissingFiles) {
   fs::remove(dir.path() / "train-images-idx3-ubyte.gz");
   const std::string m = load_error(dir.str());
   EXPECT_CONTAINS(m, "missing file(s) train-images-idx3-ubyte(.gz), t10k-labels-idx1-ubyte(.gz)");
-  EXPECT_CONTAINS(m, "experiments/get_mnist.py");
+  EXPECT_CONTAINS(m, "experiments/scripts/get_mnist.py");
 }
 
 TEST(Mnist, CorruptFileIsReportedWithItsPath) {
@@ -313,11 +313,14 @@ TEST(Mnist, ResolveUsesEnvironment) {
   }
 }
 
-TEST(Mnist, ResolveDefaultsRelativeToWorkingDirectory) {
-  // <tmp>/repo/data/mnist exists but is empty; <tmp>/shared/data/mnist has the data.
+TEST(Mnist, ResolveDefaultsToDataMnistUnderTheWorkingDirectoryOnly) {
+  // <tmp>/repo/data/mnist exists but is empty; a complete data set sits outside the working
+  // directory, at <tmp>/elsewhere/mnist: it is not searched (only --data or MEMSTRAT_DATA
+  // name a directory elsewhere).
   TempDir root;
   fs::create_directories(root.path() / "repo/data/mnist");
-  fs::create_directories(root.path() / "shared/data/mnist");
+  fs::create_directories(root.path() / "elsewhere/mnist");
+  FakeSet().write(root.path() / "elsewhere/mnist");
   ScopedEnv e(kDataEnvVar, std::nullopt);
   ScopedCwd cwd(root.path() / "repo");
   try {
@@ -326,32 +329,35 @@ TEST(Mnist, ResolveDefaultsRelativeToWorkingDirectory) {
   } catch (const DataError& ex) {
     const std::string m = ex.what();
     EXPECT_CONTAINS(m, "no MNIST data directory found");
+    EXPECT_CONTAINS(m, "MEMSTRAT_DATA (not set)");
     EXPECT_CONTAINS(
         m, (root.path() / "repo/data/mnist").string() + " (no train-images-idx3-ubyte(.gz) in it)");
-    EXPECT_CONTAINS(m, (root.path() / "shared/data/mnist").string());
+    EXPECT_EQ(m.find((root.path() / "elsewhere").string()), std::string::npos) << m;
     EXPECT_CONTAINS(m, "get_mnist.py");
   }
-  FakeSet().write(root.path() / "shared/data/mnist");
-  EXPECT_EQ(resolve_data_dir(""), (root.path() / "shared/data/mnist").string());
   FakeSet().write(root.path() / "repo/data/mnist");
   EXPECT_EQ(resolve_data_dir(""), (root.path() / "repo/data/mnist").string());
+  fs::remove_all(root.path() / "repo/data");
+  try {
+    resolve_data_dir("");
+    FAIL() << "no exception";
+  } catch (const DataError& ex) {
+    EXPECT_CONTAINS(ex.what(), (root.path() / "repo/data/mnist").string() + " (no such directory)");
+  }
+  // Named explicitly, the data set outside is used.
+  ScopedEnv named(kDataEnvVar, (root.path() / "elsewhere/mnist").string());
+  EXPECT_EQ(resolve_data_dir(""), (root.path() / "elsewhere/mnist").string());
 }
 
 // ----- the real data -----------------------------------------------------------------------
 
 TEST(Mnist, RealMnist) {
-  std::string dir;
-  for (const char* c :
-       {MEMSTRAT_SOURCE_DIR "/data/mnist", MEMSTRAT_SOURCE_DIR "/../shared/data/mnist"}) {
-    if (fs::exists(fs::path(c) / "train-images-idx3-ubyte.gz") ||
-        fs::exists(fs::path(c) / "train-images-idx3-ubyte")) {
-      dir = c;
-      break;
-    }
-  }
-  if (dir.empty()) {
-    GTEST_SKIP() << "MNIST not found in " MEMSTRAT_SOURCE_DIR "/data/mnist or " MEMSTRAT_SOURCE_DIR
-                    "/../shared/data/mnist; run experiments/get_mnist.py";
+  const char* env = std::getenv(kDataEnvVar);
+  const std::string dir = env && *env ? env : MEMSTRAT_SOURCE_DIR "/data/mnist";
+  if (!fs::exists(fs::path(dir) / "train-images-idx3-ubyte.gz") &&
+      !fs::exists(fs::path(dir) / "train-images-idx3-ubyte")) {
+    GTEST_SKIP() << "MNIST not found in " << dir
+                 << "; set MEMSTRAT_DATA or run experiments/scripts/get_mnist.py";
   }
   if (std::ifstream in(fs::path(dir) / "DATASET"); in) {
     std::string name;

@@ -73,8 +73,24 @@ TEST(RunRecord, AppendToAnUnwritablePathThrowsWithThePath) {
 }
 
 TEST(RunRecord, HostEnvironmentNeedsNoGpu) {
-  const auto env = host_environment_json();
-  EXPECT_TRUE(env.contains("host"));
-  EXPECT_TRUE(env.contains("git_sha"));
-  EXPECT_TRUE(env["git_dirty"].is_boolean());
+  const Environment env = host_environment();
+  EXPECT_FALSE(env.host.empty());
+  EXPECT_FALSE(env.git_sha.empty());
+  EXPECT_FALSE(env.gpu.has_value());
+  const auto j = env.to_json();
+  EXPECT_EQ(j.size(), 4u) << j.dump();  // host, git_sha, git_dirty, memstrat_version
+  EXPECT_TRUE(j["git_dirty"].is_boolean());
+}
+
+TEST(RunRecord, GpuEnvironmentFlattensIntoEnvWithNullsForWhatIsMissing) {
+  Environment env = host_environment();
+  GpuEnvironment& g = env.gpu.emplace();
+  g.name = "NVIDIA H200";
+  g.pcie_gen = 5;
+  const auto j = env.to_json();
+  EXPECT_EQ(j["gpu_name"], "NVIDIA H200");
+  EXPECT_EQ(j["pcie_gen"], 5);
+  EXPECT_TRUE(j["pcie_width"].is_null());
+  EXPECT_TRUE(j["driver_release"].is_null());
+  EXPECT_EQ(j.size(), 17u) << j.dump();
 }

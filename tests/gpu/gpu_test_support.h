@@ -1,21 +1,22 @@
-// gpu_test_support.h: what the GPU tests share: skip without a device or MNIST, the MNIST
-// data set loaded once, and a helper that trains with one strategy and returns the per-sample
-// loss curve of every epoch.
+// gpu_test_support.h: what the GPU tests share: skip without a device or MNIST ($MEMSTRAT_DATA,
+// else the checkout's data/mnist), the data set loaded once, and runs built through Session
+// exactly as `memstrat train` builds them, returning the typed record and every epoch's
+// per-sample loss curve.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/cuda_raii.h"
 #include "common/mnist.h"
-#include "experiments/core/mlp.h"
-#include "experiments/trainer.h"
+#include "experiments/core/session.h"
 #include "memory_strategies/registry.h"
 #include "tests/support/mnist_test_data.h"  // mnist_dir, mnist
 
@@ -26,22 +27,28 @@ namespace memstrat::testing {
     std::string why_;                                                                 \
     if (!::memstrat::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA device: " << why_; \
     if (::memstrat::testing::mnist_dir().empty())                                     \
-      GTEST_SKIP() << "MNIST not found ($MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)"; \
+      GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA to the MNIST directory";    \
   } while (0)
 
-struct RunSpec {
-  std::string strategy = "resident";
-  Transfer transfer = Transfer::U8;
-  Scenario scenario = Scenario::Static;
-  int epochs = 2;
-  int batch = 256;
-  bool graphs = true;
-  bool epoch_launch = true;  // as the CLI's default (it applies to resident only)
-  int depth = 2;
-  int copy_streams = 1;
-  int prefetch_chunk_mib = 8;
-  kernels::GemmBackend gemm = kernels::GemmBackend::Cublas;
-};
+/// The CLI's defaults, shortened to two epochs, quiet, without the profiler.
+inline RunConfig short_run(std::string_view strategy = "resident") {
+  RunConfig c;
+  c.strategy = find_strategy(strategy);
+  if (c.strategy == nullptr) throw std::invalid_argument("unknown strategy '" + std::string(strategy) + "'");
+  c.epochs = 2;
+  c.profile = false;
+  c.quiet = true;
+  return c;
+}
+
+/// Runs `c` on MNIST through Session; a failed run throws with its error.
+inline RunRecord run_session(const RunConfig& c, const SampleLossSink& sink = {}) {
+  std::ostringstream out, err;
+  RunRecord r = Session(c, mnist()).run(out, err, sink);
+  if (r.status == RunStatus::Failed)
+    throw std::runtime_error(std::string(c.strategy->name) + " failed: " + r.error + "\n" + err.str());
+  return r;
+}
 
 struct RunOutput {
   std::vector<std::vector<float>> sample_loss;  // per epoch, per sample
@@ -50,37 +57,14 @@ struct RunOutput {
   bool epoch_launch = false;  // whether the trainer ran each epoch in one launch
 };
 
-inline RunOutput train_run(const RunSpec& r) {
-  const HostDataset& data = mnist();
-  Stream compute = Stream::create();
-  MlpConfig m;
-  m.layers = {data.features(), 256, data.classes};
-  m.max_batch = r.batch;
-  m.gemm = r.gemm;
-  Mlp mlp(m, compute);
-  StrategyOptions so;
-  so.batch = r.batch;
-  so.transfer = r.transfer;
-  so.scenario = r.scenario;
-  so.depth = r.depth;
-  so.copy_streams = r.copy_streams;
-  so.prefetch_chunk_mib = r.prefetch_chunk_mib;
-  so.seed = 1;
-  // The registry's capability check comes first: attach() does not repeat it.
-  const StrategyEntry* entry = find_strategy(r.strategy);
-  if (entry == nullptr) throw std::invalid_argument("unknown strategy '" + r.strategy + "'");
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  auto st = make_supported(*entry, DeviceCaps::query(device));
-  st->attach(data, so, compute);
-  Trainer tr(mlp, *st, data, r.batch, r.graphs, compute, r.epoch_launch);
+inline RunOutput train_run(const RunConfig& c) {
   RunOutput out;
-  out.epoch_launch = tr.epoch_launch();
-  for (int e = 1; e <= r.epochs; ++e) {
-    out.epochs.push_back(tr.run_epoch(e));
-    out.sample_loss.push_back(tr.last_sample_losses());
-  }
-  out.test = tr.evaluate();
+  const RunRecord r = run_session(c, [&](int, const std::vector<float>& losses) {
+    out.sample_loss.push_back(losses);
+  });
+  for (const EpochRecord& e : r.epochs) out.epochs.push_back(e.train);
+  out.test = r.totals->final_test;
+  out.epoch_launch = r.epoch_launch->on;
   return out;
 }
 

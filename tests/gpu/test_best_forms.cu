@@ -20,17 +20,13 @@ constexpr int kEpochs = 3;
 std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string& strategy,
                                           Scenario sc) {
   const HostDataset& data = mnist();
+  RunConfig c = short_run(strategy);  // batch 256, u8, graphs and epoch launch as the CLI's
+  c.scenario = sc;
   Stream compute = Stream::create();
-  MlpConfig m;
-  m.layers = {data.features(), 256, data.classes};
-  m.max_batch = 256;
-  Mlp mlp(m, compute);
-  StrategyOptions so;
-  so.batch = 256;
-  so.scenario = sc;
-  auto st = find_strategy(strategy)->make();
-  st->attach(data, so, compute);
-  Trainer tr(mlp, *st, data, so.batch, /*graphs=*/true, compute, /*epoch_launch=*/true);
+  Mlp mlp(mlp_config(c, data.features(), data.classes), compute);
+  auto st = c.strategy->make();
+  st->attach(data, strategy_options(c), compute);
+  Trainer tr(mlp, *st, data, c, compute);
   std::vector<WindowCounters> w;
   for (int ep = 1; ep <= kEpochs; ++ep) {
     prof.begin_window("epoch " + std::to_string(ep));

@@ -1,6 +1,6 @@
 // "No allocation after attach": for every strategy, no allocation API of any kind is called
-// during an epoch (graph capture in epoch 1 included), counted by the built-in CUPTI profiler.
-#include "common/profiler/profiler.h"
+// during an epoch (graph capture in epoch 1 included), counted by the built-in CUPTI profiler in
+// the per-epoch windows of a run built exactly as `memstrat train` builds it (Session).
 #include "gpu_test_support.h"
 
 using namespace memstrat;
@@ -14,11 +14,6 @@ const char* const kAllocators[] = {"cudaMalloc",        "cudaMallocAsync",     "
 
 TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  const HostDataset& data = mnist();  // host only: before the profiler, outside every window
-  CuptiProfiler prof(CuptiProfiler::Options{});
-  if (!prof.api_available()) GTEST_SKIP() << "CUPTI callbacks unavailable";
-  CUDA_CHECK(cudaFree(nullptr));
-  prof.enable_device_counters();
   const DeviceCaps caps = DeviceCaps::query(0);
   for (const auto& e : strategy_registry()) {
     if (!e.unsupported(caps).empty()) continue;
@@ -28,27 +23,20 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
     const int lt_batch = static_cast<int>(kSingleLaunchMaxWork / 256) + 64;
     for (const int batch : e.name == "resident" ? std::vector<int>{lt_batch, 256} : std::vector<int>{lt_batch}) {
       for (Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-        Stream compute = Stream::create();
-        MlpConfig m;
-        m.layers = {data.features(), 256, data.classes};
-        m.max_batch = batch;
-        Mlp mlp(m, compute);
-        StrategyOptions so;
-        so.batch = batch;
-        so.scenario = sc;
-        auto st = e.make();
-        st->attach(data, so, compute);
-        Trainer tr(mlp, *st, data, so.batch, /*graphs=*/true, compute, /*epoch_launch=*/true);
-        EXPECT_EQ(tr.epoch_launch(), batch == 256) << e.name;
-        for (int ep = 1; ep <= 2; ++ep) {
-          prof.begin_window("epoch " + std::to_string(ep));
-          tr.run_epoch(ep);
-          const WindowCounters w = prof.end_window();
-          ASSERT_TRUE(w.api_available);
+        RunConfig c = short_run(e.name);
+        c.batch = batch;
+        c.scenario = sc;
+        c.profile = true;
+        const RunRecord r = run_session(c);
+        ASSERT_TRUE(r.epoch_launch.has_value());
+        EXPECT_EQ(r.epoch_launch->on, batch == 256) << e.name;
+        ASSERT_EQ(r.epochs.size(), 2u);
+        for (const EpochRecord& ep : r.epochs) {
+          if (!ep.counters.api_available) GTEST_SKIP() << "CUPTI callbacks unavailable";
           for (const char* fn : kAllocators)
-            EXPECT_EQ(w.api.count(fn), 0u) << e.name << " " << to_string(sc) << " batch " << batch
-                                            << " epoch " << ep << ": " << fn;
-          EXPECT_EQ(w.api.count("cudaFree"), 0u) << e.name;
+            EXPECT_EQ(ep.counters.api.count(fn), 0u) << e.name << " " << to_string(sc) << " batch "
+                                                     << batch << " epoch " << ep.train.epoch << ": " << fn;
+          EXPECT_EQ(ep.counters.api.count("cudaFree"), 0u) << e.name;
         }
       }
     }

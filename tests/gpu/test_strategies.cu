@@ -21,7 +21,7 @@ class AllStrategies : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(AllStrategies, BitwiseIdenticalLossCurvesToResident) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  RunSpec base;
+  RunConfig base = short_run();
   base.transfer = GetParam().transfer;
   base.scenario = GetParam().scenario;
   const RunOutput ref = train_run(base);
@@ -33,8 +33,8 @@ TEST_P(AllStrategies, BitwiseIdenticalLossCurvesToResident) {
       std::cout << "[ WAIVED ] " << e.name << ": " << why << "\n";
       continue;
     }
-    RunSpec r = base;
-    r.strategy = std::string(e.name);
+    RunConfig r = base;
+    r.strategy = &e;
     const RunOutput got = train_run(r);
     EXPECT_EQ(first_difference(ref, got), "") << e.name << " differs from resident";
     EXPECT_EQ(got.test.acc, ref.test.acc) << e.name;
@@ -50,7 +50,7 @@ INSTANTIATE_TEST_SUITE_P(TransferScenario, AllStrategies,
 
 TEST(Strategies, U8AndF32TransfersGiveTheSameMath) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  RunSpec a, b;
+  RunConfig a = short_run(), b = short_run();
   b.transfer = Transfer::F32;  // the GPU normalises exactly like the host
   EXPECT_EQ(first_difference(train_run(a), train_run(b)), "");
 }
@@ -58,9 +58,8 @@ TEST(Strategies, U8AndF32TransfersGiveTheSameMath) {
 TEST(Strategies, GraphsOnAndOffAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   for (const char* s : {"resident", "double-buffer", "um-prefetch", "zero-copy-staged"}) {
-    RunSpec on, off;
-    on.strategy = off.strategy = s;
-    off.graphs = false;
+    RunConfig on = short_run(s), off = short_run(s);
+    off.graphs = Graphs::Off;
     EXPECT_EQ(first_difference(train_run(on), train_run(off)), "") << s;
   }
 }
@@ -72,10 +71,10 @@ TEST(Strategies, EpochLaunchOnAndOffAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
     for (const Transfer t : {Transfer::U8, Transfer::F32}) {
-      RunSpec on, off;
+      RunConfig on = short_run(), off = short_run();
       on.scenario = off.scenario = sc;
       on.transfer = off.transfer = t;
-      off.epoch_launch = false;
+      off.epoch_launch = EpochLaunch::Off;
       const RunOutput a = train_run(on), b = train_run(off);
       EXPECT_TRUE(a.epoch_launch);
       EXPECT_FALSE(b.epoch_launch);
@@ -83,27 +82,24 @@ TEST(Strategies, EpochLaunchOnAndOffAreBitwiseIdentical) {
       EXPECT_EQ(a.test.acc, b.test.acc);
     }
   }
-  RunSpec on, off;
+  RunConfig on = short_run(), off = short_run();
   on.batch = off.batch = 8;
   on.epochs = off.epochs = 1;
-  off.epoch_launch = false;
+  off.epoch_launch = EpochLaunch::Off;
   const RunOutput a = train_run(on), b = train_run(off);
   EXPECT_TRUE(a.epoch_launch);
   EXPECT_EQ(first_difference(a, b), "") << "batch 8";
   // Only a strategy that lets every batch be acquired up front runs it.
-  RunSpec pinned;
-  pinned.strategy = "pinned";
-  EXPECT_FALSE(train_run(pinned).epoch_launch);
+  EXPECT_FALSE(train_run(short_run("pinned")).epoch_launch);
 }
 
 TEST(Strategies, DoubleBufferDepthsAndCopyStreamsAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  RunSpec ref;
-  ref.strategy = "double-buffer";
+  RunConfig ref = short_run("double-buffer");
   ref.scenario = Scenario::Refresh;
   const RunOutput base = train_run(ref);
   for (auto [depth, streams] : {std::pair{3, 1}, {3, 2}, {4, 3}, {8, 2}}) {
-    RunSpec r = ref;
+    RunConfig r = ref;
     r.depth = depth;
     r.copy_streams = streams;
     r.batch = 256;
@@ -118,7 +114,7 @@ TEST(Strategies, SmallAndOddBatchesIdenticalAcrossExplicitStrategies) {
   // only for every fourth batch (the packed layout of zero-copy-staged realigns them). 13: the
   // same with 4616 small batches, the last one of 7 rows.
   for (const int batch : {1000 + 7, 13}) {
-    RunSpec ref;
+    RunConfig ref = short_run();
     ref.batch = batch;
     ref.epochs = 1;
     const RunOutput base = train_run(ref);
@@ -128,8 +124,8 @@ TEST(Strategies, SmallAndOddBatchesIdenticalAcrossExplicitStrategies) {
         std::cout << "[ WAIVED ] " << s << ": " << why << "\n";
         continue;
       }
-      RunSpec r = ref;
-      r.strategy = s;
+      RunConfig r = ref;
+      r.strategy = find_strategy(s);
       EXPECT_EQ(first_difference(base, train_run(r)), "") << s << " batch " << batch;
     }
   }
@@ -142,22 +138,22 @@ TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   const DeviceCaps caps = DeviceCaps::query(0);
   for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-    RunSpec ref;
+    RunConfig ref = short_run();
     ref.scenario = sc;
     ref.epochs = 3;
     const RunOutput base = train_run(ref);
     if (find_strategy("zero-copy-staged")->unsupported(caps).empty()) {
       for (const int depth : {2, 3, 8}) {
-        RunSpec r = ref;
-        r.strategy = "zero-copy-staged";
+        RunConfig r = ref;
+        r.strategy = find_strategy("zero-copy-staged");
         r.depth = depth;
         EXPECT_EQ(first_difference(base, train_run(r)), "") << "depth " << depth;
       }
     }
     if (find_strategy("um-prefetch-coarse")->unsupported(caps).empty()) {
       for (const int mib : {1, 8, 1024}) {
-        RunSpec r = ref;
-        r.strategy = "um-prefetch-coarse";
+        RunConfig r = ref;
+        r.strategy = find_strategy("um-prefetch-coarse");
         r.prefetch_chunk_mib = mib;
         EXPECT_EQ(first_difference(base, train_run(r)), "") << "--prefetch-chunk " << mib;
       }
@@ -167,13 +163,13 @@ TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
 
 TEST(Strategies, TiledGemmBackendIsAlsoStrategyIndependent) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  RunSpec ref;
+  RunConfig ref = short_run();
   ref.gemm = kernels::GemmBackend::Tiled;
   ref.transfer = Transfer::F32;
   const RunOutput base = train_run(ref);
   for (const char* s : {"pinned", "zero-copy", "um-advise"}) {
-    RunSpec r = ref;
-    r.strategy = s;
+    RunConfig r = ref;
+    r.strategy = find_strategy(s);
     EXPECT_EQ(first_difference(base, train_run(r)), "") << s;
   }
 }
@@ -181,8 +177,7 @@ TEST(Strategies, TiledGemmBackendIsAlsoStrategyIndependent) {
 TEST(Determinism, SameCommandTwiceGivesABitwiseIdenticalCurve) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   for (const char* s : {"resident", "double-buffer", "um"}) {
-    RunSpec r;
-    r.strategy = s;
+    RunConfig r = short_run(s);
     r.scenario = Scenario::Refresh;
     EXPECT_EQ(first_difference(train_run(r), train_run(r)), "") << s;
   }
@@ -190,7 +185,7 @@ TEST(Determinism, SameCommandTwiceGivesABitwiseIdenticalCurve) {
 
 TEST(Training, ResidentLearnsMnistInTwoEpochs) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  const RunOutput r = train_run(RunSpec{});
+  const RunOutput r = train_run(short_run());
   EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
   EXPECT_GT(r.test.acc, 0.95) << "test accuracy after 2 epochs";
   std::cout << "resident 2 epochs: test acc " << r.test.acc << ", epoch 2 gpu " << r.epochs[1].gpu_ms
@@ -201,22 +196,20 @@ TEST(Strategies, ReportTheBytesTheyMove) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   const HostDataset& d = mnist();
   const std::uint64_t u8_epoch = static_cast<std::uint64_t>(d.n_train()) * (784 + 4);
-  RunSpec r;
-  r.strategy = "pinned";
+  RunConfig r = short_run("pinned");
   EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, u8_epoch);
-  r.strategy = "double-buffer";
+  r.strategy = find_strategy("double-buffer");
   r.transfer = Transfer::F32;
   const RunOutput db = train_run(r);
   EXPECT_EQ(db.epochs[1].strategy.h2d_bytes, static_cast<std::uint64_t>(d.n_train()) * (4 * 784 + 4));
   ASSERT_TRUE(db.epochs[1].strategy.copy_ms.has_value());
   EXPECT_GT(*db.epochs[1].strategy.copy_ms, 0.0);
-  r = RunSpec{};
+  r = short_run();
   const RunOutput res = train_run(r);
   EXPECT_EQ(res.epochs[1].strategy.h2d_bytes, 0u) << "static resident uploads once, at set-up";
   r.scenario = Scenario::Refresh;
   EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, u8_epoch);
-  r = RunSpec{};
-  r.strategy = "zero-copy";
+  r = short_run("zero-copy");
   EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, 0u);
 
   const DeviceCaps caps = DeviceCaps::query(0);
@@ -226,8 +219,7 @@ TEST(Strategies, ReportTheBytesTheyMove) {
     for (const Transfer t : {Transfer::U8, Transfer::F32})
       for (const Scenario sc : {Scenario::Static, Scenario::Refresh})
         for (const int batch : {256, 1007}) {
-          RunSpec z;
-          z.strategy = "zero-copy-staged";
+          RunConfig z = short_run("zero-copy-staged");
           z.transfer = t;
           z.scenario = sc;
           z.batch = batch;
@@ -245,8 +237,7 @@ TEST(Strategies, ReportTheBytesTheyMove) {
   if (find_strategy("um-prefetch-coarse")->unsupported(caps).empty()) {
     // Static: everything is prefetched in the first epoch, nothing after. Refresh: everything,
     // every epoch (the host rewrite moved the pages back).
-    RunSpec c;
-    c.strategy = "um-prefetch-coarse";
+    RunConfig c = short_run("um-prefetch-coarse");
     c.epochs = 3;
     const RunOutput st = train_run(c);
     EXPECT_EQ(st.epochs[0].strategy.h2d_bytes, u8_epoch);
@@ -263,11 +254,11 @@ TEST(Strategies, ReportTheBytesTheyMove) {
 
 TEST(Strategies, StallIsWhereTheDataWaitIs) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  RunSpec r;
+  RunConfig r = short_run();
   r.transfer = Transfer::F32;
   r.batch = 1024;
   const RunOutput res = train_run(r);
-  r.strategy = "pinned";
+  r.strategy = find_strategy("pinned");
   const RunOutput pin = train_run(r);
   // pinned copies on the compute stream: ~all of its copy time is stall; resident has none.
   EXPECT_LT(res.epochs[1].stall_ms, 0.5);

@@ -1,6 +1,6 @@
 // mnist_test_data.h: where the tests find the real MNIST files (never part of the repository):
-// $MEMSTRAT_DATA when set, else the checkout's data/mnist, else ../shared/data/mnist beside it;
-// and the training set loaded once per test executable. Tests that need it skip without it.
+// $MEMSTRAT_DATA when set, else the checkout's data/mnist; and the training set loaded once per
+// test executable. Tests that need it skip without it (CI sets MEMSTRAT_DATA).
 #pragma once
 
 #include <cstdlib>
@@ -13,8 +13,7 @@ namespace memstrat::testing {
 
 /// The MNIST directory, or "" when none is there.
 inline std::string mnist_dir() {
-  std::string candidates[3] = {"", std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist",
-                               std::string(MEMSTRAT_SOURCE_DIR) + "/../shared/data/mnist"};
+  std::string candidates[2] = {"", std::string(MEMSTRAT_SOURCE_DIR) + "/data/mnist"};
   if (const char* env = std::getenv(kDataEnvVar); env != nullptr) candidates[0] = env;
   for (const std::string& d : candidates)
     if (!d.empty() && (std::filesystem::exists(d + "/train-images-idx3-ubyte.gz") ||
@@ -34,5 +33,5 @@ inline const HostDataset& mnist() {
 #define MEMSTRAT_REQUIRE_MNIST()                                                        \
   do {                                                                                  \
     if (::memstrat::testing::mnist_dir().empty())                                       \
-      GTEST_SKIP() << "MNIST not found ($MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)"; \
+      GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA to the MNIST directory";      \
   } while (0)

@@ -1,0 +1,171 @@
+#include "experiments/cli/commands.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/idx.h"
+#include "common/run_record.h"
+#include "experiments/core/device_check.h"
+#include "experiments/core/run_inputs.h"
+#include "experiments/core/session.h"
+#include "experiments/primitives/run_primitives.h"
+#include "memory_strategies/registry.h"
+
+namespace memstrat {
+
+namespace {
+using nlohmann::json;
+
+int usage_error(std::ostream& err, const std::exception& e) {
+  err << "memstrat: " << e.what() << "\n";
+  return kExitUsage;
+}
+
+json describe_json() {
+  json d;
+  d["record_schema_version"] = kSchemaVersion;
+  d["strategies"] = json::array();
+  for (const StrategyEntry& e : strategy_registry())
+    d["strategies"].push_back({{"name", e.name}, {"description", e.description}});
+  d["train_options"] = json::array();
+  for (const OptionInfo& o : train_option_table()) d["train_options"].push_back(o.to_json());
+  return d;
+}
+
+void describe_text(std::ostream& out) {
+  out << "strategies:\n";
+  for (const StrategyEntry& e : strategy_registry())
+    out << "  " << std::left << std::setw(15) << e.name << e.description << "\n";
+  out << "\ntrain options (default; key in the record's config):\n";
+  for (const OptionInfo& o : train_option_table()) {
+    out << "  " << std::left << std::setw(16) << o.name << o.default_value.dump();
+    if (!o.choices.empty()) {
+      out << "  of";
+      for (const std::string& c : o.choices) out << " " << c;
+    }
+    out << (o.record_key.empty() ? "" : "  -> config." + o.record_key) << "\n";
+  }
+  out << "\nrecords: schema version " << kSchemaVersion << " (docs/schema/run_record.schema.json)\n";
+}
+}  // namespace
+
+int run_list(std::ostream& out) {
+  std::size_t width = 0;
+  for (const auto& e : strategy_registry()) width = std::max(width, e.name.size());
+  for (const auto& e : strategy_registry())
+    out << std::left << std::setw(static_cast<int>(width + 2)) << e.name << e.description << "\n";
+  return kExitOk;
+}
+
+int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
+  const int device = req.run.device;
+  try {
+    require_device(device, "`info` needs an NVIDIA GPU and driver.");
+  } catch (const DeviceUnavailable& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return kExitNoDevice;
+  } catch (const std::invalid_argument& e) {
+    return usage_error(err, e);
+  }
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  CUDA_CHECK(cudaSetDevice(device));
+  const GpuEnvironment gpu = *device_environment(device).gpu;
+  const DeviceCaps caps = DeviceCaps::query(device);
+  int pools = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+  auto yn = [](bool b) { return b ? "yes" : "no"; };
+  out << "device " << device << " of " << count << ": " << gpu.name << "\n"
+      << "  compute capability        " << gpu.compute_capability << ", " << gpu.sm_count
+      << " SMs, L2 " << (gpu.l2_bytes >> 20) << " MiB\n"
+      << "  memory                    " << (caps.total_bytes >> 20) << " MiB total, "
+      << (caps.free_bytes >> 20) << " MiB free\n"
+      << "  driver / runtime          " << gpu.driver_version << " / " << gpu.runtime_version;
+  if (gpu.driver_release) out << " (kernel module " << *gpu.driver_release << ")";
+  out << "\n  PCIe link                 ";
+  if (!gpu.pcie_gen) out << "not reported by this platform";
+  else out << "gen " << *gpu.pcie_gen << " x" << (gpu.pcie_width ? std::to_string(*gpu.pcie_width) : "?");
+  out << "\n  copy engines (async)      " << caps.async_engine_count
+      << "\n  managedMemory             " << yn(caps.managed_memory)
+      << "\n  concurrentManagedAccess   " << yn(caps.concurrent_managed_access)
+      << "  (needed by um-prefetch/um-advise; without it, CPU and GPU may not touch managed memory concurrently)"
+      << "\n  pageableMemoryAccess      " << yn(gpu.pageable_memory_access)
+      << "  (yes = GPU can read plain malloc memory, HMM/ATS)"
+      << "\n  canMapHostMemory          " << yn(caps.can_map_host_memory) << "  (zero-copy)"
+      << "\n  memory pools              " << yn(pools != 0) << "\n\nstrategies on this device:\n";
+  for (const auto& e : strategy_registry()) {
+    const std::string why = e.unsupported(caps);
+    out << "  " << std::left << std::setw(15) << e.name << (why.empty() ? "supported" : "waived: " + why) << "\n";
+  }
+  return kExitOk;
+}
+
+int run_describe(const CliRequest& req, std::ostream& out) {
+  if (req.json) out << describe_json().dump(2) << "\n";
+  else describe_text(out);
+  return kExitOk;
+}
+
+int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
+  const RunConfig& cfg = req.run;
+  // Everything that needs no GPU first: the data set, the output files.
+  HostDataset data;
+  try {
+    data = load_run_data(cfg);
+    check_outputs(cfg);
+  } catch (const DataError& e) {
+    return usage_error(err, e);
+  } catch (const std::invalid_argument& e) {
+    return usage_error(err, e);
+  }
+  RunRecord rec;
+  try {
+    rec = Session(cfg, data).run(out, err);
+  } catch (const DeviceUnavailable& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return kExitNoDevice;
+  } catch (const std::invalid_argument& e) {
+    return usage_error(err, e);
+  }
+  if (rec.status == RunStatus::Failed) {
+    err << "memstrat: run failed: " << rec.error << "\n";
+    if (!cfg.json.empty()) {
+      try {
+        append_jsonl(cfg.json, rec.to_json());
+        err << "memstrat: a record marked \"failed\" was appended to " << cfg.json << "\n";
+      } catch (const std::exception& e) {
+        err << "memstrat: could not write the failed record: " << e.what() << "\n";
+      }
+    }
+    return kExitRunFailed;
+  }
+  if (!cfg.json.empty()) append_jsonl(cfg.json, rec.to_json());
+  return kExitOk;
+}
+
+int run_primitives_command(const CliRequest& req, std::ostream& out, std::ostream& err) {
+  const PrimitivesArgs& a = req.primitives;
+  if (a.list) {
+    print_primitive_list(out);
+    return kExitOk;
+  }
+  try {
+    if (!a.json.empty()) check_appendable(a.json, "--json");
+    require_device(a.device,
+                   "`primitives` needs an NVIDIA GPU (`memstrat primitives --list` works without one).");
+  } catch (const DeviceUnavailable& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return kExitNoDevice;
+  } catch (const std::invalid_argument& e) {
+    return usage_error(err, e);
+  }
+  return run_primitives(a, req.run.argv, out, err);
+}
+
+}  // namespace memstrat

@@ -1,0 +1,320 @@
+#include "experiments/cli/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <ostream>
+#include <stdexcept>
+#include <utility>
+
+#include "memory_strategies/registry.h"
+
+namespace memstrat {
+
+namespace {
+using nlohmann::json;
+
+/// Declares `train` options to CLI11 and, in the same call, records what `describe` reports.
+class TrainOptions {
+ public:
+  TrainOptions(CLI::App& app, std::vector<OptionInfo>& table) : app_(app), table_(table) {}
+
+  /// One of `values` (name -> value), checked by name; --help shows the names.
+  template <typename T>
+  void choice(const std::string& names, T& field, std::vector<std::pair<std::string, T>> values,
+              const char* record_key, const std::string& help) {
+    std::vector<std::string> keys;
+    std::string current;
+    for (const auto& [name, value] : values) {
+      keys.push_back(name);
+      if (value == field) current = name;
+    }
+    CLI::Option* o = app_.add_option_function<std::string>(
+        names,
+        [&field, values](const std::string& s) {
+          for (const auto& [name, value] : values)
+            if (name == s) field = value;
+        },
+        help);
+    o->check(CLI::IsMember(keys))->default_str(current);
+    OptionInfo& i = add(o, "choice", json(current), record_key);
+    i.choices = keys;
+  }
+
+  /// A whole number; min/max, when given, bound it.
+  template <typename T>
+  void integer(const std::string& names, T& field, std::optional<double> min,
+               std::optional<double> max, const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    if (min && max) o->check(CLI::Range(*min, *max));
+    else if (min && *min == 0) o->check(CLI::NonNegativeNumber);
+    else if (min) o->check(CLI::Range(*min, static_cast<double>(std::numeric_limits<T>::max())));
+    OptionInfo& i = add(o, "integer", json(field), record_key);
+    i.min = min;
+    i.max = max;
+  }
+
+  /// A real number in [min, max], or > min when max is not given.
+  void number(const std::string& names, float& field, double min, std::optional<double> max,
+              const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    o->check(max ? CLI::Range(min, *max) : CLI::PositiveNumber);
+    // As typed (0.05), not as the float it becomes (0.0500000007...).
+    OptionInfo& i = add(o, "number", json(std::stod(o->get_default_str())), record_key);
+    i.min = min;
+    i.max = max;
+    i.min_exclusive = !max;
+  }
+
+  void flag(const std::string& names, bool& field, const char* record_key, const std::string& help) {
+    add(app_.add_flag(names, field, help), "flag", json(field), record_key);
+  }
+
+  /// A value read by `parse` (which throws std::invalid_argument with a message that starts with
+  /// the option's name); `shown` spells the current value as typed.
+  template <typename T>
+  OptionInfo& parsed(const std::string& names, T& field, std::function<T(const std::string&)> parse,
+                     const std::string& shown, const char* kind, json default_value,
+                     const char* record_key, const std::string& help) {
+    CLI::Option* o = app_.add_option_function<std::string>(
+        names, [&field, parse](const std::string& s) { field = parse(s); }, help);
+    const std::string prefix = o->get_name() + ": ";
+    o->check(CLI::Validator(
+        [parse, prefix](std::string& s) -> std::string {
+          try {
+            parse(s);
+            return "";
+          } catch (const std::invalid_argument& e) {
+            const std::string m = e.what();
+            return m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+          }
+        },
+        ""));
+    o->default_str(shown);
+    return add(o, kind, std::move(default_value), record_key);
+  }
+
+  void text(const std::string& names, std::string& field, const char* record_key,
+            const std::string& help) {
+    CLI::Option* o = app_.add_option(names, field, help);
+    add(o, "text", field.empty() ? json(nullptr) : json(field), record_key);
+  }
+
+ private:
+  OptionInfo& add(const CLI::Option* o, const char* kind, json default_value, const char* record_key) {
+    OptionInfo i;
+    const std::vector<std::string> longs = o->get_lnames(), negations = o->get_fnames();
+    i.name = "--" + longs.front();
+    for (const std::string& s : o->get_snames()) i.aliases.push_back("-" + s);
+    for (std::size_t k = 1; k < longs.size(); ++k)
+      (std::count(negations.begin(), negations.end(), longs[k]) ? i.negations : i.aliases)
+          .push_back("--" + longs[k]);
+    i.kind = kind;
+    i.default_value = std::move(default_value);
+    i.record_key = record_key;
+    i.help = o->get_description();
+    table_.push_back(std::move(i));
+    return table_.back();
+  }
+
+  CLI::App& app_;
+  std::vector<OptionInfo>& table_;
+};
+
+/// Rules that involve two options, which no single option's declaration can state. Throws
+/// std::invalid_argument saying what to change.
+void check_consistent(const RunConfig& c) {
+  if (!c.trace.empty() && !c.profile)
+    throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
+}
+
+template <typename E>
+std::vector<std::pair<std::string, E>> named(std::initializer_list<E> values) {
+  std::vector<std::pair<std::string, E>> v;
+  for (const E e : values) v.emplace_back(std::string(to_string(e)), e);
+  return v;
+}
+
+/// The declaration of a strategy option (memory_strategies/registry.cpp), by name.
+const StrategyOption& strategy_option(std::string_view name) {
+  for (const StrategyEntry& e : strategy_registry())
+    for (const StrategyOption& o : e.options)
+      if (o.name == name) return o;
+  throw std::logic_error("no strategy declares the option '" + std::string(name) + "'");
+}
+
+/// "<the strategies that read it>: <meaning> (<allowed values>)" for --help and describe.
+std::string strategy_option_help(const StrategyOption& opt) {
+  std::string users;
+  for (const StrategyEntry& e : strategy_registry())
+    for (const StrategyOption& o : e.options)
+      if (o.name == opt.name) users += (users.empty() ? "" : ", ") + std::string(e.name);
+  return users + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
+}
+
+std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
+  std::vector<std::pair<std::string, const StrategyEntry*>> v;
+  for (const StrategyEntry& e : strategy_registry()) v.emplace_back(std::string(e.name), &e);
+  return v;
+}
+
+/// Every `train` option, declared against the field of `c` it sets. The record key is the
+/// option's key under config.* in the record ("" where the record says something else: config.step
+/// and config.epoch_launch say what ran, config.dataset what was loaded).
+void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& table) {
+  using kernels::GemmBackend;
+  TrainOptions o(t, table);
+  o.choice("-s,--strategy", c.strategy, strategies(), "strategy",
+           "Memory strategy (see `memstrat list`)");
+  o.integer("-e,--epochs", c.epochs, 1, 100000, "epochs",
+            "Epochs; epoch 1 is reported separately as warm-up");
+  o.integer("-b,--batch", c.batch, 1, 1 << 20, "batch",
+            "Batch size (rows); the last batch of an epoch may be partial");
+  o.parsed<std::vector<int>>("--hidden", c.hidden, parse_hidden, hidden_string(c.hidden), "list",
+                             json(c.hidden), "hidden",
+                             "Hidden layer sizes, comma separated (e.g. 256 or 512,256)");
+  o.choice("--transfer", c.transfer, named({Transfer::U8, Transfer::F32}), "transfer",
+           "u8: move raw pixels, normalise on the GPU; f32: move normalised floats (4x bytes)");
+  o.choice("--scenario", c.scenario, named({Scenario::Static, Scenario::Refresh}), "scenario",
+           "static: data never changes; refresh: host rewrites it every epoch (shift augmentation)");
+  o.number("--lr", c.lr, 0, std::nullopt, "lr", "SGD learning rate");
+  o.number("--momentum", c.momentum, 0, 0.999, "momentum", "SGD momentum (0 = plain SGD)");
+  o.integer("--seed", c.seed, std::nullopt, std::nullopt, "seed",
+            "Seed for weights, shuffling and augmentation");
+  o.choice("--gemm", c.gemm, named({GemmBackend::Cublas, GemmBackend::Tiled}), "gemm", "GEMM backend");
+  o.flag("--tf32", c.tf32, "tf32", "Allow TF32 tensor-core math in cuBLAS (changes results slightly)");
+  o.choice("--graphs", c.graphs, named({Graphs::On, Graphs::Off}), "graphs",
+           "Replay each batch's MLP step as a CUDA graph");
+  o.choice("--fused", c.fused, named({FusedMode::On, FusedMode::Single, FusedMode::Lt, FusedMode::Off}), "",
+           "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
+           "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
+           "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
+           "kernels (4-5 launches per step); off: the layer-by-layer path (13)");
+  o.choice("--epoch-launch", c.epoch_launch, named({EpochLaunch::On, EpochLaunch::Off}), "",
+           "on: where the strategy lets every batch be acquired up front (resident) and the "
+           "step is the single-launch one, run the whole epoch's steps in ONE kernel launch "
+           "(bitwise the same training; no per-batch launch or event); off: one launch per batch");
+  // The strategies' options: range and meaning from the registry entries that read them.
+  const StrategyOption& depth = strategy_option("depth");
+  o.integer("--depth", c.depth, depth.min, depth.max, "depth", strategy_option_help(depth));
+  const StrategyOption& streams = strategy_option("copy-streams");
+  o.integer("--copy-streams", c.copy_streams, streams.min, streams.max, "streams",
+            strategy_option_help(streams));
+  const StrategyOption& hints = strategy_option("advise");
+  OptionInfo& advise = o.parsed<AdviseSet>(
+      "--advise", c.advise, parse_advise, c.advise.to_string(), "hints", json(c.advise.to_string()),
+      "advise", strategy_option_help(hints));
+  advise.choices.assign(hints.choices.begin(), hints.choices.end());
+  const StrategyOption& chunk = strategy_option("prefetch-chunk");
+  o.integer("--prefetch-chunk", c.prefetch_chunk_mib, chunk.min, chunk.max, "prefetch_chunk_mib",
+            strategy_option_help(chunk));
+  o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
+  o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
+            "Use only the first N training samples (0 = all)");
+  o.integer("--test-samples", c.test_samples, 0, std::nullopt, "",
+            "Use only the first N test samples (0 = all)");
+  o.text("--json", c.json, "",
+         "Append one JSON Lines record for this run to FILE (docs/schema/run_record.schema.json)");
+  o.text("--run-tag", c.run_tag, "run_tag",
+         "Free-form tag stored as config.run_tag (the matrix runner's cell id)");
+  o.flag("--profile,!--no-profile", c.profile, "profile",
+         "CUPTI API-call and unified-memory counters per epoch (default on)");
+  o.text("--trace", c.trace, "", "Write a Chrome trace-event JSON (Perfetto / chrome://tracing) to FILE");
+  o.text("--loss-curve", c.loss_curve, "", "Write per-batch mean losses (CSV: epoch,batch,loss) to FILE");
+  o.text("--export-init", c.export_init, "",
+         "Write initial weights and the epoch-1 sample order to DIR (for baselines)");
+  o.flag("-q,--quiet", c.quiet, "", "Only the summary, no per-epoch lines");
+  o.integer("--device", c.device, 0, std::nullopt, "device", "CUDA device index");
+}
+}  // namespace
+
+AdviseSet parse_advise(const std::string& s) {
+  AdviseSet a{false, false, false};
+  if (s == "none" || s.empty()) return a;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok == "read-mostly") a.read_mostly = true;
+    else if (tok == "preferred-device") a.preferred_device = true;
+    else if (tok == "accessed-by") a.accessed_by = true;
+    else
+      throw std::invalid_argument("--advise: unknown hint '" + tok +
+                                  "'; use a comma-separated subset of "
+                                  "read-mostly,preferred-device,accessed-by, or none");
+  }
+  return a;
+}
+
+json OptionInfo::to_json() const {
+  json j{{"name", name}, {"aliases", aliases}, {"kind", kind}, {"default", default_value},
+         {"negations", negations},
+         {"record_key", record_key.empty() ? json(nullptr) : json(record_key)}, {"help", help}};
+  if (!choices.empty()) j["choices"] = choices;
+  if (min) j[min_exclusive ? "exclusive_min" : "min"] = *min;
+  if (max) j["max"] = *max;
+  return j;
+}
+
+std::vector<OptionInfo> train_option_table() {
+  CLI::App app;
+  RunConfig defaults;
+  std::vector<OptionInfo> table;
+  declare_train_options(app, defaults, table);
+  return table;
+}
+
+std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req, std::ostream& out,
+                             std::ostream& err) {
+  req.run.argv.assign(argv, argv + argc);
+  CLI::App app{
+      "memstrat: how should a training loop move its data to the GPU? Trains one MNIST MLP on "
+      "interchangeable memory strategies and measures each (CUDA events, CUPTI, NVTX).\n"
+      "Start with `memstrat list`, `memstrat info`, then e.g.\n"
+      "  memstrat train --strategy double-buffer --epochs 10 --batch 256 --transfer u8 "
+      "--scenario refresh --json results/run.jsonl"};
+  app.require_subcommand(1);
+
+  app.add_subcommand("list", "List the memory strategies, one per line")
+      ->callback([&] { req.command = Command::List; });
+  auto* info = app.add_subcommand("info", "Show the GPU and the properties that matter to the strategies");
+  info->add_option("--device", req.run.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  info->callback([&] { req.command = Command::Info; });
+  auto* describe = app.add_subcommand(
+      "describe", "Describe the strategies, every train option (allowed values, default, record "
+                  "key) and the record's schema version; needs no GPU");
+  describe->add_flag("--json", req.json, "As one JSON object (what the matrix runner reads)");
+  describe->callback([&] { req.command = Command::Describe; });
+  auto* train = app.add_subcommand("train", "Train the MLP with one memory strategy and report per-epoch figures");
+  train->callback([&] { req.command = Command::Train; });
+  std::vector<OptionInfo> table;
+  declare_train_options(*train, req.run, table);
+  auto* prim = app.add_subcommand(
+      "primitives",
+      "Measure the transfer primitives the strategies are built on (copies, SM copy, prefetch, "
+      "page faults) against transfer size");
+  prim->callback([&] { req.command = Command::Primitives; });
+  add_primitives_options(*prim, req.primitives);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    if (code != 0 && dynamic_cast<const CLI::CallForHelp*>(&e) == nullptr &&
+        dynamic_cast<const CLI::CallForAllHelp*>(&e) == nullptr)
+      err << "memstrat: run `memstrat --help` or `memstrat train --help` for the options\n";
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (req.command == Command::Train) check_consistent(req.run);
+    if (req.command == Command::Primitives) make_primitives_config(req.primitives);
+  } catch (const std::invalid_argument& e) {
+    err << "memstrat: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace memstrat

@@ -1,0 +1,138 @@
+#include "experiments/core/record.h"
+
+namespace memstrat {
+
+namespace {
+using nlohmann::json;
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json config_json(const RunRecord& r) {
+  const RunConfig& c = r.config;
+  json j{{"strategy", c.strategy->name},
+         {"scenario", to_string(c.scenario)},
+         {"transfer", to_string(c.transfer)},
+         {"batch", c.batch},
+         {"hidden", c.hidden},
+         {"epochs", c.epochs},
+         {"lr", c.lr},
+         {"momentum", c.momentum},
+         {"seed", c.seed},
+         {"gemm", kernels::to_string(c.gemm)},
+         {"tf32", c.tf32},
+         {"graphs", c.graphs == Graphs::On},
+         {"depth", c.depth},
+         {"streams", c.copy_streams},  // --copy-streams (the key predates the option's name)
+         {"advise", c.advise.to_string()},
+         {"prefetch_chunk_mib", c.prefetch_chunk_mib},
+         {"profile", c.profile},
+         {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
+         {"device", c.device},
+         {"dataset",
+          {{"name", r.dataset.name},
+           {"path", r.dataset.path},
+           {"train_samples", r.dataset.train_samples},
+           {"test_samples", r.dataset.test_samples}}}};
+  if (r.step) {
+    j["fused"] = r.step->fused;
+    j["step"] = r.step->step;
+    j["single_launch_off_reason"] = or_null(r.step->single_launch_off_reason);
+    j["fused_off_reason"] = or_null(r.step->fused_off_reason);
+  }
+  if (r.epoch_launch) {
+    j["epoch_launch"] = r.epoch_launch->on;
+    j["epoch_launch_off_reason"] = or_null(r.epoch_launch->off_reason);
+  }
+  return j;
+}
+
+json epoch_json(const EpochRecord& e) {
+  json j = CuptiProfiler::to_json(e.counters);  // api_calls, um_*, kernel_ms, memcpy_ms
+  const EpochResult& t = e.train;
+  j["epoch"] = t.epoch;
+  j["wall_ms"] = t.wall_ms;
+  j["gpu_ms"] = t.gpu_ms;
+  j["host_ms"] = t.host_ms;
+  j["copy_ms"] = or_null(t.strategy.copy_ms);
+  j["compute_ms"] = t.compute_ms;
+  j["stall_ms"] = t.stall_ms;
+  j["idle_ms"] = t.idle_ms;
+  j["h2d_bytes"] = t.strategy.h2d_bytes;
+  j["train_loss"] = t.train_loss;
+  j["train_acc"] = t.train_acc;
+  j["test_loss"] = e.test.loss;
+  j["test_acc"] = e.test.acc;
+  return j;
+}
+
+json summary_json(const Summary& s) {
+  return json{{"steady_epochs", s.steady_epochs},
+              {"wall_ms_median", s.wall_ms.median},
+              {"wall_ms_min", s.wall_ms.min},
+              {"wall_ms_max", s.wall_ms.max},
+              {"wall_ms_p25", s.wall_ms.p25},
+              {"wall_ms_p75", s.wall_ms.p75},
+              {"gpu_ms_median", s.gpu_ms_median},
+              {"epoch1_wall_ms", s.epoch1_wall_ms},
+              {"samples_per_s", s.samples_per_s}};
+}
+}  // namespace
+
+Summary summarize(const std::vector<EpochRecord>& epochs, std::int64_t n_train) {
+  Summary s;
+  if (epochs.empty()) return s;
+  std::vector<double> wall, gpu;
+  const std::size_t first = epochs.size() > 1 ? 1 : 0;  // epoch 1 is warm-up
+  for (std::size_t i = first; i < epochs.size(); ++i) {
+    wall.push_back(epochs[i].train.wall_ms);
+    gpu.push_back(epochs[i].train.gpu_ms);
+  }
+  s.steady_epochs = wall.size();
+  s.wall_ms = spread_of(wall);
+  s.gpu_ms_median = spread_of(gpu).median;
+  s.epoch1_wall_ms = epochs.front().train.wall_ms;
+  s.samples_per_s =
+      s.wall_ms.median > 0 ? static_cast<double>(n_train) / (s.wall_ms.median / 1000.0) : 0.0;
+  return s;
+}
+
+RunRecord RunRecord::start(const RunConfig& cfg, const HostDataset& data, Environment env) {
+  RunRecord r;
+  r.run_id = make_run_id();
+  r.started_at = iso_utc_now();
+  r.argv = cfg.argv;
+  r.env = std::move(env);
+  r.config = cfg;
+  r.dataset = {data.name, data.source, data.n_train(), data.n_test()};
+  return r;
+}
+
+json RunRecord::to_json() const {
+  json j;
+  j["schema_version"] = kSchemaVersion;
+  j["run_id"] = run_id;
+  j["started_at"] = started_at;
+  j["status"] = status == RunStatus::Ok ? "ok" : "failed";
+  j["error"] = status == RunStatus::Ok ? json(nullptr) : json(error);
+  j["argv"] = argv;
+  j["env"] = env.to_json();
+  j["config"] = config_json(*this);
+  j["epochs"] = json::array();
+  for (const EpochRecord& e : epochs) j["epochs"].push_back(epoch_json(e));
+  if (setup)
+    j["setup"] = {{"ms", setup->ms}, {"api_calls", CuptiProfiler::to_json(setup->counters)["api_calls"]}};
+  if (totals) {
+    j["summary"] = summary_json(totals->summary);
+    j["final"] = {{"test_loss", totals->final_test.loss},
+                  {"test_acc", totals->final_test.acc},
+                  {"samples_per_s", totals->summary.samples_per_s}};
+    j["api_totals"] = totals->api_totals ? json(totals->api_totals->calls) : json(nullptr);
+    j["profiler_notes"] = totals->profiler_notes;
+  }
+  return j;
+}
+
+}  // namespace memstrat

@@ -1,0 +1,47 @@
+#include "experiments/core/run_config.h"
+
+namespace memstrat {
+
+namespace {
+/// --fused as MlpConfig's choice of step: the one place that maps it.
+/// --fused on|single|lt|off -> the step implementation Mlp is asked for.
+StepKind step_kind(FusedMode f) {
+  switch (f) {
+    case FusedMode::On: return StepKind::Auto;
+    case FusedMode::Single: return StepKind::SingleLaunch;
+    case FusedMode::Lt: return StepKind::LtFused;
+    case FusedMode::Off: return StepKind::Layerwise;
+  }
+  return StepKind::Auto;
+}
+}  // namespace
+
+StrategyOptions strategy_options(const RunConfig& c) {
+  StrategyOptions o;
+  o.batch = c.batch;
+  o.transfer = c.transfer;
+  o.scenario = c.scenario;
+  o.depth = c.depth;
+  o.copy_streams = c.copy_streams;
+  o.advise = c.advise;
+  o.prefetch_chunk_mib = c.prefetch_chunk_mib;
+  o.seed = c.seed;
+  return o;
+}
+
+MlpConfig mlp_config(const RunConfig& c, int features, int classes) {
+  MlpConfig m;
+  m.layers = {features};
+  m.layers.insert(m.layers.end(), c.hidden.begin(), c.hidden.end());
+  m.layers.push_back(classes);
+  m.max_batch = c.batch;
+  m.gemm = c.gemm;
+  m.tf32 = c.tf32;
+  m.lr = c.lr;
+  m.momentum = c.momentum;
+  m.seed = c.seed;
+  m.step = step_kind(c.fused);
+  return m;
+}
+
+}  // namespace memstrat

@@ -1,0 +1,102 @@
+// run_config.h: RunConfig, the one description of a `memstrat train` run. The CLI fills it
+// (cli/options.cpp declares every option against one of its fields, and the field's default
+// below is the option's default: --help and `memstrat describe` print it), tests fill it
+// directly, and Session builds the run from it. What the components take (StrategyOptions,
+// MlpConfig) is derived from it here, in one place, and never stored beside it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/host_dataset.h"
+#include "experiments/core/mlp.h"
+#include "kernels/common/gemm.h"
+#include "memory_strategies/memory_strategy.h"
+#include "memory_strategies/registry.h"
+
+namespace memstrat {
+
+/// --fused: which implementation of the training step the Mlp may use.
+enum class FusedMode {
+  On,      // the single-launch step where it applies and is faster, else the cuBLASLt one
+  Single,  // the single-launch step at any size it takes
+  Lt,      // cuBLASLt GEMMs + fused kernels (4-5 launches per step)
+  Off,     // the layer-by-layer path
+};
+/// --graphs: replay each batch's step as a CUDA graph.
+enum class Graphs { On, Off };
+/// --epoch-launch: run all of an epoch's steps in one kernel launch where that is possible.
+enum class EpochLaunch { On, Off };
+
+inline std::string_view to_string(FusedMode m) {
+  switch (m) {
+    case FusedMode::On: return "on";
+    case FusedMode::Single: return "single";
+    case FusedMode::Lt: return "lt";
+    case FusedMode::Off: return "off";
+  }
+  return "?";
+}
+inline std::string_view to_string(Graphs g) { return g == Graphs::On ? "on" : "off"; }
+inline std::string_view to_string(EpochLaunch e) { return e == EpochLaunch::On ? "on" : "off"; }
+
+struct RunConfig {
+  // ---- what is measured (the record's `config`) ----
+  /// Resolved where the name is read (the CLI checks --strategy against the registry there, the
+  /// one validation); everything downstream holds the entry, never the name.
+  const StrategyEntry* strategy = find_strategy("resident");
+  int epochs = 10;
+  /// The batch size, stored here only: the strategy options, the Mlp's max_batch and the
+  /// Trainer's batch layout are derived from it.
+  int batch = 256;
+  std::vector<int> hidden = {256};  // hidden layer sizes
+  Transfer transfer = Transfer::U8;
+  Scenario scenario = Scenario::Static;
+  float lr = 0.05f;
+  float momentum = 0.9f;
+  std::uint64_t seed = 1;  // weights, shuffling and augmentation
+  kernels::GemmBackend gemm = kernels::GemmBackend::Cublas;
+  bool tf32 = false;
+  Graphs graphs = Graphs::On;
+  FusedMode fused = FusedMode::On;
+  EpochLaunch epoch_launch = EpochLaunch::On;
+  // The strategies' own options: declared (meaning, range, default) with the registry entries
+  // that read them (memory_strategies/registry.cpp); these defaults must agree (tested).
+  int depth = 2;  // double-buffer, zero-copy-staged: device batch slots in flight
+  /// double-buffer: copy streams used round-robin (--copy-streams). The record calls it
+  /// config.streams, the key it had before the option got its name; kept for compatibility.
+  int copy_streams = 1;
+  AdviseSet advise;  // um-advise: the cudaMemAdvise hints
+  int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch call
+  bool profile = true;   // CUPTI counters (--profile / --no-profile)
+  int device = 0;
+  std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null
+
+  // ---- the inputs ----
+  std::string data;                 // MNIST directory; "" = $MEMSTRAT_DATA, then data/mnist
+  std::int64_t train_samples = 0;   // use the first N training samples; 0 = all
+  std::int64_t test_samples = 0;
+
+  // ---- what the run writes besides the console ----
+  std::string json;         // append the record to this JSON Lines file
+  std::string trace;        // Chrome trace-event JSON
+  std::string loss_curve;   // per-batch mean losses, CSV epoch,batch,loss
+  std::string export_init;  // directory for the initial weights and the epoch-1 order
+  bool quiet = false;       // only the summary line on the console
+  std::vector<std::string> argv;  // the command line as typed (recorded as argv)
+};
+
+/// The strategy's part of the run.
+StrategyOptions strategy_options(const RunConfig& c);
+/// The model's part: layers = features, hidden..., classes; the step implementation per --fused.
+MlpConfig mlp_config(const RunConfig& c, int features, int classes);
+/// "512,256": hidden sizes as typed on the command line.
+inline std::string hidden_string(const std::vector<int>& hidden) {
+  std::string s;
+  for (const int h : hidden) s += (s.empty() ? "" : ",") + std::to_string(h);
+  return s;
+}
+
+}  // namespace memstrat

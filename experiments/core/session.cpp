@@ -1,0 +1,131 @@
+#include "experiments/core/session.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/cuda_raii.h"
+#include "common/profiler/profiler.h"
+#include "common/nvtx.h"
+#include "experiments/core/console.h"
+#include "experiments/core/mlp.h"
+#include "experiments/core/run_outputs.h"
+#include "experiments/core/trainer.h"
+
+namespace memstrat {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+/// The design promises no allocation after set-up; say so loudly if anything broke it.
+void warn_allocations(std::ostream& err, const WindowCounters& w, int epoch) {
+  if (!w.api_available) return;
+  for (const char* fn : {"cudaMalloc", "cudaMallocAsync", "cudaMallocHost", "cudaHostAlloc",
+                         "cudaMallocManaged"})
+    if (w.api.count(fn) > 0)
+      err << "memstrat: warning: " << w.api.count(fn) << " call(s) to " << fn << " during epoch "
+          << epoch << " (allocation after set-up)\n";
+}
+}  // namespace
+
+// Declared in this order so that they are destroyed trainer first, compute stream last.
+struct Session::Pipeline {
+  Stream compute;
+  std::unique_ptr<MemoryStrategy> strategy;
+  std::unique_ptr<Mlp> mlp;
+  std::unique_ptr<Trainer> trainer;
+};
+
+Session::Session(const RunConfig& cfg, const HostDataset& data) : cfg_(cfg), data_(data) {}
+
+RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSink& sink) {
+  const std::string name(cfg_.strategy->name);
+  require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
+  CuptiProfiler::Options popt;
+  popt.enabled = cfg_.profile;
+  popt.trace_path = cfg_.trace;
+  CuptiProfiler prof(popt);  // before the first CUDA call of the run
+  CUDA_CHECK(cudaSetDevice(cfg_.device));
+  CUDA_CHECK(cudaFree(nullptr));  // create the context: CUPTI's UM counters need one
+  prof.enable_device_counters();
+  if (const std::string why = cfg_.strategy->unsupported(DeviceCaps::query(cfg_.device)); !why.empty())
+    throw DeviceUnavailable("strategy '" + name + "' is waived on this device: " + why);
+
+  RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device));
+  if (!cfg_.quiet) print_run_header(out, rec);
+  try {
+    NvtxRange range(Phase::Run, "memstrat " + name);
+    Pipeline p = set_up(rec, prof);
+    if (!cfg_.export_init.empty()) export_init(cfg_.export_init, *p.mlp, data_, cfg_);
+    run_epochs(p, rec, prof, out, err, sink);
+    RunTotals t;
+    t.final_test = p.trainer->evaluate();
+    t.summary = summarize(rec.epochs, data_.n_train());
+    if (cfg_.profile) t.api_totals = prof.api_totals();
+    t.profiler_notes = prof.notes();
+    rec.totals = std::move(t);
+  } catch (const std::exception& ex) {
+    rec.status = RunStatus::Failed;
+    rec.error = ex.what();
+    return rec;
+  }
+  // The pipeline is gone: the tables below count its frees as outside every window.
+  if (!cfg_.quiet) {
+    print_epoch_table(out, rec);
+    if (cfg_.profile) out << prof.table();
+  }
+  print_summary_line(out, rec);
+  if (!cfg_.trace.empty()) {
+    prof.write_trace();
+    if (!cfg_.quiet) out << "trace written to " << cfg_.trace << "\n";
+  }
+  return rec;
+}
+
+Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
+  const auto t0 = Clock::now();
+  prof.begin_window("setup");
+  Pipeline p;
+  {
+    NvtxRange range(Phase::Setup, "setup");
+    p.compute = Stream::create();
+    nvtx_name_stream(p.compute, "compute");
+    p.mlp = std::make_unique<Mlp>(mlp_config(cfg_, data_.features(), data_.classes), p.compute);
+    const Mlp& m = *p.mlp;
+    rec.step = StepRecord{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
+    if (m.step_kind() != "single-launch") rec.step->single_launch_off_reason = m.single_off_reason();
+    if (!m.fused()) rec.step->fused_off_reason = m.fused_off_reason();
+    p.strategy = cfg_.strategy->make();
+    p.strategy->attach(data_, strategy_options(cfg_), p.compute);
+    p.trainer = std::make_unique<Trainer>(*p.mlp, *p.strategy, data_, cfg_, p.compute);
+    rec.epoch_launch = EpochLaunchChoice{p.trainer->epoch_launch(), std::nullopt};
+    if (!p.trainer->epoch_launch()) rec.epoch_launch->off_reason = p.trainer->epoch_launch_off_reason();
+    CUDA_CHECK(cudaStreamSynchronize(p.compute));
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  rec.setup = SetupRecord{ms, prof.end_window()};
+  return p;
+}
+
+void Session::run_epochs(Pipeline& p, RunRecord& rec, CuptiProfiler& prof, std::ostream& out,
+                         std::ostream& err, const SampleLossSink& sink) {
+  std::optional<LossCurveWriter> curve;
+  if (!cfg_.loss_curve.empty()) curve.emplace(cfg_.loss_curve);
+  for (int e = 1; e <= cfg_.epochs; ++e) {
+    prof.begin_window("epoch " + std::to_string(e));
+    EpochRecord er;
+    er.train = p.trainer->run_epoch(e);
+    er.counters = prof.end_window();
+    er.test = p.trainer->evaluate();
+    warn_allocations(err, er.counters, e);
+    rec.epochs.push_back(er);
+    if (curve) curve->write_epoch(e, *p.trainer);
+    if (sink) sink(e, p.trainer->last_sample_losses());
+    if (!cfg_.quiet) print_epoch_line(out, rec, rec.epochs.back());
+  }
+}
+
+}  // namespace memstrat

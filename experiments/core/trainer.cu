@@ -1,0 +1,197 @@
+#include "experiments/core/trainer.h"
+
+#include <chrono>
+#include <string>
+
+#include "common/nvtx.h"
+#include "kernels/common/pixel_norm.h"
+#include "memory_strategies/epoch_data.h"
+
+namespace memstrat {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+bool same_view(const BatchView& a, const BatchView& b) {
+  return a.x_u8 == b.x_u8 && a.x_f32 == b.x_f32 && a.y == b.y && a.rows == b.rows &&
+         a.first_sample == b.first_sample;
+}
+}  // namespace
+
+Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
+                 const RunConfig& cfg, cudaStream_t compute)
+    : mlp_(mlp),
+      strategy_(strategy),
+      compute_(compute),
+      batch_(cfg.batch),
+      batches_(batch_count(data.n_train(), cfg.batch)),
+      n_train_(data.n_train()),
+      graphs_(cfg.graphs == Graphs::On),
+      n_test_(data.n_test()) {
+  for (int b = 0; b <= batches_; ++b) {
+    ready_.push_back(Event::create());
+    data_.push_back(Event::create());
+    done_.push_back(Event::create());
+  }
+  sample_loss_ = DeviceBuffer<float>(static_cast<std::size_t>(n_train_));
+  sample_correct_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_train_));
+  host_loss_pinned_ = PinnedBuffer<float>(static_cast<std::size_t>(n_train_));
+  host_correct_pinned_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_train_));
+  host_loss_.resize(static_cast<std::size_t>(n_train_));
+  graphs_by_batch_.resize(static_cast<std::size_t>(batches_));
+  if (cfg.epoch_launch == EpochLaunch::Off)
+    epoch_launch_off_reason_ = "off (--epoch-launch off)";
+  else if (!strategy_.acquire_ahead())
+    epoch_launch_off_reason_ = "strategy " + std::string(strategy_.name()) +
+                               " moves each batch while the previous ones compute";
+  else if (!mlp_.multi_step())
+    epoch_launch_off_reason_ = "the " + mlp_.step_kind() + " step runs one launch per batch";
+  epoch_launch_ = epoch_launch_off_reason_.empty();
+  if (epoch_launch_) {
+    mlp_.reserve_steps(batches_);
+    views_.reserve(static_cast<std::size_t>(batches_));
+  }
+
+  if (n_test_ > 0) {
+    std::vector<float> tx(data.test_images.size());
+    for (std::size_t i = 0; i < tx.size(); ++i) tx[i] = kernels::normalize_pixel(data.test_images[i]);
+    test_x_ = DeviceBuffer<float>(tx.size());
+    test_y_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
+    test_loss_ = DeviceBuffer<float>(static_cast<std::size_t>(n_test_));
+    test_correct_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
+    host_test_loss_ = PinnedBuffer<float>(static_cast<std::size_t>(n_test_));
+    host_test_correct_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
+    CUDA_CHECK(cudaMemcpyAsync(test_x_.data(), tx.data(), test_x_.bytes(), cudaMemcpyHostToDevice, compute_));
+    CUDA_CHECK(cudaMemcpyAsync(test_y_.data(), data.test_labels.data(), test_y_.bytes(),
+                               cudaMemcpyHostToDevice, compute_));
+    CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+}
+
+void Trainer::step(int b, const BatchView& v) {
+  if (!graphs_) {
+    mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
+    return;
+  }
+  CapturedStep& g = graphs_by_batch_[static_cast<std::size_t>(b)];
+  if (!g.exec || !same_view(g.view, v)) {
+    // Capture once per batch index (during the first epoch); the addresses a strategy hands out
+    // for batch b are the same every epoch, so the graph is replayed from then on.
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
+    try {
+      mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
+    } catch (...) {
+      cudaStreamEndCapture(compute_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(compute_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
+    CUDA_CHECK(err);
+    g.exec = GraphExec(exec);
+    g.view = v;
+  }
+  CUDA_CHECK(cudaGraphLaunch(g.exec.get(), compute_));
+}
+
+void Trainer::enqueue_batches() {
+  for (int b = 0; b < batches_; ++b) {
+    NvtxRange br(Phase::Batch, "batch " + std::to_string(b));
+    CUDA_CHECK(cudaEventRecord(ready_[b], compute_));
+    const BatchView v = strategy_.acquire(b);
+    CUDA_CHECK(cudaEventRecord(data_[b], compute_));
+    step(b, v);
+    CUDA_CHECK(cudaEventRecord(done_[b], compute_));
+    strategy_.release(b);
+  }
+}
+
+void Trainer::enqueue_epoch_launch() {
+  NvtxRange br(Phase::Batch, "batches 0-" + std::to_string(batches_ - 1) + " (one launch)");
+  CUDA_CHECK(cudaEventRecord(ready_[0], compute_));
+  views_.clear();
+  for (int b = 0; b < batches_; ++b) views_.push_back(strategy_.acquire(b));
+  CUDA_CHECK(cudaEventRecord(data_[0], compute_));
+  mlp_.train_steps(views_, sample_loss_.data(), sample_correct_.data());
+  CUDA_CHECK(cudaEventRecord(done_[batches_ - 1], compute_));
+  for (int b = 0; b < batches_; ++b) strategy_.release(b);
+}
+
+EpochResult Trainer::run_epoch(int epoch) {
+  EpochResult r;
+  r.epoch = epoch;
+  NvtxRange er(Phase::Epoch, "epoch " + std::to_string(epoch));
+  const auto t0 = Clock::now();
+  {
+    NvtxRange hr(Phase::HostPrep, "host-prep");
+    strategy_.begin_epoch(epoch);
+  }
+  r.host_ms = ms_since(t0);
+  if (epoch_launch_)
+    enqueue_epoch_launch();
+  else
+    enqueue_batches();
+  strategy_.end_epoch();
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  r.wall_ms = ms_since(t0);
+
+  // Everything below is outside the timed region.
+  r.gpu_ms = elapsed_ms(ready_[0], done_[batches_ - 1]);
+  if (epoch_launch_) {
+    r.stall_ms = elapsed_ms(ready_[0], data_[0]);
+    r.compute_ms = elapsed_ms(data_[0], done_[batches_ - 1]);
+  } else {
+    for (int b = 0; b < batches_; ++b) {
+      r.stall_ms += elapsed_ms(ready_[b], data_[b]);
+      r.compute_ms += elapsed_ms(data_[b], done_[b]);
+      if (b + 1 < batches_) r.idle_ms += elapsed_ms(done_[b], ready_[b + 1]);
+    }
+  }
+  r.strategy = strategy_.stats();
+  CUDA_CHECK(cudaMemcpyAsync(host_loss_pinned_.data(), sample_loss_.data(), sample_loss_.bytes(),
+                             cudaMemcpyDeviceToHost, compute_));
+  CUDA_CHECK(cudaMemcpyAsync(host_correct_pinned_.data(), sample_correct_.data(),
+                             sample_correct_.bytes(), cudaMemcpyDeviceToHost, compute_));
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  double loss = 0, correct = 0;
+  for (std::int64_t i = 0; i < n_train_; ++i) {
+    host_loss_[i] = host_loss_pinned_[i];
+    loss += host_loss_pinned_[i];
+    correct += host_correct_pinned_[i];
+  }
+  r.train_loss = loss / static_cast<double>(n_train_);
+  r.train_acc = correct / static_cast<double>(n_train_);
+  return r;
+}
+
+EvalResult Trainer::evaluate() {
+  EvalResult e;
+  if (n_test_ == 0) return e;
+  NvtxRange r(Phase::Eval, "eval");
+  const int F = mlp_.config().layers.front();
+  for (std::int64_t off = 0; off < n_test_; off += batch_) {
+    const int rows = static_cast<int>(std::min<std::int64_t>(batch_, n_test_ - off));
+    mlp_.evaluate(test_x_.data() + off * F, test_y_.data() + off, rows, test_loss_.data() + off,
+                  test_correct_.data() + off);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(host_test_loss_.data(), test_loss_.data(), test_loss_.bytes(),
+                             cudaMemcpyDeviceToHost, compute_));
+  CUDA_CHECK(cudaMemcpyAsync(host_test_correct_.data(), test_correct_.data(), test_correct_.bytes(),
+                             cudaMemcpyDeviceToHost, compute_));
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  double loss = 0, correct = 0;
+  for (std::int64_t i = 0; i < n_test_; ++i) {
+    loss += host_test_loss_[i];
+    correct += host_test_correct_[i];
+  }
+  e.loss = loss / static_cast<double>(n_test_);
+  e.acc = correct / static_cast<double>(n_test_);
+  return e;
+}
+
+}  // namespace memstrat

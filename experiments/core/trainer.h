@@ -1,0 +1,102 @@
+// trainer.h: Trainer, the epoch loop. It asks the MemoryStrategy for each batch, runs the Mlp
+// step on the compute stream (optionally as a per-batch CUDA graph), and times every epoch with
+// CUDA events (three per batch: ready -> data -> done) and a host clock. With the epoch launch
+// (a strategy whose batches can all be acquired up front, and the single-launch step) it
+// acquires every batch, runs all steps in one kernel launch and releases them; the events then
+// bracket the whole epoch (ready -> data: the acquires, data -> done: the launch). It never
+// branches on which strategy it holds, only on what it says it allows.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cuda_raii.h"
+#include "experiments/core/mlp.h"
+#include "experiments/core/run_config.h"
+#include "memory_strategies/memory_strategy.h"
+
+namespace memstrat {
+
+struct EpochResult {
+  int epoch = 0;
+  double wall_ms = 0;     // host clock: begin_epoch .. compute stream drained
+  double host_ms = 0;     // host data preparation (begin_epoch)
+  double gpu_ms = 0;      // events: first batch ready .. last batch done
+  double stall_ms = 0;    // sum over batches: ready -> data (compute waits for the batch)
+  double compute_ms = 0;  // sum over batches: data -> done (the MLP step)
+  double idle_ms = 0;     // sum over batches: done -> next ready (GPU waits for the host)
+  StrategyStats strategy;
+  double train_loss = 0;
+  double train_acc = 0;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double acc = 0;
+};
+
+class Trainer {
+ public:
+  /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
+  /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs and
+  /// cfg.epoch_launch: run each epoch's steps in ONE kernel launch where that is possible (the
+  /// strategy's acquire_ahead() and the Mlp's multi_step()); epoch_launch_off_reason() says why
+  /// not otherwise.
+  Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
+          cudaStream_t compute);
+  bool epoch_launch() const { return epoch_launch_; }
+  const std::string& epoch_launch_off_reason() const { return epoch_launch_off_reason_; }
+
+  EpochResult run_epoch(int epoch);
+  /// Test-set loss and accuracy (forward only, outside any timed region).
+  EvalResult evaluate();
+  /// Per-sample losses of the last epoch, in that epoch's sample order.
+  const std::vector<float>& last_sample_losses() const { return host_loss_; }
+  /// The epoch's batch layout: batch b holds samples [batch_begin(b), batch_begin(b) +
+  /// batch_rows(b)) of the epoch's order; the last batch may be partial.
+  int batches() const { return batches_; }
+  std::int64_t batch_begin(int b) const { return static_cast<std::int64_t>(b) * batch_; }
+  int batch_rows(int b) const {
+    return static_cast<int>(std::min<std::int64_t>(batch_, n_train_ - batch_begin(b)));
+  }
+
+ private:
+  void step(int b, const BatchView& v);
+  void enqueue_batches();       // one step per batch (graphs optional)
+  void enqueue_epoch_launch();  // every step in one launch
+  bool epoch_launch_ = false;
+  std::string epoch_launch_off_reason_;
+  std::vector<BatchView> views_;
+  Mlp& mlp_;
+  MemoryStrategy& strategy_;
+  cudaStream_t compute_;
+  int batch_;
+  int batches_;
+  std::int64_t n_train_;
+  bool graphs_;
+  std::vector<Event> ready_, data_, done_;
+  DeviceBuffer<float> sample_loss_;
+  DeviceBuffer<std::int32_t> sample_correct_;
+  PinnedBuffer<float> host_loss_pinned_;
+  PinnedBuffer<std::int32_t> host_correct_pinned_;
+  std::vector<float> host_loss_;
+  // Test set, normalised once on the host, resident on the device.
+  DeviceBuffer<float> test_x_;
+  DeviceBuffer<std::int32_t> test_y_;
+  DeviceBuffer<float> test_loss_;
+  DeviceBuffer<std::int32_t> test_correct_;
+  PinnedBuffer<float> host_test_loss_;
+  PinnedBuffer<std::int32_t> host_test_correct_;
+  std::int64_t n_test_;
+  // Per-batch graphs of the MLP step, keyed by batch index; recaptured if the view changes.
+  struct CapturedStep {
+    GraphExec exec;
+    BatchView view;
+  };
+  std::vector<CapturedStep> graphs_by_batch_;
+};
+
+}  // namespace memstrat

@@ -1,0 +1,227 @@
+// RunRecord (experiments/core/record.h) without a GPU: an example record of a finished run and
+// one of a run that failed in set-up, built from realistic values (an H200 run of `pinned`),
+// written by to_json() and compared with the committed copies in tests/experiments/fixtures/.
+// The Python tests validate those copies against docs/schema/run_record.schema.json and compare
+// their shape with a record the binary wrote on a GPU, so the writer, the schema and the readers
+// cannot drift apart.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "experiments/cli/options.h"
+#include "common/profiler/api_names.h"
+#include "experiments/core/record.h"
+
+using namespace memstrat;
+using nlohmann::json;
+
+namespace {
+
+const std::string kFixtures = std::string(MEMSTRAT_SOURCE_DIR) + "/tests/experiments/fixtures/";
+
+Environment h200() {
+  Environment env;
+  env.host = "node-1";
+  env.git_sha = "4f3a9c1e2b7d";
+  env.git_dirty = false;
+  env.memstrat_version = "0.1.0";
+  GpuEnvironment& g = env.gpu.emplace();
+  g.name = "NVIDIA H200";
+  g.compute_capability = "9.0";
+  g.sm_count = 132;
+  g.memory_bytes = 150109880320ull;
+  g.driver_version = "13.0";
+  g.runtime_version = "13.0";
+  g.driver_release = "580.159.04";
+  g.pcie_gen = 5;
+  g.pcie_width = 16;
+  g.concurrent_managed_access = true;
+  g.pageable_memory_access = false;
+  g.async_engine_count = 3;
+  g.l2_bytes = 62914560;
+  return env;
+}
+
+WindowCounters counters(std::initializer_list<std::pair<const char*, std::uint64_t>> calls) {
+  WindowCounters w;
+  w.api_available = true;
+  for (const std::string& name : watched_api_names()) w.api.calls[name] = 0;
+  for (const auto& [name, n] : calls) w.api.calls[name] = n;
+  w.um_htod_bytes = w.um_dtoh_bytes = w.um_gpu_faults = w.um_cpu_faults = 0;
+  w.kernel_ms = 4.809146;
+  w.memcpy_ms = 3.875125;
+  return w;
+}
+
+RunConfig pinned_config() {
+  RunConfig c;
+  c.strategy = find_strategy("pinned");
+  c.epochs = 3;
+  c.run_tag = "pinned_static_u8_b256_h256_e3_cublas_seed1_r0";
+  c.json = "results/quick/tmp/cell.jsonl";
+  c.argv = {"build/memstrat", "train", "--strategy", "pinned", "--epochs", "3", "--run-tag",
+            c.run_tag, "--json", c.json};
+  return c;
+}
+
+RunRecord started(const RunConfig& c) {
+  RunRecord r;
+  r.run_id = "20261121T233012Z-4f3a9c1e";
+  r.started_at = "2026-11-21T23:30:12Z";
+  r.argv = c.argv;
+  r.env = h200();
+  r.config = c;
+  r.dataset = {"mnist", "/data/mnist", 60000, 10000};
+  r.step = StepRecord{true, "single-launch", std::nullopt, std::nullopt};
+  return r;
+}
+
+RunRecord finished_record() {
+  RunRecord r = started(pinned_config());
+  r.epoch_launch =
+      EpochLaunchChoice{false, "strategy pinned moves each batch while the previous ones compute"};
+  r.setup = SetupRecord{88.75618, counters({{"cudaMalloc", 21}, {"cudaMallocHost", 6}, {"cudaFree", 1}})};
+  const double wall[] = {10.89375, 10.810531, 10.806082};
+  const double loss[] = {0.3779624472444752, 0.17556167361347086, 0.12834617838263512};
+  for (int e = 1; e <= 3; ++e) {
+    EpochRecord er;
+    er.train.epoch = e;
+    er.train.wall_ms = wall[e - 1];
+    er.train.host_ms = 0.00122;
+    er.train.gpu_ms = wall[e - 1] - 0.03125;
+    er.train.stall_ms = 4.1875;
+    er.train.compute_ms = 6.375;
+    er.train.idle_ms = 0.25;
+    er.train.strategy.h2d_bytes = 47280000;
+    er.train.strategy.copy_ms = 3.90625;
+    er.train.train_loss = loss[e - 1];
+    er.train.train_acc = 0.8895166666666666 + 0.03 * (e - 1);
+    er.test = {loss[e - 1] * 0.5, 0.9387 + 0.01 * (e - 1)};
+    er.counters = counters({{"cudaMemcpyAsync", 470}, {"cudaGraphLaunch", 235},
+                            {"cudaEventRecord", 705}, {"cudaStreamSynchronize", 3}});
+    r.epochs.push_back(er);
+  }
+  RunTotals t;
+  t.summary = summarize(r.epochs, r.dataset.train_samples);
+  t.final_test = {0.0973, 0.9711};
+  t.api_totals = counters({{"cudaMalloc", 21}, {"cudaMallocHost", 6}, {"cudaFree", 22},
+                           {"cudaMemcpyAsync", 1413}})
+                     .api;
+  r.totals = t;
+  return r;
+}
+
+/// Failed in attach: the Mlp exists (config.step), the Trainer does not (no epoch_launch, no
+/// set-up record), no epoch ran.
+RunRecord failed_record() {
+  RunRecord r = started(pinned_config());
+  r.status = RunStatus::Failed;
+  r.error = "cudaMallocHost(&p, bytes) failed: cudaErrorMemoryAllocation (out of memory) at "
+            "common/cuda_raii.cpp:41";
+  return r;
+}
+
+/// The committed copy; with MEMSTRAT_WRITE_FIXTURES=1 in the environment, `j` is written there
+/// first (for a deliberate change of the record).
+json read_fixture(const std::string& name, const json& j) {
+  if (const char* w = std::getenv("MEMSTRAT_WRITE_FIXTURES"); w && std::string(w) == "1")
+    std::ofstream(kFixtures + name) << j.dump(2) << "\n";
+  std::ifstream in(kFixtures + name);
+  if (!in) throw std::runtime_error("cannot read " + kFixtures + name);
+  return json::parse(in);
+}
+
+/// A failure message that says how to bring the committed copy up to date on purpose.
+std::string regenerate(const std::string& name, const json& j) {
+  return "to_json() changed; if that is intended, rerun with MEMSTRAT_WRITE_FIXTURES=1 to write " +
+         kFixtures + name + " and update docs/schema/run_record.schema.json:\n" + j.dump(2);
+}
+
+}  // namespace
+
+TEST(Record, FinishedRunIsTheCommittedExample) {
+  const json j = finished_record().to_json();
+  EXPECT_EQ(j, read_fixture("run_record_ok.json", j)) << regenerate("run_record_ok.json", j);
+}
+
+TEST(Record, FailedRunIsTheCommittedExample) {
+  const json j = failed_record().to_json();
+  EXPECT_EQ(j, read_fixture("run_record_failed.json", j)) << regenerate("run_record_failed.json", j);
+}
+
+TEST(Record, KeysAndValuesOfAFinishedRun) {
+  const json j = finished_record().to_json();
+  EXPECT_EQ(j["schema_version"], kSchemaVersion);
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_TRUE(j["error"].is_null());
+  const json& c = j["config"];
+  EXPECT_EQ(c["strategy"], "pinned");
+  EXPECT_EQ(c["streams"], 1);  // --copy-streams
+  EXPECT_FALSE(c.contains("copy_streams"));
+  EXPECT_EQ(c["hidden"], json::array({256}));
+  EXPECT_EQ(c["lr"].get<double>(), static_cast<double>(0.05f));  // the float the run used
+  EXPECT_TRUE(c["run_tag"].is_string());
+  EXPECT_TRUE(c["single_launch_off_reason"].is_null());
+  EXPECT_EQ(c["epoch_launch"], false);
+  EXPECT_TRUE(c["epoch_launch_off_reason"].is_string());
+  EXPECT_EQ(j["setup"]["api_calls"]["cudaMalloc"], 21);
+  EXPECT_EQ(j["epochs"].size(), 3u);
+  EXPECT_EQ(j["epochs"][1]["copy_ms"], 3.90625);
+  // Steady state = epochs 2..3; samples/s from the median steady epoch.
+  const json& s = j["summary"];
+  EXPECT_EQ(s["steady_epochs"], 2);
+  EXPECT_DOUBLE_EQ(s["wall_ms_median"].get<double>(), (10.810531 + 10.806082) / 2);
+  EXPECT_EQ(s["epoch1_wall_ms"], 10.89375);
+  EXPECT_DOUBLE_EQ(s["samples_per_s"].get<double>(), 60000 / (s["wall_ms_median"].get<double>() / 1000));
+  EXPECT_EQ(j["final"]["samples_per_s"], s["samples_per_s"]);
+  EXPECT_EQ(j["api_totals"]["cudaFree"], 22);
+  EXPECT_TRUE(j["profiler_notes"].is_array());
+}
+
+TEST(Record, WhatIsNotMeasuredIsNullNotZero) {
+  RunRecord r = finished_record();
+  r.config.profile = false;
+  r.totals->api_totals.reset();
+  r.epochs[0].counters = WindowCounters{};  // profiler off: nothing available
+  r.epochs[0].train.strategy.copy_ms.reset();
+  r.config.run_tag.clear();
+  const json j = r.to_json();
+  EXPECT_TRUE(j["api_totals"].is_null());
+  for (const char* k : {"api_calls", "um_htod_bytes", "um_gpu_faults", "kernel_ms", "copy_ms"})
+    EXPECT_TRUE(j["epochs"][0][k].is_null()) << k;
+  EXPECT_TRUE(j["config"]["run_tag"].is_null());
+}
+
+TEST(Record, AFailedRunHasNoTotals) {
+  const json j = failed_record().to_json();
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_TRUE(j["error"].is_string());
+  for (const char* k : {"setup", "summary", "final", "api_totals", "profiler_notes"})
+    EXPECT_FALSE(j.contains(k)) << k;
+  EXPECT_FALSE(j["config"].contains("epoch_launch"));
+  EXPECT_TRUE(j["config"].contains("step"));
+  EXPECT_TRUE(j["epochs"].empty());
+}
+
+// `describe` names each option's key in the record; every one of them is in the record.
+TEST(Record, EveryRecordKeyDescribeNamesIsInTheRecord) {
+  const json config = finished_record().to_json()["config"];
+  int keyed = 0;
+  for (const OptionInfo& o : train_option_table()) {
+    if (o.record_key.empty()) continue;
+    ++keyed;
+    EXPECT_TRUE(config.contains(o.record_key)) << o.name << " -> config." << o.record_key;
+  }
+  EXPECT_GE(keyed, 18);
+}
+
+TEST(Record, SummaryOfOneEpochUsesThatEpoch) {
+  RunRecord r = finished_record();
+  r.epochs.resize(1);
+  const Summary s = summarize(r.epochs, 60000);
+  EXPECT_EQ(s.steady_epochs, 1u);
+  EXPECT_EQ(s.wall_ms.median, r.epochs[0].train.wall_ms);
+  EXPECT_EQ(s.epoch1_wall_ms, r.epochs[0].train.wall_ms);
+}

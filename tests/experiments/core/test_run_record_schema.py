@@ -1,0 +1,98 @@
+"""The record memstrat writes (experiments/core/record.cpp) against its schema.
+
+tests/cpu/test_record.cpp writes an example record of a finished run and of a failed one and
+keeps the committed copies in tests/experiments/fixtures/ equal to what to_json() writes; here
+those copies are checked against docs/schema/run_record.schema.json, and their shape against a
+record the binary wrote on an H200 (recorded_run_h200.json; the paths in its argv shortened).
+"""
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def load(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.mark.parametrize("name", ["run_record_ok.json", "run_record_failed.json",
+                                  "recorded_run_h200.json"])
+def test_records_validate(record_errors, name):
+    assert record_errors(load(name)) == []
+
+
+def _undeclared_keys(schema, sub, value, path=""):
+    if "$ref" in sub:
+        sub = schema["$defs"][sub["$ref"].split("/")[-1]]
+    out = []
+    if isinstance(value, dict) and "properties" in sub:
+        for k, v in value.items():
+            if k not in sub["properties"]:
+                out.append(f"{path}.{k}".lstrip("."))
+            else:
+                out += _undeclared_keys(schema, sub["properties"][k], v, f"{path}.{k}")
+    elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+        for i, v in enumerate(value):
+            out += _undeclared_keys(schema, sub["items"], v, f"{path}[{i}]")
+    return out
+
+
+@pytest.mark.parametrize("name", ["run_record_ok.json", "run_record_failed.json",
+                                  "recorded_run_h200.json"])
+def test_every_key_memstrat_writes_is_declared(record_validator, name):
+    # The schema allows unknown keys (readers ignore them), so validation alone would not
+    # notice a key the writer added without documenting it.
+    assert _undeclared_keys(record_validator.schema, record_validator.schema, load(name)) == []
+
+
+def _shape(value):
+    """Keys all the way down; the API-call maps (function names) and list lengths left out."""
+    if isinstance(value, dict):
+        return {k: None if k in ("api_calls", "api_totals") else _shape(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return None
+
+
+def test_writer_writes_the_keys_the_gpu_binary_wrote():
+    assert _shape(load("run_record_ok.json")) == _shape(load("recorded_run_h200.json"))
+
+
+def test_config_streams_is_the_copy_streams_option(describe):
+    (opt,) = [o for o in describe["train_options"] if o["name"] == "--copy-streams"]
+    assert opt["record_key"] == "streams"
+    assert "streams" in load("run_record_ok.json")["config"]
+
+
+def test_failed_record_keeps_what_it_had(record_errors):
+    rec = load("run_record_failed.json")
+    assert rec["status"] == "failed" and rec["error"]
+    assert "summary" not in rec and rec["epochs"] == []
+    ok = load("run_record_ok.json")
+    del ok["summary"]                        # an ok record must have its summary
+    assert any("summary" in e for e in record_errors(ok))
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda r: r["config"].__setitem__("batch", 0), "config/batch"),
+    (lambda r: r["epochs"][0].__setitem__("gpu_ms", None), "epochs/0/gpu_ms"),
+    (lambda r: r["epochs"][0]["api_calls"].__setitem__("cudaMalloc", -1), "epochs/0/api_calls"),
+    (lambda r: r.__setitem__("schema_version", 2), "schema_version"),
+    (lambda r: r["env"].__setitem__("pcie_gen", "5"), "env/pcie_gen"),
+])
+def test_schema_rejects(record_errors, mutate, where):
+    rec = copy.deepcopy(load("run_record_ok.json"))
+    mutate(rec)
+    assert any(e.startswith(where) for e in record_errors(rec)), record_errors(rec)
+
+
+def test_analysis_reads_the_examples():
+    from analysis.records import validate_record
+    ok = validate_record(load("run_record_ok.json"), "ok")
+    assert ok["config"]["hidden"] == [256]
+    failed = validate_record(load("run_record_failed.json"), "failed")
+    assert failed["status"] == "failed"
