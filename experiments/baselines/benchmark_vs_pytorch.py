@@ -62,8 +62,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BASELINE = REPO_ROOT / "experiments" / "baselines" / "pytorch_mlp.py"
 sys.path.insert(0, str(BASELINE.parent))
 import baseline_record  # noqa: E402  (the record writer)
-import memstrat_inputs  # noqa: E402  (the data-dir search)
+import memstrat_inputs  # noqa: E402  (the data-dir search, usage errors)
 import pytorch_mlp  # noqa: E402  (the baseline)
+import pytorch_run  # noqa: E402  (torch, imported when needed)
 from comparison import (PAIRINGS, CurveComparison, RunResult, Tolerance,  # noqa: E402
                         build_rows, compare_curves, curve_markdown, read_curve,
                         speed_markdown, speed_verdict)
@@ -383,36 +384,36 @@ def preflight(a: argparse.Namespace, plan: Plan) -> Path:
         return data_dir
     exe = Path(a.memstrat)
     if not (exe.is_file() and os.access(exe, os.X_OK)):
-        raise pytorch_mlp.UsageError(
+        raise memstrat_inputs.UsageError(
             f"--memstrat {a.memstrat}: not an executable file; build it first (cmake -S . -B "
             "build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j) or pass --memstrat PATH")
     try:
         listed = subprocess.run([str(exe), "list"], capture_output=True, text=True, timeout=60,
                                 check=False).stdout.split()
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise pytorch_mlp.UsageError(f"`{exe} list` failed: {e}") from None
+        raise memstrat_inputs.UsageError(f"`{exe} list` failed: {e}") from None
     missing = [s for s in plan.memstrat_strategies() if s not in listed]
     if missing:
-        raise pytorch_mlp.UsageError(f"`{exe} list` does not offer {missing}")
+        raise memstrat_inputs.UsageError(f"`{exe} list` does not offer {missing}")
     if a.pytorch_device == "cpu":
-        pytorch_mlp._import_torch()
+        pytorch_run.import_torch()
     elif a.pytorch_subprocess:
         check = subprocess.run([a.python, "-c", "import torch,sys; sys.exit(0 if "
                                 "torch.cuda.is_available() else 3)"], capture_output=True,
                                text=True, check=False)
         if check.returncode != 0:
-            raise pytorch_mlp.UsageError(f"{a.python}: torch with CUDA is not available "
-                                         f"({check.stderr.strip()[-200:]})")
+            raise memstrat_inputs.UsageError(f"{a.python}: torch with CUDA is not available "
+                                             f"({check.stderr.strip()[-200:]})")
     else:
         if _gpu_exclusive():
             print("note: the GPU is in an exclusive compute mode, so this process must not hold "
                   "a CUDA context while memstrat runs: using --pytorch-subprocess", flush=True)
             a.pytorch_subprocess = True
             return preflight(a, plan)
-        torch = pytorch_mlp._import_torch()
+        torch = pytorch_run.import_torch()
         if not torch.cuda.is_available():
-            raise pytorch_mlp.UsageError("torch.cuda.is_available() is False: this benchmark "
-                                         "needs the GPU")
+            raise memstrat_inputs.UsageError("torch.cuda.is_available() is False: this "
+                                             "benchmark needs the GPU")
     return data_dir
 
 
@@ -467,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           + (f"; skipped {plan.skipped}" if plan.skipped else ""), flush=True)
     try:
         data_dir = preflight(a, plan)
-    except pytorch_mlp.UsageError as e:
+    except memstrat_inputs.UsageError as e:
         print(f"benchmark_vs_pytorch.py: {e}", file=sys.stderr)
         return EXIT_USAGE
     if a.dry_run:

@@ -10,6 +10,7 @@ import math
 import json
 import os
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -194,7 +195,11 @@ def memstrat_static_order(n: int, seed: int) -> np.ndarray:
 # memstrat's exported initial state (--export-init DIR)
 
 class InitState:
-    def __init__(self, directory: str):
+    """The files of `memstrat train --export-init DIR`, checked against each other. `scenarios`
+    are the scenarios whose data the reading baseline reproduces (the first is the one to
+    export with); an export of any other scenario is a usage error."""
+
+    def __init__(self, directory: str, scenarios: Sequence[str] = ("static",)):
         d = Path(directory)
         self.dir = d
         mpath = d / "manifest.json"
@@ -224,9 +229,10 @@ class InitState:
         self.order = self._read(d / "order_epoch1.i32", "<i4", None).astype(np.int32)
         self.seed = m.get("seed")
         self.scenario = m.get("scenario", "static")
-        if self.scenario != "static":
+        if self.scenario not in scenarios:
             raise UsageError(f"{mpath}: scenario '{self.scenario}'; this baseline reproduces the"
-                             " static scenario only (export with --scenario static)")
+                             f" {'/'.join(scenarios)} scenario only (export with --scenario "
+                             f"{scenarios[0]})")
 
     @staticmethod
     def _read(path: Path, dtype: str, count: int | None) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytorch_mlp import MASK64, splitmix64_order
+from memstrat_inputs import MASK64, splitmix64_order
 
 AUGMENTS = ("none", "light", "heavy")
 

@@ -9,8 +9,9 @@ Every epoch draws a fresh permutation (memstrat's: splitmix64 Fisher-Yates seede
 seed * 0x100000001B3 + epoch); batch b is the gather of rows [b*B, (b+1)*B) of it, each sample
 augmented by a function of (seed, epoch, row) only (--augment none | light: the ±2 px shift |
 heavy: a random affine warp with bilinear sampling), bit for bit as memstrat's producers make
-them (memstrat_stream.py, tested against the C++ output). The training is pytorch_mlp.py's:
-Linear/ReLU layers, mean softmax cross-entropy, SGD with momentum, fp32 (TF32 off), eager.
+them (memstrat_stream.py, tested against the C++ output). The training is pytorch_mlp.py's (both
+take it from pytorch_run.py): Linear/ReLU layers, mean softmax cross-entropy, SGD with momentum,
+fp32 (TF32 off), eager.
 
 The data path is a map-style dataset + torch.utils.data.DataLoader:
   --workers N            num_workers (0: the training process loads and augments itself)
@@ -30,7 +31,7 @@ permutation is not (memstrat computes it in begin_epoch). input_wait_ms is the t
 blocked on the loader (iter() plus every next()): the training starved for input;
 input_wait_first_ms the part until the first batch arrived (filling the pipeline).
 
-Writes one JSON Lines record per run (--json, docs/results_schema.md, schema 1) with
+Writes one JSON Lines record per run (--json, docs/schema/run_record.schema.json, schema 1) with
 config.strategy = "pytorch-dataloader", scenario "stream" and the loader settings in config.
 --init DIR loads memstrat's exported weights (a stream or refresh export; its epoch-1 order must
 equal this script's). Exit codes as pytorch_mlp.py: 0 ok, 1 run failed, 2 bad option, 3 no GPU.
@@ -46,7 +47,9 @@ from typing import Any, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pytorch_mlp as pm  # noqa: E402  (records, data, model, timing: shared with that baseline)
+import baseline_options  # noqa: E402  (the options shared with pytorch_mlp.py)
+import pytorch_run as pr  # noqa: E402  (model, timing, step, record: shared with pytorch_mlp.py)
+from memstrat_inputs import Mnist, UsageError, normalize  # noqa: E402
 from memstrat_stream import AUGMENTS, augment, epoch_order  # noqa: E402
 
 PROG = "pytorch_dataloader.py"
@@ -61,7 +64,7 @@ class StreamSamples:
     (epoch, first_row, samples[]) -> a whole batch. Images uint8 [features] (or [n, features])
     for --transfer u8, normalised float32 for f32; labels int64."""
 
-    def __init__(self, data: pm.Mnist, kind: str, seed: int, transfer: str):
+    def __init__(self, data: Mnist, kind: str, seed: int, transfer: str):
         self.images = data.train_x.reshape(-1, data.rows, data.cols)
         self.labels = data.train_y
         self.kind, self.seed, self.transfer = kind, seed, transfer
@@ -77,7 +80,7 @@ class StreamSamples:
         x = augment(self.kind, self.images[samples], self.seed, epoch, rows)
         x = x.reshape(samples.size, -1)
         if self.transfer == "f32":
-            x = pm.normalize(x)
+            x = normalize(x)
         y = self.labels[samples]
         return (x[0], y[0]) if one else (x, y)
 
@@ -145,37 +148,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "> 0)")
     p.add_argument("--persistent-workers", type=on_off, default=None, metavar="on|off",
                    help="keep workers between epochs (default: on when --workers > 0)")
-    pm.add_run_options(p)
+    baseline_options.add_run_options(p)
     return p
 
 
-class Settings(pm.Settings):
-    """pytorch_mlp's validated options plus the loader's; no torch, no device."""
+class Settings(baseline_options.Settings):
+    """The shared validated options plus the loader's; no torch, no device."""
 
     def __init__(self, a: argparse.Namespace):
         super().__init__(a, SCENARIOS)
         if a.workers < 0:
-            raise pm.UsageError("--workers must be >= 0")
+            raise UsageError("--workers must be >= 0")
         if a.prefetch_factor is not None:
             if a.workers == 0:
-                raise pm.UsageError("--prefetch-factor needs --workers > 0 (without workers "
-                                    "nothing loads ahead)")
+                raise UsageError("--prefetch-factor needs --workers > 0 (without workers "
+                                 "nothing loads ahead)")
             if a.prefetch_factor < 1:
-                raise pm.UsageError("--prefetch-factor must be >= 1")
+                raise UsageError("--prefetch-factor must be >= 1")
         if a.persistent_workers is None:
             a.persistent_workers = a.workers > 0
         elif a.persistent_workers and a.workers == 0:
-            raise pm.UsageError("--persistent-workers on needs --workers > 0")
+            raise UsageError("--persistent-workers on needs --workers > 0")
         if a.pin_memory and a.device == "cpu":
-            raise pm.UsageError("--pin-memory on needs --device cuda (pinned memory is a CUDA "
-                                "allocation); pass --pin-memory off")
+            raise UsageError("--pin-memory on needs --device cuda (pinned memory is a CUDA "
+                             "allocation); pass --pin-memory off")
         n = len(self.data.train_y)
         if self.init is not None:
             first = epoch_order(n, self.seed, 1)
             if not np.array_equal(self.order, first):
-                raise pm.UsageError(f"{self.init.dir}/order_epoch1.i32 is not the stream order "
-                                    f"of epoch 1 for seed {self.seed}: the export is of another "
-                                    "seed or scenario")
+                raise UsageError(f"{self.init.dir}/order_epoch1.i32 is not the stream order "
+                                 f"of epoch 1 for seed {self.seed}: the export is of another "
+                                 "seed or scenario")
         self.order_source = "splitmix64-per-epoch"
 
 
@@ -203,9 +206,9 @@ def make_loader(torch, s: Settings):
 def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict | None]:
     out, err = out or sys.stdout, err or sys.stderr
     a = s.args
-    torch = pm.torch_for(a, PROG, err)
+    torch = pr.torch_for(a, PROG, err)
     if torch is None:
-        return pm.EXIT_NO_DEVICE, None
+        return pr.EXIT_NO_DEVICE, None
     F = torch.nn.functional
     d = s.data
     n_train = len(d.train_y)
@@ -214,7 +217,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
                      # torch loads 2 batches ahead per worker unless told otherwise
                      "prefetch_factor": (a.prefetch_factor or 2) if a.workers else None,
                      "persistent_workers": a.persistent_workers}
-    log = pm.RunLog(s, argv, torch, "pytorch-dataloader", "stream", loader_config, PROG, out,
+    log = pr.RunLog(s, argv, torch, "pytorch-dataloader", "stream", loader_config, PROG, out,
                     err)
     log.banner(f" | {a.augment}, {a.workers} workers, fetch {a.fetch}, pin_memory "
                f"{'on' if a.pin_memory else 'off'}")
@@ -222,14 +225,14 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
     def body():
         t_setup = time.perf_counter()
         loader, sampler = make_loader(torch, s)
-        test_x = torch.from_numpy(pm.normalize(d.test_x)).to(a.device)
+        test_x = torch.from_numpy(normalize(d.test_x)).to(a.device)
         test_y = torch.from_numpy(d.test_y).to(a.device)
-        model = pm.build_model(torch, s.layers, s.init, s.seed, a.device)
+        model = pr.build_model(torch, s.layers, s.init, s.seed, a.device)
         opt = torch.optim.SGD(model.parameters(), lr=s.lr, momentum=s.momentum)
         # u8: normalise on the device; a 0-d device tensor divides exactly as memstrat does.
         scale = torch.tensor(255.0, dtype=torch.float32, device=a.device) \
             if a.transfer == "u8" else None
-        timer = pm.Timer(torch, a.device)
+        timer = pr.Timer(torch, a.device)
         on_gpu = a.device == "cuda"
         if on_gpu:
             torch.cuda.synchronize()
@@ -259,7 +262,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
                 x, y = x.to(a.device, non_blocking=nb), y.to(a.device, non_blocking=nb)
                 if scale is not None:
                     x = x.float().div_(scale)
-                pm.train_step(F, model, opt, x, y, losses, corrects if a.train_acc else None)
+                pr.train_step(F, model, opt, x, y, losses, corrects if a.train_acc else None)
             wall_ms, gpu_ms = timer.stop()
             # ---- outside the timed region -----------------------------------------------
             del batches  # non-persistent workers shut down here, outside the epoch
@@ -275,7 +278,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
 
 def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
     """Parse, validate and train; (exit code, record or None). For in-process callers."""
-    return pm.run_cli(argv, build_parser(), Settings, train, PROG, out, err)
+    return pr.run_cli(argv, build_parser(), Settings, train, PROG, out, err)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,3 +32,52 @@ def record_errors(record_validator):
         return ["/".join(map(str, e.absolute_path)) + ": " + e.message
                 for e in record_validator.iter_errors(record)]
     return errors
+
+
+def _schema_node(schema, sub):
+    """`sub` with a local $ref ("#/$defs/epoch") followed."""
+    return schema["$defs"][sub["$ref"].split("/")[-1]] if "$ref" in sub else sub
+
+
+def _undeclared(schema, sub, value, path=""):
+    sub = _schema_node(schema, sub)
+    out = []
+    if isinstance(value, dict) and "properties" in sub:
+        for k, v in value.items():
+            if k not in sub["properties"]:
+                out.append(f"{path}.{k}".lstrip("."))
+            else:
+                out += _undeclared(schema, sub["properties"][k], v, f"{path}.{k}")
+    elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+        for i, v in enumerate(value):
+            out += _undeclared(schema, sub["items"], v, f"{path}[{i}]")
+    return out
+
+
+@pytest.fixture(scope="session")
+def undeclared_keys(record_validator):
+    """record -> the paths of its keys the schema does not list ('config.colour'). The schema
+    allows unknown keys (readers ignore them), so validation alone would not notice a key a
+    writer added without documenting it."""
+    schema = record_validator.schema
+    return lambda record: _undeclared(schema, schema, record)
+
+
+@pytest.fixture(scope="session")
+def schema_description(record_validator):
+    """key path ('config.prefetch_chunk_mib', 'epochs[].idle_ms') -> the schema's description
+    of that key, or None when the schema does not list it."""
+    schema = record_validator.schema
+
+    def description(path):
+        sub = schema
+        for part in path.split("."):
+            name, is_list = (part[:-2], True) if part.endswith("[]") else (part, False)
+            props = _schema_node(schema, sub).get("properties", {})
+            if name not in props:
+                return None
+            sub = props[name]
+            if is_list:
+                sub = _schema_node(schema, sub).get("items", {})
+        return sub.get("description") or _schema_node(schema, sub).get("description")
+    return description

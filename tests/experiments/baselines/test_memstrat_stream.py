@@ -19,8 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "experiments" / "baselines"))
 import memstrat_stream as ms  # noqa: E402
+import memstrat_inputs as mi  # noqa: E402
 import pytorch_dataloader as dl  # noqa: E402  (its dataset and samplers need no torch)
-import pytorch_mlp as pm  # noqa: E402
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "augment_cpp.json").read_text())
 SAMPLES = FIXTURE["samples"]
@@ -32,11 +32,11 @@ def image(hexstr: str) -> np.ndarray:
                                                                    FIXTURE["cols"])
 
 
-def mnist_or_skip() -> pm.Mnist:
-    for d in (os.environ.get(pm.DATA_ENV_VAR), REPO / "data" / "mnist",
+def mnist_or_skip() -> mi.Mnist:
+    for d in (os.environ.get(mi.DATA_ENV_VAR), REPO / "data" / "mnist",
               REPO.parent / "shared" / "data" / "mnist"):
         if d and (Path(d) / "train-images-idx3-ubyte.gz").is_file():
-            return pm.load_mnist(Path(d))
+            return mi.load_mnist(Path(d))
     pytest.skip("MNIST not found ($MEMSTRAT_DATA, data/mnist, ../shared/data/mnist)")
 
 
@@ -89,7 +89,7 @@ def test_epoch_orders_match_the_cpp_permutations():
         assert got.dtype == np.int32 and np.array_equal(np.sort(got), np.arange(o["n"]))
     # A fresh permutation per epoch; epoch 0 is the static scenario's order.
     assert not np.array_equal(ms.epoch_order(1000, 7, 1), ms.epoch_order(1000, 7, 2))
-    assert np.array_equal(ms.epoch_order(1000, 7, 0), pm.memstrat_static_order(1000, 7))
+    assert np.array_equal(ms.epoch_order(1000, 7, 0), mi.memstrat_static_order(1000, 7))
 
 
 def checksum(b: np.ndarray) -> int:
@@ -131,7 +131,7 @@ def test_the_dataset_and_samplers_serve_memstrats_stream_data():
             want = ms.augment("heavy", m.train_x[order].reshape(-1, 28, 28), seed, epoch,
                               np.arange(n)).reshape(n, -1)
             if transfer == "f32":
-                want = pm.normalize(want)
+                want = mi.normalize(want)
             per_sample.set_epoch(epoch, order)
             per_batch.set_epoch(epoch, order)
             keys = list(per_sample)

@@ -16,12 +16,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 BASELINES = REPO / "experiments" / "baselines"
 sys.path.insert(0, str(BASELINES))
+import memstrat_inputs as mi  # noqa: E402
 import memstrat_stream as ms  # noqa: E402
 import pytorch_dataloader as dl  # noqa: E402
-import pytorch_mlp as pm  # noqa: E402
-# The synthetic data set, --export-init writer, curve reader and schema example of the
-# pytorch_mlp tests: the same conventions, one implementation.
-from test_pytorch_mlp import _schema_example, export_init, make_dataset, read_curve  # noqa: E402
+import pytorch_run as pr  # noqa: E402
+# The synthetic data set, --export-init writer and curve reader of the pytorch_mlp tests: the
+# same conventions, one implementation.
+from test_pytorch_mlp import export_init, make_dataset, read_curve  # noqa: E402
 
 LAYERS = [16, 12, 10]  # make_dataset's 4x4 images
 
@@ -67,25 +68,25 @@ def base_args(data: Path, *more: str) -> list[str]:
 def test_usage_errors(data, capsys, args, message):
     argv = ["--data", str(data), "--device", "cpu", "--pin-memory", "off", "--batch", "8", *args]
     code, rec = dl.run(argv)
-    assert code == pm.EXIT_USAGE and rec is None
+    assert code == pr.EXIT_USAGE and rec is None
     assert message in capsys.readouterr().err
 
 
 def test_bad_choices_are_argparse_errors(data, capsys):
-    assert dl.run(["--data", str(data), "--augment", "medium"])[0] == pm.EXIT_USAGE
-    assert dl.run(["--data", str(data), "--pin-memory", "maybe"])[0] == pm.EXIT_USAGE
+    assert dl.run(["--data", str(data), "--augment", "medium"])[0] == pr.EXIT_USAGE
+    assert dl.run(["--data", str(data), "--pin-memory", "maybe"])[0] == pr.EXIT_USAGE
     assert "expected on or off" in capsys.readouterr().err
 
 
 def test_init_must_be_a_stream_export_with_the_stream_order(tmp_path, data, capsys):
     static = export_init(tmp_path / "static", LAYERS, n_train=50, data=str(data))
     assert dl.run(["--init", str(static), "--data", str(data), "--device", "cpu",
-                   "--pin-memory", "off"])[0] == pm.EXIT_USAGE
+                   "--pin-memory", "off"])[0] == pr.EXIT_USAGE
     assert "stream/refresh scenario only" in capsys.readouterr().err
     wrong = stream_init(tmp_path / "wrong", data)
-    np.asarray(pm.memstrat_static_order(50, 3), "<i4").tofile(wrong / "order_epoch1.i32")
+    np.asarray(mi.memstrat_static_order(50, 3), "<i4").tofile(wrong / "order_epoch1.i32")
     assert dl.run(["--init", str(wrong), "--data", str(data), "--device", "cpu",
-                   "--pin-memory", "off"])[0] == pm.EXIT_USAGE
+                   "--pin-memory", "off"])[0] == pr.EXIT_USAGE
     assert "not the stream order of epoch 1" in capsys.readouterr().err
 
 
@@ -130,13 +131,13 @@ def test_every_batch_is_memstrats_stream_data(torch, tmp_path, data):
                       "--epochs", "3", "--lr", "1e-30", "--momentum", "0",
                       "--loss-curve", str(curve), "-q"])
     assert code == 0
-    st, m = pm.InitState(str(init), dl.SCENARIOS), pm.Mnist(data)
+    st, m = mi.InitState(str(init), dl.SCENARIOS), mi.Mnist(data)
     (w0, b0), (w1, b1) = st.layer(0), st.layer(1)
     got = read_curve(curve)
     for epoch in (1, 2, 3):
         order = ms.epoch_order(50, 3, epoch)
         x = ms.augment("heavy", m.train_x[order].reshape(-1, 4, 4), 3, epoch, np.arange(50))
-        x = pm.normalize(x.reshape(50, -1)).astype(np.float64)
+        x = mi.normalize(x.reshape(50, -1)).astype(np.float64)
         y = m.train_y[order]
         for b, lo in enumerate(range(0, 50, 16)):
             xb, yb = x[lo:lo + 16], y[lo:lo + 16]
@@ -149,17 +150,24 @@ def test_every_batch_is_memstrats_stream_data(torch, tmp_path, data):
             assert v == pytest.approx(loss, rel=1e-6), (epoch, b)
 
 
-def test_record_follows_the_baseline_conventions(torch, tmp_path, data):
+def test_record_follows_the_baseline_conventions(torch, tmp_path, data, record_errors,
+                                                 undeclared_keys):
     js = tmp_path / "r.jsonl"
     code, _ = dl.run(base_args(data, "--workers", "2", "--epochs", "3", "--json", str(js),
                                "--run-tag", "t", "--augment", "light"))
     assert code == 0
     rec = json.loads(js.read_text())
-    doc = _schema_example()
-    assert set(doc) <= set(rec)
-    for part in ("env", "config", "summary", "final"):
-        assert not set(doc[part]) - set(rec[part]), part
-    assert set(doc["epochs"][0]) <= set(rec["epochs"][0])
+    # the schema, which also documents the loader's own keys (config, input waits)
+    assert record_errors(rec) == []
+    assert undeclared_keys(rec) == []
+    # memstrat's environment, per-epoch, summary and final keys, so that analysis compares like
+    # with like
+    example = json.loads((REPO / "tests" / "experiments" / "fixtures" /
+                          "run_record_ok.json").read_text())
+    assert set(example["env"]) <= set(rec["env"])
+    assert set(example["epochs"][0]) <= set(rec["epochs"][0])
+    for part in ("summary", "final"):
+        assert set(rec[part]) == set(example[part]), part
     cfg = rec["config"]
     assert cfg["strategy"] == "pytorch-dataloader" and cfg["scenario"] == "stream"
     assert (cfg["augment"], cfg["workers"], cfg["fetch"], cfg["pin_memory"],
@@ -169,11 +177,7 @@ def test_record_follows_the_baseline_conventions(torch, tmp_path, data):
     for e in rec["epochs"]:
         assert 0 <= e["input_wait_first_ms"] <= e["input_wait_ms"] <= e["wall_ms"]
     assert rec["summary"]["steady_epochs"] == 2
-    try:
-        sys.path.insert(0, str(REPO))
-        from analysis.records import validate_record
-    except ImportError:
-        return
+    from analysis.records import validate_record
     validate_record(rec, "x")
 
 
@@ -192,6 +196,6 @@ def test_a_failing_run_writes_a_failed_record(torch, tmp_path, data, monkeypatch
     monkeypatch.setattr(dl, "make_loader", broken)
     js = tmp_path / "r.jsonl"
     code, rec = dl.run(base_args(data, "--workers", "0", "--json", str(js)))
-    assert code == pm.EXIT_RUN_FAILED and rec["status"] == "failed"
+    assert code == pr.EXIT_RUN_FAILED and rec["status"] == "failed"
     assert "loader broke" in json.loads(js.read_text())["error"]
     assert "run failed" in capsys.readouterr().err

@@ -26,6 +26,7 @@ sys.path.insert(0, str(BASELINES))
 import baseline_record as br  # noqa: E402
 import memstrat_inputs as mi  # noqa: E402
 import pytorch_mlp as pm  # noqa: E402
+import pytorch_run as pr  # noqa: E402
 
 
 @pytest.fixture
@@ -158,13 +159,13 @@ def test_read_idx_big_endian_int32(tmp_path):
 ])
 def test_read_idx_rejects_bad_files(tmp_path, raw, message):
     (tmp_path / "bad").write_bytes(raw)
-    with pytest.raises(pm.UsageError, match=message):
+    with pytest.raises(mi.UsageError, match=message):
         mi.read_idx(tmp_path / "bad")
 
 
 def test_read_idx_rejects_corrupt_gzip(tmp_path):
     (tmp_path / "x.gz").write_bytes(b"not gzip at all")
-    with pytest.raises(pm.UsageError, match="cannot read"):
+    with pytest.raises(mi.UsageError, match="cannot read"):
         mi.read_idx(tmp_path / "x.gz")
 
 
@@ -180,7 +181,7 @@ def test_mnist_loader_and_truncate(tmp_path):
 def test_mnist_loader_rejects_bad_labels(tmp_path):
     d = make_dataset(tmp_path / "m")
     write_idx(d / "train-labels-idx1-ubyte.gz", np.full(50, 10))
-    with pytest.raises(pm.UsageError, match="label 10"):
+    with pytest.raises(mi.UsageError, match="label 10"):
         mi.Mnist(d)
 
 
@@ -294,7 +295,7 @@ def test_without_init_uses_memstrats_order_and_he_init(torch, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the record
 
-def test_record_follows_the_schema(torch, setup, record_errors):
+def test_record_follows_the_schema(torch, setup, record_errors, undeclared_keys):
     tmp, data, init = setup
     js = tmp / "r.jsonl"
     code, _ = pm.run(["--init", str(init), "--data", str(data), "--device", "cpu", "--epochs",
@@ -302,6 +303,7 @@ def test_record_follows_the_schema(torch, setup, record_errors):
     assert code == 0
     rec = json.loads(js.read_text())
     assert record_errors(rec) == []
+    assert undeclared_keys(rec) == []  # the schema documents the baseline's own keys too
     # memstrat's per-epoch, summary and final keys, so that analysis compares like with like
     example = json.loads((REPO / "tests" / "experiments" / "fixtures" /
                           "run_record_ok.json").read_text())
@@ -348,7 +350,7 @@ def test_usage_errors(tmp_path, capsys, args, message):
     data = make_dataset(tmp_path / "d")
     base = [] if "--batch" in args else ["--batch", "8"]
     code, rec = pm.run(["--data", str(data), *base, *args])
-    assert code == pm.EXIT_USAGE and rec is None
+    assert code == pr.EXIT_USAGE and rec is None
     assert message in capsys.readouterr().err
 
 

@@ -59,8 +59,17 @@ def record(a, argv, failed):
     rec["config"].update({
         "strategy": a.strategy, "scenario": a.scenario, "transfer": a.transfer,
         "batch": a.batch, "hidden": hidden, "epochs": a.epochs, "seed": a.seed,
-        "gemm": a.gemm, "depth": a.depth, "streams": a.copy_streams, "profile": a.profile,
-        "run_tag": a.run_tag})
+        "gemm": a.gemm, "depth": a.depth, "streams": a.copy_streams,
+        "prefetch_chunk_mib": a.prefetch_chunk, "profile": a.profile, "run_tag": a.run_tag})
+    if "epoch_launch" in rec["config"]:
+        # What the run decided, as experiments/core/trainer.cu decides it: one launch per
+        # epoch needs --epoch-launch on and a strategy that acquires every batch ahead of
+        # the compute (of the registered ones, resident).
+        launch = a.epoch_launch == "on" and a.strategy == "resident"
+        rec["config"]["epoch_launch"] = launch
+        rec["config"]["epoch_launch_off_reason"] = (
+            None if launch else "off (--epoch-launch off)" if a.epoch_launch == "off" else
+            f"strategy {a.strategy} moves each batch while the previous ones compute")
     if failed:
         rec["error"] = "fake memstrat: simulated failure"
         return rec

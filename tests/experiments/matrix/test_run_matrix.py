@@ -44,6 +44,13 @@ def run(args, env_extra=None, **kw):
                           capture_output=True, text=True, timeout=120, **kw)
 
 
+def profiled(cell, describe):
+    """Whether memstrat runs the cell with the profiler: a cell holds None for the option's
+    default (the runner then passes no flag), which describe states."""
+    (opt,) = [o for o in describe["train_options"] if o["name"] == "--profile"]
+    return opt["default"] if cell.profile is None else cell.profile
+
+
 def calls(path):
     if not path.exists():
         return []
@@ -87,13 +94,16 @@ copy_streams = 2
 
 
 def test_list_valued_exclusion_and_hidden_forms(run_matrix, describe, tmp_path):
-    m = run_matrix.load_matrix(write(tmp_path, """
+    strategies = [s["name"] for s in describe["strategies"]]
+    managed = [s for s in strategies if s.startswith("um")]  # the unified-memory family
+    assert len(managed) >= 2                                 # a list worth excluding
+    m = run_matrix.load_matrix(write(tmp_path, f"""
 [axes]
 strategy = "all"
 hidden = [256, "512,256"]
 transfer = ["u8", "f32"]
 [[exclude]]
-strategy = ["um", "um-prefetch", "um-advise"]
+strategy = {json.dumps(managed)}
 transfer = "f32"
 [[exclude]]
 hidden = [[512, 256]]
@@ -103,13 +113,14 @@ strategy = "zero-copy"
     assert hs == {(256,), (512, 256)}
     assert not any(c.strategy.startswith("um") and c.transfer == "f32" for c in m.cells)
     assert not any(c.strategy == "zero-copy" and c.hidden == (512, 256) for c in m.cells)
-    assert len(m.cells) == 8 * 2 * 2 - 3 * 2 - 2
+    assert len(m.cells) == len(strategies) * 2 * 2 - len(managed) * 2 - 2
     assert any(c.key.endswith("h512x256_e10_cublas_d2c1_seed1_r0") for c in m.cells)
 
 
 def test_shipped_matrices(run_matrix, describe):
     quick = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/quick.toml", describe)
-    assert len(quick.cells) == 8 * 2 * 2 * 2
+    # every strategy x 2 scenarios x 2 transfers x 2 batches
+    assert len(quick.cells) == len(describe["strategies"]) * 2 * 2 * 2
     assert {c.strategy for c in quick.cells} == {s["name"] for s in describe["strategies"]}
     assert {c.epochs for c in quick.cells} == {5}
     full = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/full.toml", describe)
@@ -122,8 +133,8 @@ def test_shipped_matrices(run_matrix, describe):
     assert {(c.depth, c.copy_streams) for c in full.cells if c.strategy == "double-buffer"} \
         == {(d, s) for d in (2, 3, 4) for s in (1, 2)}
     assert {c.strategy for c in full.cells if c.epoch_launch == "off"} == {"resident"}
-    assert sum(not c.profile for c in full.cells) == 3 * configs
-    assert {c.repeat for c in full.cells if c.profile} == {0}
+    assert sum(not profiled(c, describe) for c in full.cells) == 3 * configs
+    assert {c.repeat for c in full.cells if profiled(c, describe)} == {0}
 
 
 @pytest.mark.parametrize("text, message", [
@@ -363,9 +374,9 @@ seed = 7
 """
 
 
-def test_shuffled_order_is_deterministic_and_covers_every_repeat_once(run_matrix,
+def test_shuffled_order_is_deterministic_and_covers_every_repeat_once(run_matrix, describe,
                                                                       tmp_path):
-    m = run_matrix.load_matrix(write(tmp_path, ORDERED))
+    m = run_matrix.load_matrix(write(tmp_path, ORDERED), describe)
     assert len(m.cells) == 3 * 16 and m.seed == 7
     a = run_matrix.run_order(m.cells, "shuffled", 7)
     assert a == run_matrix.run_order(m.cells, "shuffled", 7)          # same seed, same order
@@ -423,7 +434,7 @@ def test_run_in_shuffled_order_with_manifest(tmp_path, fake_memstrat):
     assert sorted(listed) == sorted(ran) and listed != ran
 
 
-def test_epoch_launch_and_profile_axes(run_matrix, tmp_path):
+def test_epoch_launch_and_profile_axes(run_matrix, describe, tmp_path):
     m = run_matrix.load_matrix(write(tmp_path, """
 [axes]
 strategy = ["resident", "pinned"]
@@ -436,7 +447,7 @@ epoch_launch = "off"
 profile = true
 repeat = [1]
 repeats = 2
-""".replace("repeats = 2\n", "").replace("[axes]\n", "[axes]\nrepeats = 2\n")))
+""".replace("repeats = 2\n", "").replace("[axes]\n", "[axes]\nrepeats = 2\n")), describe)
     keys = {c.key: c for c in m.cells}
     # defaults leave the key (and so restart-skip of existing results) unchanged
     assert "resident_static_u8_b256_h256_e10_cublas_seed1_r0" in keys
@@ -448,7 +459,8 @@ repeats = 2
     assert not {"--profile", "--no-profile"} & set(default.train_args())
     # pinned: 1 launch form x (2 unprofiled + 1 profiled); resident: 2 x 3
     assert len(m.cells) == 3 + 6
-    assert not any(c.profile and c.repeat == 1 for c in m.cells)
+    assert not any(profiled(c, describe) and c.repeat == 1 for c in m.cells)
+    assert sum(profiled(c, describe) for c in m.cells) == 1 + 2  # repeat 0 of each config
 
 
 @pytest.mark.parametrize("axes, extra, ok", [
@@ -457,13 +469,13 @@ repeats = 2
     ("epoch_launch = 'off'", ("--no-profile",), True),
     ("", ("--no-profile",), True),
 ])
-def test_axis_flags_set_in_one_place(run_matrix, tmp_path, axes, extra, ok):
+def test_axis_flags_set_in_one_place(run_matrix, describe, tmp_path, axes, extra, ok):
     path = write(tmp_path, f"[axes]\nstrategy = 'resident'\n{axes}\n")
     if ok:
-        run_matrix.load_matrix(path, extra_args=extra)
+        run_matrix.load_matrix(path, describe, extra_args=extra)
     else:
         with pytest.raises(run_matrix.MatrixError, match="set it in one place"):
-            run_matrix.load_matrix(path, extra_args=extra)
+            run_matrix.load_matrix(path, describe, extra_args=extra)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -471,9 +483,9 @@ def test_axis_flags_set_in_one_place(run_matrix, tmp_path, axes, extra, ok):
     ("[axes]\nstrategy = 'pinned'\nepoch_launch = 'maybe'", "is not one of on, off"),
     ("[axes]\nstrategy = 'pinned'\n[[exclude]]\nrepeat = -1", "repeat indices"),
 ])
-def test_new_axis_errors(run_matrix, tmp_path, text, message):
+def test_new_axis_errors(run_matrix, describe, tmp_path, text, message):
     with pytest.raises(run_matrix.MatrixError, match=message):
-        run_matrix.load_matrix(write(tmp_path, text))
+        run_matrix.load_matrix(write(tmp_path, text), describe)
 
 
 def test_unprofiled_records_are_timed_by_the_analysis(tmp_path, fake_memstrat):
