@@ -30,6 +30,7 @@ import numpy as np
 
 from .stats import Interval, Summary, summarize
 
+# The strategy whose pipeline depth / copy streams the report sweeps (overlap figure, variants).
 PIPELINED_STRATEGIES = ("double-buffer",)
 DEFAULT_DEPTH = 2
 DEFAULT_STREAMS = 1
@@ -46,7 +47,8 @@ COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_fa
                    "kernel_ms", "memcpy_ms")
 EPOCH_METRICS = TIMING_METRICS + COUNTER_METRICS
 # Config fields (besides the named key fields) that make two runs different experiments.
-_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise")
+_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_mib", "step",
+                 "fused")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -72,9 +74,11 @@ class GroupKey:
     def variant_label(self) -> str:
         """Strategy name plus pipeline settings and the epoch launch where they apply."""
         label = self.strategy
-        if self.depth is not None:
+        if self.depth is not None and self.streams is not None:
             label += f" (depth {self.depth}, {self.streams} copy stream" + \
                 ("s)" if self.streams != 1 else ")")
+        elif self.depth is not None:
+            label += f" (depth {self.depth})"
         if self.epoch_launch:
             label += " (one launch per epoch)"
         return label
@@ -134,17 +138,26 @@ def api_count(calls: dict[str, int] | None, name: str) -> int | None:
     return int(calls.get(name, 0))
 
 
+def reads_option(cfg: dict[str, Any], key: str) -> bool:
+    """Whether the run's strategy reads its option `key` ("depth", "streams"). Newer records say
+    so themselves, null where the strategy does not read it (they carry `prefetch_chunk_mib`,
+    null or not); older ones carried every option for every strategy, and there only
+    double-buffer read depth and copy streams."""
+    if "prefetch_chunk_mib" in cfg:
+        return cfg.get(key) is not None
+    return cfg["strategy"] in PIPELINED_STRATEGIES
+
+
 def group_key(record: dict[str, Any]) -> GroupKey:
     cfg = record["config"]
     env = record.get("env") or {}
-    pipelined = cfg["strategy"] in PIPELINED_STRATEGIES
     other = tuple((k, _freeze(cfg.get(k))) for k in _OTHER_CONFIG)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),
         strategy=cfg["strategy"], scenario=cfg["scenario"], transfer=cfg["transfer"],
         batch=int(cfg["batch"]), hidden=tuple(cfg["hidden"]), gemm=cfg["gemm"],
-        depth=(cfg.get("depth") or DEFAULT_DEPTH) if pipelined else None,
-        streams=(cfg.get("streams") or DEFAULT_STREAMS) if pipelined else None,
+        depth=(cfg.get("depth") or DEFAULT_DEPTH) if reads_option(cfg, "depth") else None,
+        streams=(cfg.get("streams") or DEFAULT_STREAMS) if reads_option(cfg, "streams") else None,
         epochs=int(cfg["epochs"]), other=other,
         epoch_launch=bool(cfg.get("epoch_launch") or False))
 

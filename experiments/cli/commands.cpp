@@ -31,8 +31,12 @@ json describe_json() {
   json d;
   d["record_schema_version"] = kSchemaVersion;
   d["strategies"] = json::array();
-  for (const StrategyEntry& e : strategy_registry())
-    d["strategies"].push_back({{"name", e.name}, {"description", e.description}});
+  for (const StrategyEntry& e : strategy_registry()) {
+    json s{{"name", e.name}, {"description", e.description}, {"options", json::array()}};
+    for (const StrategyOption& o : e.options) s["options"].push_back(std::string("--") + std::string(o.name));
+    if (!e.improves.empty()) s["improves"] = e.improves;
+    d["strategies"].push_back(s);
+  }
   d["train_options"] = json::array();
   for (const OptionInfo& o : train_option_table()) d["train_options"].push_back(o.to_json());
   return d;

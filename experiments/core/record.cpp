@@ -1,5 +1,7 @@
 #include "experiments/core/record.h"
 
+#include "memory_strategies/registry.h"
+
 namespace memstrat {
 
 namespace {
@@ -8,6 +10,14 @@ using nlohmann::json;
 template <typename T>
 json or_null(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
+}
+
+/// A strategy option's value where the strategy reads it (its registry entry declares it), else
+/// null: the record says which options shaped the run.
+json if_read(const RunConfig& c, std::string_view option, json value) {
+  for (const StrategyOption& o : c.strategy->options)
+    if (o.name == option) return value;
+  return nullptr;
 }
 
 json config_json(const RunRecord& r) {
@@ -24,10 +34,11 @@ json config_json(const RunRecord& r) {
          {"gemm", kernels::to_string(c.gemm)},
          {"tf32", c.tf32},
          {"graphs", c.graphs == Graphs::On},
-         {"depth", c.depth},
-         {"streams", c.copy_streams},  // --copy-streams (the key predates the option's name)
-         {"advise", c.advise.to_string()},
-         {"prefetch_chunk_mib", c.prefetch_chunk_mib},
+         {"depth", if_read(c, "depth", c.depth)},
+         // --copy-streams (the key predates the option's name)
+         {"streams", if_read(c, "copy-streams", c.copy_streams)},
+         {"advise", if_read(c, "advise", c.advise.to_string())},
+         {"prefetch_chunk_mib", if_read(c, "prefetch-chunk", c.prefetch_chunk_mib)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},

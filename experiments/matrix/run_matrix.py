@@ -58,9 +58,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MEMSTRAT = REPO_ROOT / "build" / "memstrat"
 NSYS_RUN = REPO_ROOT / "experiments" / "scripts" / "nsys_run"
 
-# Strategies for which --depth / --copy-streams mean something; for the others these
-# axes collapse to a single cell.
-PIPELINED_STRATEGIES = ("double-buffer",)
+# depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
+# reads which; for a strategy that does not read one, the axis collapses to a single cell.
 
 # Axis name in the file -> allowed alternative spellings. An axis is the `memstrat train`
 # option of the same name (copy_streams: --copy-streams); its allowed values and default come
@@ -99,8 +98,8 @@ class Cell:
     hidden: tuple[int, ...]
     epochs: int
     gemm: str
-    depth: int | None          # None for strategies without a pipeline depth
-    copy_streams: int | None
+    depth: int | None          # None for a strategy that does not read --depth
+    copy_streams: int | None   # None for a strategy that does not read --copy-streams
     seed: int
     repeat: int                # 0-based repeat index
     extra_args: tuple[str, ...] = ()
@@ -113,8 +112,12 @@ class Cell:
         """Stable, file-name-safe identity of the cell (stored as config.run_tag)."""
         parts = [self.strategy, self.scenario, self.transfer, f"b{self.batch}",
                  "h" + "x".join(str(h) for h in self.hidden), f"e{self.epochs}", self.gemm]
-        if self.depth is not None:
+        if self.depth is not None and self.copy_streams is not None:
             parts.append(f"d{self.depth}c{self.copy_streams}")
+        elif self.depth is not None:
+            parts.append(f"d{self.depth}")
+        elif self.copy_streams is not None:
+            parts.append(f"c{self.copy_streams}")
         # Only values other than memstrat's defaults appear, so that the keys of matrices
         # without these axes stay what they were.
         if self.epoch_launch is not None:
@@ -139,7 +142,9 @@ class Cell:
                 "--hidden", ",".join(str(h) for h in self.hidden),
                 "--epochs", str(self.epochs), "--gemm", self.gemm, "--seed", str(self.seed)]
         if self.depth is not None:
-            args += ["--depth", str(self.depth), "--copy-streams", str(self.copy_streams)]
+            args += ["--depth", str(self.depth)]
+        if self.copy_streams is not None:
+            args += ["--copy-streams", str(self.copy_streams)]
         if self.epoch_launch is not None:
             args += ["--epoch-launch", self.epoch_launch]
         if self.profile is not None:
@@ -276,6 +281,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     Raises MatrixError with a readable message."""
     path = Path(path)
     strategies = [s["name"] for s in description["strategies"]]
+    # strategy -> the options it reads ("--depth", ...): where its own axes apply
+    strategy_options = {s["name"]: set(s.get("options", ())) for s in description["strategies"]}
     options = _axis_options(description)
     try:
         with open(path, "rb") as fh:
@@ -365,11 +372,11 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
              epoch_launch, profile) in itertools.product(*(axes[a] for a in AXES)):
-            pipelined = strategy in PIPELINED_STRATEGIES
+            reads = strategy_options[strategy]
             cell = Cell(strategy=strategy, scenario=scenario, transfer=transfer, batch=batch,
                         hidden=hidden, epochs=epochs, gemm=gemm,
-                        depth=depth if pipelined else None,
-                        copy_streams=streams if pipelined else None,
+                        depth=depth if "--depth" in reads else None,
+                        copy_streams=streams if "--copy-streams" in reads else None,
                         seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
                         epoch_launch=epoch_launch, profile=profile)
             if cell in seen:
@@ -913,7 +920,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                + (f", {sum(c.key in failed_tags for c in pending)} of them failed before"
                   if failed_tags else "")
                + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
-               f"(depth/copy-streams apply to {', '.join(PIPELINED_STRATEGIES)} only); "
+               "(an axis that is a strategy's own option collapses where it does not apply); "
                + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
                   else "order sequential"))
 

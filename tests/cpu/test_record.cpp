@@ -151,6 +151,23 @@ TEST(Record, FailedRunIsTheCommittedExample) {
   EXPECT_EQ(j, read_fixture("run_record_failed.json", j)) << regenerate("run_record_failed.json", j);
 }
 
+TEST(Record, AStrategysOwnOptionsAreRecordedWhereItReadsThem) {
+  RunRecord r = finished_record();
+  r.config.strategy = find_strategy("double-buffer");
+  r.config.depth = 3;
+  r.config.copy_streams = 2;
+  const json c = r.to_json()["config"];
+  EXPECT_EQ(c["depth"], 3);
+  EXPECT_EQ(c["streams"], 2);  // --copy-streams, under the key that predates the option's name
+  EXPECT_TRUE(c["advise"].is_null());
+  EXPECT_TRUE(c["prefetch_chunk_mib"].is_null());
+  r.config.strategy = find_strategy("um-prefetch-coarse");
+  r.config.prefetch_chunk_mib = 16;
+  const json u = r.to_json()["config"];
+  EXPECT_EQ(u["prefetch_chunk_mib"], 16);
+  EXPECT_TRUE(u["depth"].is_null());
+}
+
 TEST(Record, KeysAndValuesOfAFinishedRun) {
   const json j = finished_record().to_json();
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
@@ -158,7 +175,9 @@ TEST(Record, KeysAndValuesOfAFinishedRun) {
   EXPECT_TRUE(j["error"].is_null());
   const json& c = j["config"];
   EXPECT_EQ(c["strategy"], "pinned");
-  EXPECT_EQ(c["streams"], 1);  // --copy-streams
+  // A strategy's own options are recorded where it reads them, null where it does not.
+  EXPECT_TRUE(c.contains("streams") && c["streams"].is_null());  // pinned has no copy streams
+  EXPECT_TRUE(c["depth"].is_null());
   EXPECT_FALSE(c.contains("copy_streams"));
   EXPECT_EQ(c["hidden"], json::array({256}));
   EXPECT_EQ(c["lr"].get<double>(), static_cast<double>(0.05f));  // the float the run used
