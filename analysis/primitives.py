@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import re
 import sys
@@ -35,7 +34,7 @@ from typing import Any, Iterable, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.records import RecordError, _json_type  # noqa: E402
+from analysis.records import RecordError, json_type, read_jsonl  # noqa: E402
 
 PRIMITIVE_SCHEMA_VERSION = 1
 RECORD_KIND = "primitive"
@@ -77,7 +76,7 @@ def _field(obj: dict, key: str, want: str, where: str, source: str,
         "array": isinstance(value, list),
     }[want]
     if not ok:
-        raise RecordError(source, f"field '{where}{key}' is {_json_type(value)} {value!r:.60}; "
+        raise RecordError(source, f"field '{where}{key}' is {json_type(value)} {value!r:.60}; "
                                   f"expected {'a finite number' if want == 'number' else want}")
     return value
 
@@ -88,7 +87,7 @@ _POINT_NUMBERS = ("median_us", "p25_us", "p75_us", "min_us", "max_us", "gbps")
 def validate_primitive_record(rec: Any, source: str) -> dict[str, Any]:
     """Check one decoded record; returns it with ``_source`` ("file:line") added."""
     if not isinstance(rec, dict):
-        raise RecordError(source, f"a record must be a JSON object, got {_json_type(rec)}")
+        raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if rec.get("record") != RECORD_KIND:
         raise RecordError(source, f"not a primitive record (\"record\" is {rec.get('record')!r}, "
                                   f"expected \"{RECORD_KIND}\"); `memstrat primitives --json` "
@@ -126,7 +125,7 @@ def validate_primitive_record(rec: Any, source: str) -> dict[str, Any]:
     for i, point in enumerate(results):
         where = f"results[{i}]."
         if not isinstance(point, dict):
-            raise RecordError(source, f"results[{i}] must be an object, got {_json_type(point)}")
+            raise RecordError(source, f"results[{i}] must be an object, got {json_type(point)}")
         size = _field(point, "bytes", "integer", where, source)
         if size <= previous:
             raise RecordError(source, f"results must be in increasing size: results[{i}].bytes "
@@ -145,23 +144,10 @@ def load_primitive_records(inputs: Iterable[str | Path] | str | Path) -> list[di
     """Every primitive record of the given .jsonl files, validated (any status)."""
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
-    records: list[dict[str, Any]] = []
-    for path in map(Path, inputs):
-        if not path.is_file():
-            raise RecordError(str(path), "no such file (pass the .jsonl file that "
-                                         "`memstrat primitives --json` wrote)")
-        with open(path, "r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                source = f"{path}:{lineno}"
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
-                                              "each line must be one complete record") from None
-                records.append(validate_primitive_record(rec, source))
-    return records
+    return [validate_primitive_record(rec, source)
+            for path in inputs
+            for source, rec in read_jsonl(path, "no such file (pass the .jsonl file that "
+                                                "`memstrat primitives --json` wrote)")]
 
 
 # ---- curves and what they say ---------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
@@ -94,7 +94,8 @@ def _type_name(types: tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type ("null", "boolean", "number", ...), for errors."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -121,7 +122,7 @@ def _check(obj: dict, specs: dict, where: str, source: str, required: bool) -> N
             raise RecordError(source, f"field '{where}{key}' is {value}; expected a finite "
                                       "number")
         if not ok:
-            raise RecordError(source, f"field '{where}{key}' is {_json_type(value)} "
+            raise RecordError(source, f"field '{where}{key}' is {json_type(value)} "
                                       f"{value!r:.60}; expected {_type_name(types)}")
 
 
@@ -145,7 +146,7 @@ def _normalise_hidden(value: Any, source: str) -> list[int]:
 def validate_record(rec: Any, source: str) -> dict[str, Any]:
     """Check one decoded record; returns it (hidden normalised, _source added)."""
     if not isinstance(rec, dict):
-        raise RecordError(source, f"a record must be a JSON object, got {_json_type(rec)}")
+        raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if "schema_version" not in rec:
         raise RecordError(source, "missing required field 'schema_version' (not a "
                                   "memstrat run record?)")
@@ -189,7 +190,7 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
     for i, ep in enumerate(rec["epochs"]):
         where = f"epochs[{i}]."
         if not isinstance(ep, dict):
-            raise RecordError(source, f"epochs[{i}] must be an object, got {_json_type(ep)}")
+            raise RecordError(source, f"epochs[{i}] must be an object, got {json_type(ep)}")
         _check(ep, _EPOCH, where, source, True)
         _check(ep, _EPOCH_OPTIONAL, where, source, False)
         calls = ep.get("api_calls")
@@ -203,29 +204,37 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
         raise RecordError(source, f"epochs must be numbered 1..N in order, got {numbers}")
     setup = rec.get("setup")
     if setup is not None and not isinstance(setup, dict):
-        raise RecordError(source, f"field 'setup' is {_json_type(setup)}; expected object")
+        raise RecordError(source, f"field 'setup' is {json_type(setup)}; expected object")
     rec["_source"] = source
     return rec
 
 
-def load_file(path: str | Path) -> list[dict[str, Any]]:
-    """All records of one JSON Lines file, validated; blank lines are skipped."""
+def read_jsonl(path: str | Path, missing: str = "no such file"
+               ) -> Iterator[tuple[str, Any]]:
+    """(source "file:line", decoded value) for every non-blank line of a JSON Lines file.
+
+    A missing file or a line that is not one complete JSON value is a RecordError naming the
+    file (and line); `missing` is the problem reported when the file does not exist.
+    """
     path = Path(path)
-    if not path.exists():
-        raise RecordError(str(path), "no such file")
-    records: list[dict[str, Any]] = []
+    if not path.is_file():
+        raise RecordError(str(path), missing)
     with open(path, "r", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             source = f"{path}:{lineno}"
             try:
-                rec = json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as e:
                 raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
                                           "each line must be one complete record") from None
-            records.append(validate_record(rec, source))
-    return records
+            yield source, value
+
+
+def load_file(path: str | Path) -> list[dict[str, Any]]:
+    """All records of one JSON Lines file, validated; blank lines are skipped."""
+    return [validate_record(rec, source) for source, rec in read_jsonl(path)]
 
 
 def resolve_inputs(inputs: Iterable[str | Path]) -> list[Path]:
