@@ -287,13 +287,20 @@ class PrimitiveTable:
     @classmethod
     def load(cls, inputs: Iterable[str | Path] | str | Path,
              gpu: str | None = None) -> "PrimitiveTable":
-        found = latest_curves(load_primitive_records(inputs))
-        gpus = sorted({g for g, _ in found})
+        tables = cls.load_all(inputs)
         if gpu is None:
-            if len(gpus) > 1:
-                raise ValueError(f"records from several GPUs ({', '.join(gpus)}); pass gpu=")
-            gpu = gpus[0] if gpus else ""
-        return cls({p: c for (g, p), c in found.items() if g == gpu})
+            if len(tables) > 1:
+                raise ValueError(f"records from several GPUs ({', '.join(tables)}); pass gpu=")
+            gpu = next(iter(tables), "")
+        return tables.get(gpu, cls({}))
+
+    @classmethod
+    def load_all(cls, inputs: Iterable[str | Path] | str | Path) -> dict[str, "PrimitiveTable"]:
+        """One table per GPU named in the records (env.gpu_name), sorted by name."""
+        tables: dict[str, dict[str, Curve]] = {}
+        for (gpu, prim), c in sorted(latest_curves(load_primitive_records(inputs)).items()):
+            tables.setdefault(gpu, {})[prim] = c
+        return {gpu: cls(curves) for gpu, curves in tables.items()}
 
     def curve(self, primitive: str) -> Curve:
         if primitive not in self.curves:
@@ -355,7 +362,8 @@ def write_csvs(curves: Iterable[Curve], out: Path) -> tuple[Path, Path]:
     return points_path, summary_path
 
 
-def _size_label(x: float, _pos: Any = None) -> str:
+def size_label(x: float, _pos: Any = None) -> str:
+    """Bytes in binary units, 3 digits: 4K, 1.5M, 256M (also a matplotlib tick formatter)."""
     for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if x >= scale:
             return f"{x / scale:.3g}{unit}"
@@ -395,7 +403,7 @@ def plot_primitives(curves: Sequence[Curve], path: Path) -> Path | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=4))
-        ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+        ax.xaxis.set_major_formatter(FuncFormatter(size_label))
         ax.set_xlabel("transfer size (bytes)")
         ax.grid(True, which="major", alpha=0.3)
     ax_bw.set_ylabel("bandwidth (GB/s = 1e9 B/s, from the median time)")
@@ -461,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{c.gpu:<22} {c.primitive:<22} {c.status}: {c.reason}")
             continue
         print(f"{c.gpu:<22} {c.primitive:<22} {r['peak_gbps']:>9.2f} "
-              f"{_size_label(r['knee50_bytes']):>10} {_size_label(r['knee90_bytes']):>10} "
+              f"{size_label(r['knee50_bytes']):>10} {size_label(r['knee90_bytes']):>10} "
               f"{_fmt(r['latency_4k_us'], '.2f'):>9}")
     print(f"wrote {res['csv']}, {res['summary_csv']} and {len(res['plots'])} plot(s) in {args.out}")
     return 0
