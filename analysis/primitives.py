@@ -296,10 +296,16 @@ class PrimitiveTable:
 
     @classmethod
     def load_all(cls, inputs: Iterable[str | Path] | str | Path) -> dict[str, "PrimitiveTable"]:
-        """One table per GPU named in the records (env.gpu_name), sorted by name."""
+        """One table per GPU named in the records (env.gpu_name), sorted by name; a
+        RecordError when the files hold no primitive record."""
+        if isinstance(inputs, (str, Path)):
+            inputs = [inputs]
+        inputs = list(inputs)
         tables: dict[str, dict[str, Curve]] = {}
         for (gpu, prim), c in sorted(latest_curves(load_primitive_records(inputs)).items()):
             tables.setdefault(gpu, {})[prim] = c
+        if not tables:
+            raise RecordError(", ".join(map(str, inputs)), "no primitive records (empty file?)")
         return {gpu: cls(curves) for gpu, curves in tables.items()}
 
     def curve(self, primitive: str) -> Curve:

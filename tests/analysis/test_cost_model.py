@@ -297,6 +297,10 @@ def test_cli_as_script_and_bad_input(fixtures_dir, tmp_path, capsys):
     assert M.main([str(fixtures_dir / "records.jsonl"), "--primitives",
                    str(tmp_path / "missing.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("\n")
+    assert report.main([str(fixtures_dir / "records.jsonl"), "--out", str(tmp_path / "r"),
+                        "--primitives", str(tmp_path / "empty.jsonl")]) == 2
+    assert "no primitive records" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
