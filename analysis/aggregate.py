@@ -555,7 +555,8 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
     return rows
 
 
-def _csv_value(v: Any) -> str:
+def csv_value(v: Any) -> str:
+    """A CSV cell: empty for None (null, never 0), true/false, compact numbers."""
     if v is None:
         return ""          # empty cell = null / not available (never 0)
     if isinstance(v, bool):
@@ -576,5 +577,5 @@ def write_csv(groups: Sequence[Group], path: str | Path,
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for row in csv_rows(groups, pinned_bw):
-            w.writerow([_csv_value(row[c]) for c in CSV_COLUMNS])
+            w.writerow([csv_value(row[c]) for c in CSV_COLUMNS])
     return path

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import re
 import sys
@@ -35,7 +34,7 @@ from typing import Any, Iterable, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.records import RecordError, _json_type  # noqa: E402
+from analysis.records import RecordError, json_type, read_jsonl  # noqa: E402
 
 PRIMITIVE_SCHEMA_VERSION = 1
 RECORD_KIND = "primitive"
@@ -77,7 +76,7 @@ def _field(obj: dict, key: str, want: str, where: str, source: str,
         "array": isinstance(value, list),
     }[want]
     if not ok:
-        raise RecordError(source, f"field '{where}{key}' is {_json_type(value)} {value!r:.60}; "
+        raise RecordError(source, f"field '{where}{key}' is {json_type(value)} {value!r:.60}; "
                                   f"expected {'a finite number' if want == 'number' else want}")
     return value
 
@@ -88,7 +87,7 @@ _POINT_NUMBERS = ("median_us", "p25_us", "p75_us", "min_us", "max_us", "gbps")
 def validate_primitive_record(rec: Any, source: str) -> dict[str, Any]:
     """Check one decoded record; returns it with ``_source`` ("file:line") added."""
     if not isinstance(rec, dict):
-        raise RecordError(source, f"a record must be a JSON object, got {_json_type(rec)}")
+        raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if rec.get("record") != RECORD_KIND:
         raise RecordError(source, f"not a primitive record (\"record\" is {rec.get('record')!r}, "
                                   f"expected \"{RECORD_KIND}\"); `memstrat primitives --json` "
@@ -126,7 +125,7 @@ def validate_primitive_record(rec: Any, source: str) -> dict[str, Any]:
     for i, point in enumerate(results):
         where = f"results[{i}]."
         if not isinstance(point, dict):
-            raise RecordError(source, f"results[{i}] must be an object, got {_json_type(point)}")
+            raise RecordError(source, f"results[{i}] must be an object, got {json_type(point)}")
         size = _field(point, "bytes", "integer", where, source)
         if size <= previous:
             raise RecordError(source, f"results must be in increasing size: results[{i}].bytes "
@@ -145,23 +144,10 @@ def load_primitive_records(inputs: Iterable[str | Path] | str | Path) -> list[di
     """Every primitive record of the given .jsonl files, validated (any status)."""
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
-    records: list[dict[str, Any]] = []
-    for path in map(Path, inputs):
-        if not path.is_file():
-            raise RecordError(str(path), "no such file (pass the .jsonl file that "
-                                         "`memstrat primitives --json` wrote)")
-        with open(path, "r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                source = f"{path}:{lineno}"
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
-                                              "each line must be one complete record") from None
-                records.append(validate_primitive_record(rec, source))
-    return records
+    return [validate_primitive_record(rec, source)
+            for path in inputs
+            for source, rec in read_jsonl(path, "no such file (pass the .jsonl file that "
+                                                "`memstrat primitives --json` wrote)")]
 
 
 # ---- curves and what they say ---------------------------------------------------------------
@@ -301,13 +287,26 @@ class PrimitiveTable:
     @classmethod
     def load(cls, inputs: Iterable[str | Path] | str | Path,
              gpu: str | None = None) -> "PrimitiveTable":
-        found = latest_curves(load_primitive_records(inputs))
-        gpus = sorted({g for g, _ in found})
+        tables = cls.load_all(inputs)
         if gpu is None:
-            if len(gpus) > 1:
-                raise ValueError(f"records from several GPUs ({', '.join(gpus)}); pass gpu=")
-            gpu = gpus[0] if gpus else ""
-        return cls({p: c for (g, p), c in found.items() if g == gpu})
+            if len(tables) > 1:
+                raise ValueError(f"records from several GPUs ({', '.join(tables)}); pass gpu=")
+            gpu = next(iter(tables), "")
+        return tables.get(gpu, cls({}))
+
+    @classmethod
+    def load_all(cls, inputs: Iterable[str | Path] | str | Path) -> dict[str, "PrimitiveTable"]:
+        """One table per GPU named in the records (env.gpu_name), sorted by name; a
+        RecordError when the files hold no primitive record."""
+        if isinstance(inputs, (str, Path)):
+            inputs = [inputs]
+        inputs = list(inputs)
+        tables: dict[str, dict[str, Curve]] = {}
+        for (gpu, prim), c in sorted(latest_curves(load_primitive_records(inputs)).items()):
+            tables.setdefault(gpu, {})[prim] = c
+        if not tables:
+            raise RecordError(", ".join(map(str, inputs)), "no primitive records (empty file?)")
+        return {gpu: cls(curves) for gpu, curves in tables.items()}
 
     def curve(self, primitive: str) -> Curve:
         if primitive not in self.curves:
@@ -369,7 +368,8 @@ def write_csvs(curves: Iterable[Curve], out: Path) -> tuple[Path, Path]:
     return points_path, summary_path
 
 
-def _size_label(x: float, _pos: Any = None) -> str:
+def size_label(x: float, _pos: Any = None) -> str:
+    """Bytes in binary units, 3 digits: 4K, 1.5M, 256M (also a matplotlib tick formatter)."""
     for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if x >= scale:
             return f"{x / scale:.3g}{unit}"
@@ -409,7 +409,7 @@ def plot_primitives(curves: Sequence[Curve], path: Path) -> Path | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=4))
-        ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+        ax.xaxis.set_major_formatter(FuncFormatter(size_label))
         ax.set_xlabel("transfer size (bytes)")
         ax.grid(True, which="major", alpha=0.3)
     ax_bw.set_ylabel("bandwidth (GB/s = 1e9 B/s, from the median time)")
@@ -475,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{c.gpu:<22} {c.primitive:<22} {c.status}: {c.reason}")
             continue
         print(f"{c.gpu:<22} {c.primitive:<22} {r['peak_gbps']:>9.2f} "
-              f"{_size_label(r['knee50_bytes']):>10} {_size_label(r['knee90_bytes']):>10} "
+              f"{size_label(r['knee50_bytes']):>10} {size_label(r['knee90_bytes']):>10} "
               f"{_fmt(r['latency_4k_us'], '.2f'):>9}")
     print(f"wrote {res['csv']}, {res['summary_csv']} and {len(res['plots'])} plot(s) in {args.out}")
     return 0

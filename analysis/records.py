@@ -14,7 +14,7 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import jsonschema
 
@@ -40,7 +40,8 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type ("null", "boolean", "number", ...), for errors."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -73,7 +74,7 @@ def _problem(err: jsonschema.ValidationError) -> str:
     if err.validator == "type":
         if value is None:
             return f"field '{where}' is null; expected {_expected(err.validator_value)}"
-        return (f"field '{where}' is {_json_type(value)} {value!r:.60}; expected "
+        return (f"field '{where}' is {json_type(value)} {value!r:.60}; expected "
                 f"{_expected(err.validator_value)}")
     if err.validator == "minItems" and where == "epochs":
         return "field 'epochs' is empty in a record with status ok"
@@ -125,7 +126,7 @@ def _normalise_hidden(value: Any) -> list[int]:
 def validate_record(rec: Any, source: str) -> dict[str, Any]:
     """Check one decoded record; returns it (hidden normalised, _source added)."""
     if not isinstance(rec, dict):
-        raise RecordError(source, f"a record must be a JSON object, got {_json_type(rec)}")
+        raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if "schema_version" not in rec:
         raise RecordError(source, "missing required field 'schema_version' (not a "
                                   "memstrat run record?)")
@@ -165,24 +166,32 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
     return rec
 
 
-def load_file(path: str | Path) -> list[dict[str, Any]]:
-    """All records of one JSON Lines file, validated; blank lines are skipped."""
+def read_jsonl(path: str | Path, missing: str = "no such file"
+               ) -> Iterator[tuple[str, Any]]:
+    """(source "file:line", decoded value) for every non-blank line of a JSON Lines file.
+
+    A missing file or a line that is not one complete JSON value is a RecordError naming the
+    file (and line); `missing` is the problem reported when the file does not exist.
+    """
     path = Path(path)
-    if not path.exists():
-        raise RecordError(str(path), "no such file")
-    records: list[dict[str, Any]] = []
+    if not path.is_file():
+        raise RecordError(str(path), missing)
     with open(path, "r", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             source = f"{path}:{lineno}"
             try:
-                rec = json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as e:
                 raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
                                           "each line must be one complete record") from None
-            records.append(validate_record(rec, source))
-    return records
+            yield source, value
+
+
+def load_file(path: str | Path) -> list[dict[str, Any]]:
+    """All records of one JSON Lines file, validated; blank lines are skipped."""
+    return [validate_record(rec, source) for source, rec in read_jsonl(path)]
 
 
 def resolve_inputs(inputs: Iterable[str | Path]) -> list[Path]:

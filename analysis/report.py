@@ -6,7 +6,10 @@
 
 Inputs are results folders (their records.jsonl) and/or JSON Lines files. Writes into
 OUT: summary.csv (one row per configuration), plots/*.png, report.md (figures linked)
-and report.html (one self-contained page, figures embedded). The report states the
+and report.html (one self-contained page, figures embedded). With ``--primitives FILE``
+(records of `memstrat primitives`) the report adds the "Transfer primitives" and "Cost model"
+sections (analysis/report_model.py), writes cost_model.csv, and takes the floors' pinned bulk
+bandwidth from the pinned-h2d peak (``--pinned-bandwidth`` overrides it). The report states the
 environment the runs came from, ranks the strategies per scenario and transfer by the
 median over processes of ms per epoch (never ordering two whose 95% intervals overlap),
 lists failed runs, and says which values were null/unavailable and which runs had the
@@ -25,15 +28,19 @@ from typing import Any, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis import cost_model  # noqa: E402
 from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in, write_csv)
 from analysis.document import Doc, fmt_num  # noqa: E402
 from analysis.plots import PLOTS, SCENARIO_NOTE, context  # noqa: E402
+from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
                               ok_records, resolve_inputs)
+from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa: E402
+                                   primitives_section)
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
-                            describe_interval, stability_label, tiers)
+                            describe_interval, median_with_interval, stability_label, tiers)
 
 CAPTIONS = {
     "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
@@ -152,17 +159,6 @@ def _n_cell(g: Group) -> str:
     return f"{g.n_processes} (profiler {'on' if g.timing_profiled else 'off'})"
 
 
-def _median_ci(g: Group) -> str:
-    """Compact 'median [low-high] UNSTABLE' or 'median (n=1)' for secondary columns."""
-    s = g.stat("wall_ms")
-    if s is None:
-        return "n/a"
-    if s.ci is None:
-        return f"{fmt_num(s.median)} (n={s.n})"
-    return (f"{fmt_num(s.median)} [{fmt_num(s.ci.low)}-{fmt_num(s.ci.high)}] n={s.n}"
-            + (" UNSTABLE" if s.unstable else ""))
-
-
 def _spread(g: Group) -> str:
     s = g.stat("wall_ms")
     if s is None:
@@ -222,7 +218,7 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
                     o = next((x for x in rep if x.key.strategy == g.key.strategy
                               and x.key.scenario == s and x.key.transfer == t
                               and x.key.batch == b), None)
-                    row.append(_median_ci(o) if o else "n/a")
+                    row.append(median_with_interval(o.stat("wall_ms"), fmt_num) if o else "n/a")
                 rows.append(row)
             doc.table(headers, rows, align="rlrlrlrrr" + "r" * len(other_batches))
             notes = []
@@ -291,8 +287,10 @@ def null_notes(groups: Sequence[Group], pinned_bw: float | None = None) -> list[
     for why, names in reasons.items():
         if why.startswith("no measured pinned"):
             notes.append("Transfer floor and floor: not drawn, " + why + " (pass "
-                         "`--pinned-bandwidth GB/s`, the measured pinned bulk host-to-device "
-                         "bandwidth); the compute floor is drawn where it exists.")
+                         "`--primitives FILE` with a pinned-h2d record of `memstrat "
+                         "primitives`, or `--pinned-bandwidth GB/s`, the measured pinned bulk "
+                         "host-to-device bandwidth); the compute floor is drawn where it "
+                         "exists.")
         else:
             notes.append(f"Floors: {why}, for {', '.join(sorted(names))}.")
     for why in sorted({p.reason for p in overlap_efficiency(groups) if p.reason}):
@@ -345,11 +343,14 @@ def statistics_notes(groups: Sequence[Group]) -> list[str]:
 
 
 def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | None = None,
-                 batch: int | None = None, pinned_bw: float | None = None) -> dict[str, Any]:
+                 batch: int | None = None, pinned_bw: float | None = None,
+                 primitives: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Load, aggregate, plot and write the report; returns what was written.
 
     pinned_bw: measured pinned bulk host-to-device bandwidth in bytes/s, for the transfer
-    floor; None leaves the transfer floor out and the report says so.
+    floor; None takes the pinned-h2d peak of `primitives`, and without those leaves the
+    transfer floor out (the report says so). primitives: `memstrat primitives` record files;
+    given, the report has the Transfer primitives and Cost model sections.
     """
     out = Path(out)
     files = resolve_inputs(inputs)
@@ -361,6 +362,11 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                           f"no record with status ok ({len(failed)} failed); nothing to "
                           "report")
     groups = aggregate(ok)
+    tables = PrimitiveTable.load_all(primitives) if primitives else {}
+    bandwidth_note = (f"B = {pinned_bw / 1e9:.1f} GB/s, given with --pinned-bandwidth"
+                      if pinned_bw is not None else "")
+    if pinned_bw is None and tables:
+        pinned_bw, bandwidth_note = pinned_bandwidth(tables, groups)
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
@@ -433,6 +439,14 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
             doc.p("Not drawn for lack of data (no such runs, or the counters were null): "
                   + "; ".join(missing) + ".")
 
+    model_csv = None
+    if tables:
+        written["primitives"] = primitives_section(doc, tables, plots_dir, bandwidth_note)
+        comparisons = cost_model.compare(groups, tables)
+        model_csv = cost_model.write_csv(comparisons, out / "cost_model.csv")
+        parity = cost_model_section(doc, comparisons, plots_dir)
+        written["cost_model_parity"] = [parity] if parity else []
+
     doc.h(2, "Null and unavailable values")
     notes = null_notes(groups, pinned_bw)
     doc.ul(notes or ["None: every counter was recorded for every run."])
@@ -475,7 +489,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     md_path.write_text(doc.markdown(), encoding="utf-8")
     html_path = out / "report.html"
     html_path.write_text(doc.html(title), encoding="utf-8")
-    return {"markdown": md_path, "html": html_path, "csv": csv_path,
+    return {"markdown": md_path, "html": html_path, "csv": csv_path, "cost_model_csv": model_csv,
             "plots": [p for ps in written.values() for p in ps],
             "groups": groups, "records": records}
 
@@ -492,22 +506,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--title", help="report title")
     ap.add_argument("--batch", type=int,
                     help="batch size for single-batch figures (default: 256 if present)")
+    ap.add_argument("--primitives", action="append", default=[], metavar="FILE",
+                    help="records of `memstrat primitives --json` (repeat for more files): "
+                         "adds the Transfer primitives and Cost model sections and "
+                         "cost_model.csv, and gives the floors the pinned-h2d peak bandwidth")
     ap.add_argument("--pinned-bandwidth", type=float, metavar="GB/s",
-                    help="measured pinned bulk host-to-device bandwidth in GB/s (1e9 B/s), "
-                         "e.g. from the primitives records; gives the transfer floor "
-                         "(without it the transfer floor is not drawn, and the report says "
-                         "so)")
+                    help="measured pinned bulk host-to-device bandwidth in GB/s (1e9 B/s) for "
+                         "the transfer floor; overrides the pinned-h2d peak of --primitives "
+                         "(without either the transfer floor is not drawn, and the report "
+                         "says so)")
     args = ap.parse_args(argv)
     if args.pinned_bandwidth is not None and args.pinned_bandwidth <= 0:
         ap.error("--pinned-bandwidth must be a positive number of GB/s")
     try:
         res = build_report(args.inputs, args.out, args.title, args.batch,
                            None if args.pinned_bandwidth is None
-                           else args.pinned_bandwidth * 1e9)
+                           else args.pinned_bandwidth * 1e9, args.primitives)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {res['markdown']}, {res['html']}, {res['csv']} and "
+    print(f"wrote {res['markdown']}, {res['html']}, {res['csv']}"
+          + (f", {res['cost_model_csv']}" if res["cost_model_csv"] else "") + " and "
           f"{len(res['plots'])} plots in {Path(args.out) / 'plots'}")
     return 0
 

@@ -76,6 +76,18 @@ def describe_interval(s: Summary | None) -> str:
     return f"[{_short(s.ci.low)}, {_short(s.ci.high)}] ±{s.half_width_pct:.1f}%"
 
 
+def median_with_interval(s: Summary | None, fmt: Callable[[float], str] | None = None) -> str:
+    """Compact '4.65 [4.6-4.69] n=5' (' UNSTABLE' appended when unstable) or '11 (n=1)'
+    without an interval, for secondary table columns; numbers formatted with `fmt`."""
+    fmt = fmt or _short
+    if s is None:
+        return "n/a"
+    if s.ci is None:
+        return f"{fmt(s.median)} (n={s.n})"
+    return (f"{fmt(s.median)} [{fmt(s.ci.low)}-{fmt(s.ci.high)}] n={s.n}"
+            + (" UNSTABLE" if s.unstable else ""))
+
+
 def stability_label(s: Summary | None) -> str:
     if s is None:
         return "n/a"

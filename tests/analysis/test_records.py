@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from analysis.records import (RecordError, failed_records, load_file, load_records,
-                              ok_records, validate_record)
+from analysis.records import (RecordError, failed_records, json_type, load_file,
+                              load_records, ok_records, read_jsonl, validate_record)
 
 
 def test_loads_fixture_records(fixtures_dir):
@@ -28,6 +28,18 @@ def test_malformed_json_names_file_and_line(fixtures_dir):
     msg = str(e.value)
     assert "malformed.jsonl:2:" in msg
     assert "not valid JSON" in msg
+
+
+def test_read_jsonl_yields_each_line_with_its_source(tmp_path):
+    f = tmp_path / "x.jsonl"
+    f.write_text('{"a": 1}\n\n[2]\n')
+    assert list(read_jsonl(f)) == [(f"{f}:1", {"a": 1}), (f"{f}:3", [2])]
+    with pytest.raises(RecordError, match="no such file"):
+        list(read_jsonl(tmp_path))                       # a folder is not a record file
+    with pytest.raises(RecordError, match="run memstrat first"):
+        list(read_jsonl(tmp_path / "missing.jsonl", "run memstrat first"))
+    assert [json_type(v) for v in (None, True, 1.5, "s", {}, [])] == [
+        "null", "boolean", "number", "string", "object", "array"]
 
 
 def test_old_schema_version_is_refused_clearly(fixtures_dir):

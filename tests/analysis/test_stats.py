@@ -54,6 +54,15 @@ def test_fewer_than_three_processes_have_no_interval(n):
     assert stats.stability_label(s) == "unknown (n<3)"
 
 
+def test_median_with_interval_is_compact_and_says_n():
+    assert stats.median_with_interval(None) == "n/a"
+    assert stats.median_with_interval(summarize([5.0])) == "5 (n=1)"
+    tight = Summary(median=10.0, n=5, min=9.9, max=10.1, rel_iqr=0.0, ci=Interval(9.9, 10.1))
+    assert stats.median_with_interval(tight, lambda v: f"{v:.1f}") == "10.0 [9.9-10.1] n=5"
+    wide = Summary(median=10.0, n=5, min=8.0, max=12.0, rel_iqr=0.2, ci=Interval(8.0, 12.0))
+    assert stats.median_with_interval(wide).endswith("n=5 UNSTABLE")
+
+
 def test_nulls_are_dropped_not_zeroed():
     s = summarize([None, 4.0, None, 6.0, 5.0])
     assert s.n == 3 and s.median == 5.0 and s.min == 4.0
