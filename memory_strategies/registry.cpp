@@ -3,9 +3,11 @@
 #include <stdexcept>
 
 #include "memory_strategies/double_buffer.h"
+#include "memory_strategies/double_buffer_graph.h"
 #include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
 #include "memory_strategies/pinned.h"
+#include "memory_strategies/pinned_graph.h"
 #include "memory_strategies/resident.h"
 #include "memory_strategies/zero_copy.h"
 #include "memory_strategies/zero_copy_staged.h"
@@ -67,6 +69,8 @@ std::vector<StrategyEntry> make_registry() {
       // Best forms: each names the naive form it improves.
       {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy"},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
+      {"pinned-graph", "pinned, but one packed copy per batch (images and labels in one block) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {}, make<PinnedGraphStrategy>, "pinned"},
+      {"double-buffer-graph", "double-buffer, but one packed copy per batch into K device slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams}, make<DoubleBufferGraphStrategy>, "double-buffer"},
   };
 }
 }  // namespace
