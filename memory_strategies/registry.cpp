@@ -62,7 +62,7 @@ std::vector<StrategyEntry> make_registry() {
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
       {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
       {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, /*improves=*/{}, /*batch_in_host_memory=*/true},
       {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},

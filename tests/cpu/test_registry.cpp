@@ -79,6 +79,15 @@ TEST(Registry, EpochCapturableDeclarations) {
                                                     "double-buffer-graph"}));
 }
 
+// Only zero-copy's step reads its batches where they lie in host memory; every other strategy
+// hands the step device memory (um: pages migrate on first touch and stay until the host writes).
+TEST(Registry, OnlyZeroCopyReadsBatchesInHostMemory) {
+  std::set<std::string_view> in_host;
+  for (const auto& e : strategy_registry())
+    if (e.batch_in_host_memory) in_host.insert(e.name);
+  EXPECT_EQ(in_host, (std::set<std::string_view>{"zero-copy"}));
+}
+
 TEST(Registry, FindStrategy) {
   ASSERT_NE(find_strategy("pinned"), nullptr);
   EXPECT_EQ(find_strategy("pinned")->name, "pinned");
