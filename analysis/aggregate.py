@@ -4,8 +4,10 @@ Runs are grouped by their configuration minus the seed, the run identity (run_id
 started_at) and the profiler switch, and by GPU name, so the processes of one
 configuration end up in one Group. For strategies without a pipeline (everything but
 double-buffer) depth and copy streams are ignored, as they do not change what the run does.
-`config.epoch_launch` (the whole epoch in one kernel launch) is part of the key: a missing
-field means a record written before that option existed, i.e. one launch per batch.
+`config.epoch_launch` (the whole epoch in one launch) and `config.epoch_form` (of a kernel or
+of a CUDA graph, or per batch) are part of the key: a missing epoch_launch means a record
+written before that option existed, i.e. one launch per batch; a missing epoch_form, one
+written before the graph form existed (a one-launch epoch was then the kernel form).
 
 Per process (one record): the median of its steady epochs 2..N (all epochs when N == 1).
 Per configuration: the median of those per-process values, its bootstrap 95% interval,
@@ -65,6 +67,7 @@ class GroupKey:
     epochs: int
     other: tuple = ()
     epoch_launch: bool = False
+    epoch_form: str = "per-batch"   # "kernel" | "graph" | "per-batch"
 
     @property
     def hidden_label(self) -> str:
@@ -79,8 +82,10 @@ class GroupKey:
                 ("s)" if self.streams != 1 else ")")
         elif self.depth is not None:
             label += f" (depth {self.depth})"
-        if self.epoch_launch:
+        if self.epoch_form == "kernel":
             label += " (one launch per epoch)"
+        elif self.epoch_form == "graph":
+            label += " (one graph per epoch)"
         return label
 
     def slice_key(self) -> tuple:
@@ -152,6 +157,7 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     cfg = record["config"]
     env = record.get("env") or {}
     other = tuple((k, _freeze(cfg.get(k))) for k in _OTHER_CONFIG)
+    epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),
         strategy=cfg["strategy"], scenario=cfg["scenario"], transfer=cfg["transfer"],
@@ -159,7 +165,15 @@ def group_key(record: dict[str, Any]) -> GroupKey:
         depth=(cfg.get("depth") or DEFAULT_DEPTH) if reads_option(cfg, "depth") else None,
         streams=(cfg.get("streams") or DEFAULT_STREAMS) if reads_option(cfg, "streams") else None,
         epochs=int(cfg["epochs"]), other=other,
-        epoch_launch=bool(cfg.get("epoch_launch") or False))
+        epoch_launch=epoch_launch, epoch_form=epoch_form_of(cfg))
+
+
+def epoch_form_of(cfg: dict[str, Any]) -> str:
+    """config.epoch_form, or what a record written before it existed ran."""
+    form = cfg.get("epoch_form")
+    if form:
+        return str(form)
+    return "kernel" if cfg.get("epoch_launch") else "per-batch"
 
 
 def _freeze(v: Any) -> Any:
@@ -251,7 +265,7 @@ def sort_key(key: GroupKey) -> tuple:
              else len(STRATEGY_ORDER))
     return (key.gpu, key.hidden, key.gemm, key.epochs, str(key.other), key.scenario,
             key.transfer, key.batch, order, key.strategy, key.depth or 0, key.streams or 0,
-            key.epoch_launch)
+            key.epoch_launch, key.epoch_form)
 
 
 def _make_group(key: GroupKey, recs: list[dict[str, Any]]) -> Group:
@@ -355,12 +369,15 @@ LABEL_BYTES = 4            # int32 label per sample
 
 def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     """The compute-only reference of `g`: `resident`, scenario static, with the same launch
-    form as `g` (config.epoch_launch false, one launch per batch, for every per-batch
-    strategy), same GPU, transfer, batch, hidden, GEMM, epochs and other options; None when
-    no such group was run."""
+    form as `g` (one launch per batch for every per-batch strategy; the kernel form for the
+    kernel form), same GPU, transfer, batch, hidden, GEMM, epochs and other options; None when
+    no such group was run. resident never runs as an epoch graph, so a graph-form run is
+    compared with the per-batch reference: the same step launches, each enqueued by the host
+    (a graph can come in below it, which is what removing the per-batch enqueue buys)."""
+    ref_form = "kernel" if g.key.epoch_form == "kernel" else "per-batch"
     for r in groups:
         k = r.key
-        if (k.strategy == REFERENCE_STRATEGY and k.epoch_launch == g.key.epoch_launch
+        if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == ref_form
                 and k.scenario == "static" and k.slice_key() == g.key.slice_key()
                 and k.transfer == g.key.transfer and k.batch == g.key.batch):
             return r

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <string>
 
 #include "common/nvtx.h"
+#include "memory_strategies/slot_ring.h"  // make_copy_streams
 
 namespace memstrat {
 
@@ -24,10 +24,7 @@ void DoubleBufferStrategy::attach(const HostDataset& data, const StrategyOptions
     consumed_.push_back(Event::create_sync_only());
   }
   consumed_recorded_.assign(static_cast<std::size_t>(depth_), 0);
-  for (int c = 0; c < opt.copy_streams; ++c) {
-    copy_streams_.push_back(Stream::create());
-    nvtx_name_stream(copy_streams_.back(), ("copy " + std::to_string(c)).c_str());
-  }
+  copy_streams_ = make_copy_streams(opt.copy_streams);
   timeline_.allocate(g.batches());
   source_.bind(host_images_.data(), host_labels_.data());
 }

@@ -8,6 +8,7 @@ void HostEpochSource::configure(const HostDataset& data, const StrategyOptions& 
                                 cudaStream_t compute) {
   writer_.emplace(data, opt);
   transfer_ = opt.transfer;
+  scenario_ = opt.scenario;
   compute_ = compute;
   geom_ = {writer_->samples(), opt.batch, writer_->image_bytes_per_sample()};
 }

@@ -44,6 +44,12 @@ class HostEpochSource {
   PackedLayout packed() const { return PackedLayout{geom_}; }
   cudaStream_t compute() const { return compute_; }
   bool refreshes() const { return writer_->refreshes(); }
+  /// True when all of an epoch's data is in the host storage before the epoch starts (static:
+  /// since bind; refresh: since begin_epoch) and nothing writes it while the epoch runs: the
+  /// scenarios in which a captured epoch graph may be replayed (MemoryStrategy::epoch_capturable).
+  bool written_before_epoch() const {
+    return scenario_ == Scenario::Static || scenario_ == Scenario::Refresh;
+  }
   std::int64_t samples() const { return geom_.samples; }
   /// Bytes of one epoch's images (transfer format) and labels.
   std::size_t image_bytes() const { return writer_->image_bytes(); }
@@ -64,6 +70,7 @@ class HostEpochSource {
   std::optional<EpochWriter> writer_;
   BatchGeometry geom_;
   Transfer transfer_ = Transfer::U8;
+  Scenario scenario_ = Scenario::Static;
   cudaStream_t compute_ = nullptr;
   void* images_ = nullptr;  // bound host storage: split (images_, labels_) ...
   std::int32_t* labels_ = nullptr;

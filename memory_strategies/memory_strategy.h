@@ -116,6 +116,9 @@ class MemoryStrategy {
   ///    is waited on (slot hand-overs across epochs are covered by the fork).
   ///  - stats() holds after a replay: byte counts come from the geometry, times from events the
   ///    graph records (CopyTimeline records external event nodes while capturing).
+  ///  - Only where all of an epoch's data is in place before the epoch starts (static, refresh:
+  ///    HostEpochSource::written_before_epoch); false in any scenario that writes batches while
+  ///    the epoch runs. Asked after attach (before it: as for the static scenario).
   virtual bool epoch_capturable() const { return false; }
   /// True when acquire(b) may be called for every batch of the epoch before any batch's compute
   /// is enqueued, and the views stay valid until end_epoch(): whatever acquire enqueues (if

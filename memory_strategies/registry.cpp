@@ -3,9 +3,11 @@
 #include <stdexcept>
 
 #include "memory_strategies/double_buffer.h"
+#include "memory_strategies/double_buffer_graph.h"
 #include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
 #include "memory_strategies/pinned.h"
+#include "memory_strategies/pinned_graph.h"
 #include "memory_strategies/resident.h"
 #include "memory_strategies/zero_copy.h"
 #include "memory_strategies/zero_copy_staged.h"
@@ -60,13 +62,15 @@ std::vector<StrategyEntry> make_registry() {
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
       {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
       {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, /*improves=*/{}, /*batch_in_host_memory=*/true},
       {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
       // Best forms: each names the naive form it improves.
       {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy"},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
+      {"pinned-graph", "pinned, but one packed copy per batch (images and labels in one block) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {}, make<PinnedGraphStrategy>, "pinned"},
+      {"double-buffer-graph", "double-buffer, but one packed copy per batch into K device slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams}, make<DoubleBufferGraphStrategy>, "double-buffer"},
   };
 }
 }  // namespace

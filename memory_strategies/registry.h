@@ -1,7 +1,8 @@
 // registry.h: the one list of memory strategies. The CLI, the tests and the matrix runner all
 // enumerate it. Adding a strategy = one new file + one line in registry.cpp: its name, a one-line
 // description, the device capability it needs, the per-strategy options it reads, a factory,
-// and for a best form the naive form it improves.
+// for a best form the naive form it improves, and whether the step reads its batches in place
+// from host memory.
 #pragma once
 
 #include <functional>
@@ -49,6 +50,10 @@ struct StrategyEntry {
   /// A best form names the naive strategy it improves (its description says how); empty for a
   /// naive form. Listings, the matrix and the report pair the two by it.
   std::string_view improves = {};
+  /// True when the step reads the batch in place from host memory (mapped: zero-copy), so that
+  /// every read the step makes of it crosses the bus. The step choice (mlp_config, choose_step)
+  /// then keeps --fused on from the single-launch step, which reads the batch several times.
+  bool batch_in_host_memory = false;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();

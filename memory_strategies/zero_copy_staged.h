@@ -1,26 +1,19 @@
 // zero_copy_staged.h: ZeroCopyStagedStrategy (`zero-copy-staged`), the best form of `zero-copy`.
 // The data lives in mapped pinned host memory, as for zero-copy, but in the packed layout (one
-// 16-byte-aligned block per batch: images, then labels). Per batch an SM copy kernel (SmCopy)
-// reads the block over PCIe ONCE, with coalesced 16-byte loads, into one of K device slots
-// (--depth), on its own stream, while the compute stream runs an earlier batch; the step then
-// reads device memory only. Slots are handed over by events exactly as in double-buffer:
-//   copied[slot]   stage stream -> compute: the batch has arrived
-//   consumed[slot] compute -> stage stream: the step that read the slot has finished
+// 16-byte-aligned block per batch: images, then labels; PackedHostBlocks). Per batch an SM copy
+// kernel (SmCopy) reads the block over PCIe ONCE, with coalesced 16-byte loads, into one of K
+// device slots (--depth), on its own stream, while the compute stream runs an earlier batch; the
+// step then reads device memory only. The slots are a SlotRing: handed over by copied / consumed
+// events as in double-buffer, forked from the compute stream in acquire(0) and joined in
+// end_epoch(), so every epoch enqueues the same work (epoch_capturable in static and refresh).
 // What it removes from zero-copy: every read the step makes of X crossing the bus (the GEMMs
 // read X more than once, at whatever width and pattern they use), replaced by one wide,
 // coalesced pass, overlapped with the previous step.
-//
-// Capturable (epoch_capturable): the stage stream forks from the compute stream in acquire(0)
-// and joins it in end_epoch(); batches 0..K-1 need no consumed event (the fork orders them
-// after the previous epoch's steps), so every epoch enqueues the same work.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
-#include "common/cuda_raii.h"
-#include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "memory_strategies/packed_host_blocks.h"
+#include "memory_strategies/slot_ring.h"
 #include "memory_strategies/sm_copy.h"
 
 namespace memstrat {
@@ -31,28 +24,18 @@ class ZeroCopyStagedStrategy final : public MemoryStrategy {
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
   BatchView acquire(int b) override;
-  void release(int b) override;
-  void end_epoch() override;
+  void release(int b) override { ring_.release(b); }
+  void end_epoch() override { ring_.end_epoch(); }
   /// h2d_bytes: what the staging kernels move per epoch (every block, from the geometry);
   /// copy_ms: their GPU time (events, re-recorded by a replayed epoch graph too).
   StrategyStats stats() const override;
-  bool epoch_capturable() const override { return true; }
+  bool epoch_capturable() const override { return source_.written_before_epoch(); }
 
  private:
-  void issue_copy(int b);  // stage batch b into slot b % depth on the stage stream
   HostEpochSource source_;
-  PackedLayout layout_;
-  int depth_ = 2;
-  PinnedBuffer<std::uint8_t> host_blocks_;         // mapped, packed layout
-  const std::uint8_t* mapped_blocks_ = nullptr;    // its device alias
-  std::vector<DeviceBuffer<std::uint8_t>> slots_;  // one block each
+  PackedHostBlocks blocks_;  // mapped
   SmCopy copier_;
-  Stream stage_;
-  std::vector<Event> copied_, consumed_;
-  Event fork_, join_;
-  CopyTimeline timeline_;
-  std::uint64_t epoch_bytes_ = 0;
-  int issued_ = 0;  // batches [0, issued_) of this epoch have their staging copy enqueued
+  SlotRing ring_;
 };
 
 }  // namespace memstrat

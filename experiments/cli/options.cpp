@@ -162,8 +162,8 @@ std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
 }
 
 /// Every `train` option, declared against the field of `c` it sets. The record key is the
-/// option's key under config.* in the record ("" where the record says something else: config.step
-/// and config.epoch_launch say what ran, config.dataset what was loaded).
+/// option's key under config.* in the record ("" where the record says something else: config.step,
+/// config.epoch_launch and config.epoch_form say what ran, config.dataset what was loaded).
 void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& table) {
   using kernels::GemmBackend;
   TrainOptions o(t, table);
@@ -187,16 +187,19 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   o.choice("--gemm", c.gemm, named({GemmBackend::Cublas, GemmBackend::Tiled}), "gemm", "GEMM backend");
   o.flag("--tf32", c.tf32, "tf32", "Allow TF32 tensor-core math in cuBLAS (changes results slightly)");
   o.choice("--graphs", c.graphs, named({Graphs::On, Graphs::Off}), "graphs",
-           "Replay each batch's MLP step as a CUDA graph");
+           "Replay each batch's MLP step as a CUDA graph (epochs enqueued batch by batch)");
   o.choice("--fused", c.fused, named({FusedMode::On, FusedMode::Single, FusedMode::Lt, FusedMode::Off}), "",
            "One-hidden-layer MLP with cuBLAS. on: the whole step in one kernel launch where "
            "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
            "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
            "kernels (4-5 launches per step); off: the layer-by-layer path (13)");
   o.choice("--epoch-launch", c.epoch_launch, named({EpochLaunch::On, EpochLaunch::Off}), "",
-           "on: where the strategy lets every batch be acquired up front (resident) and the "
-           "step is the single-launch one, run the whole epoch's steps in ONE kernel launch "
-           "(bitwise the same training; no per-batch launch or event); off: one launch per batch");
+           "on: run each epoch as ONE launch where the strategy allows it: of a kernel where "
+           "every batch can be acquired up front (resident) and the step is the single-launch "
+           "one; else of a CUDA graph of the whole epoch (copies, steps, events), captured in "
+           "epoch 1 and replayed, where the strategy can be captured (the graph best forms, "
+           "zero-copy-staged); bitwise the same training; "
+           "off: one launch per batch");
   // The strategies' options: range and meaning from the registry entries that read them.
   const StrategyOption& depth = strategy_option("depth");
   o.integer("--depth", c.depth, depth.min, depth.max, "depth", strategy_option_help(depth));

@@ -17,7 +17,8 @@ namespace memstrat {
 enum class StepKind {
   /// --fused on: SingleLaunch where it applies and is the faster one, i.e. max_batch·hidden <=
   /// kSingleLaunchMaxWork (measured on an H200: faster than cuBLASLt up to batch 1024 × hidden
-  /// 256 and batch 256 × hidden 1024, slower at batch 1024 × hidden 1024); else LtFused.
+  /// 256 and batch 256 × hidden 1024, slower at batch 1024 × hidden 1024); else LtFused. When the
+  /// batch is read in place from host memory (MlpConfig::batch_in_host_memory): Layerwise.
   Auto,
   /// --fused single: the whole step in ONE cooperative kernel launch, at any size it takes
   /// (one hidden layer, cuBLAS backend, fp32 only: not with tf32; kernels/single_launch/).
@@ -47,6 +48,10 @@ struct MlpConfig {
   std::uint64_t seed = 1;
   /// The step implementation asked for (see StepKind; chosen once, when the Mlp is built).
   StepKind step = StepKind::Auto;
+  /// The step reads each batch in place from host memory over the bus (the strategy's
+  /// StrategyEntry::batch_in_host_memory): Auto then takes the layer-by-layer step, whatever the
+  /// transfer format (choose_step).
+  bool batch_in_host_memory = false;
 };
 
 }  // namespace memstrat

@@ -56,6 +56,7 @@ json config_json(const RunRecord& r) {
   if (r.epoch_launch) {
     j["epoch_launch"] = r.epoch_launch->on;
     j["epoch_launch_off_reason"] = or_null(r.epoch_launch->off_reason);
+    j["epoch_form"] = to_string(r.epoch_launch->form);
   }
   return j;
 }

@@ -36,10 +36,12 @@ struct StepRecord {
   std::optional<std::string> fused_off_reason;          // none when fused
 };
 
-/// Whether the Trainer runs each epoch in one launch (config.epoch_launch, ..._off_reason).
+/// Whether the Trainer runs each epoch in one launch, and of what (config.epoch_launch,
+/// epoch_launch_off_reason, epoch_form).
 struct EpochLaunchChoice {
-  bool on = false;
+  bool on = false;                        // one launch per epoch: form kernel or graph
   std::optional<std::string> off_reason;  // none when on
+  EpochForm form = EpochForm::PerBatch;
 };
 
 /// The set-up window: building the stream, Mlp, strategy and Trainer.

@@ -41,6 +41,8 @@ MlpConfig mlp_config(const RunConfig& c, int features, int classes) {
   m.momentum = c.momentum;
   m.seed = c.seed;
   m.step = step_kind(c.fused);
+  // Where the strategy's batches are when the step reads them: the one place it reaches the Mlp.
+  m.batch_in_host_memory = c.strategy != nullptr && c.strategy->batch_in_host_memory;
   return m;
 }
 

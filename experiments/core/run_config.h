@@ -90,7 +90,8 @@ struct RunConfig {
 
 /// The strategy's part of the run.
 StrategyOptions strategy_options(const RunConfig& c);
-/// The model's part: layers = features, hidden..., classes; the step implementation per --fused.
+/// The model's part: layers = features, hidden..., classes; the step implementation per --fused
+/// and per where the strategy's batches are when the step reads them (batch_in_host_memory).
 MlpConfig mlp_config(const RunConfig& c, int features, int classes);
 /// "512,256": hidden sizes as typed on the command line.
 inline std::string hidden_string(const std::vector<int>& hidden) {

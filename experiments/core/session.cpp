@@ -101,7 +101,8 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
     p.strategy = cfg_.strategy->make();
     p.strategy->attach(data_, strategy_options(cfg_), p.compute);
     p.trainer = std::make_unique<Trainer>(*p.mlp, *p.strategy, data_, cfg_, p.compute);
-    rec.epoch_launch = EpochLaunchChoice{p.trainer->epoch_launch(), std::nullopt};
+    rec.epoch_launch =
+        EpochLaunchChoice{p.trainer->epoch_launch(), std::nullopt, p.trainer->epoch_form()};
     if (!p.trainer->epoch_launch()) rec.epoch_launch->off_reason = p.trainer->epoch_launch_off_reason();
     CUDA_CHECK(cudaStreamSynchronize(p.compute));
   }

@@ -10,12 +10,23 @@ namespace memstrat {
 
 namespace {
 
+// Auto's rule for a batch the step reads in place from mapped host memory (zero-copy): the
+// layer-by-layer step, whose u8 path reads the batch once (the normalise kernel writes it to
+// device memory), never a fused step, which reads X where it lies each time it needs it. One
+// rule for both transfer formats (see docs/strategies.md, "Which step reads a mapped batch").
+constexpr const char* kInHostMemory = "the batch is read in place from mapped host memory";
+
 // Why the cuBLASLt fused step does not apply ("" when it does).
 std::string lt_fused_off(const MlpConfig& c) {
   if (c.step == StepKind::Layerwise) return "off in the configuration";
   if (c.layers.size() != 3) return "the fused step needs exactly one hidden layer";
   if (c.gemm != kernels::GemmBackend::Cublas) return "the fused step needs the cuBLAS backend";
-  return kernels::fused_mlp_unsupported(c.layers[1], c.layers[2]);
+  if (std::string why = kernels::fused_mlp_unsupported(c.layers[1], c.layers[2]); !why.empty())
+    return why;
+  if (c.step == StepKind::Auto && c.batch_in_host_memory)
+    return std::string(kInHostMemory) +
+           ", where --fused on takes the layer-by-layer step (--fused lt forces the cuBLASLt one)";
+  return "";
 }
 
 // Why the configuration does not take the single-launch step ("" when it does; the device is
@@ -30,6 +41,10 @@ std::string single_launch_off(const MlpConfig& c) {
   if (std::string why = kernels::step_unsupported(c.layers[0], c.layers[1], c.layers[2]);
       !why.empty())
     return why;
+  if (c.step == StepKind::Auto && c.batch_in_host_memory)
+    return std::string(kInHostMemory) +
+           "; the single-launch step would read it over PCIe several times (--fused single "
+           "forces it)";
   const long long work = static_cast<long long>(c.max_batch) * c.layers[1];
   if (c.step != StepKind::SingleLaunch && work > kSingleLaunchMaxWork)
     return "batch × hidden = " + std::to_string(work) + " > " +

@@ -22,8 +22,8 @@ using SingleLaunchHere = std::string (*)(int hidden, int classes);
 
 /// SingleLaunch when asked for (Auto: within kSingleLaunchMaxWork) and the configuration and
 /// `here` allow it; else LtFused when asked for (not Layerwise) and the configuration allows
-/// it; else Layerwise. `here` is asked only when the configuration would take the
-/// single-launch step.
+/// it; else Layerwise. Auto with c.batch_in_host_memory takes Layerwise. `here` is asked only
+/// when the configuration would take the single-launch step.
 StepChoice choose_step(const MlpConfig& c, SingleLaunchHere here);
 
 }  // namespace memstrat

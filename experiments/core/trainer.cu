@@ -20,6 +20,18 @@ bool same_view(const BatchView& a, const BatchView& b) {
 }
 }  // namespace
 
+std::string_view to_string(EpochForm f) {
+  switch (f) {
+    case EpochForm::Kernel:
+      return "kernel";
+    case EpochForm::Graph:
+      return "graph";
+    case EpochForm::PerBatch:
+      return "per-batch";
+  }
+  return "?";
+}
+
 Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
                  const RunConfig& cfg, cudaStream_t compute)
     : mlp_(mlp),
@@ -41,15 +53,25 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
   host_correct_pinned_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_train_));
   host_loss_.resize(static_cast<std::size_t>(n_train_));
   graphs_by_batch_.resize(static_cast<std::size_t>(batches_));
-  if (cfg.epoch_launch == EpochLaunch::Off)
-    epoch_launch_off_reason_ = "off (--epoch-launch off)";
-  else if (!strategy_.acquire_ahead())
-    epoch_launch_off_reason_ = "strategy " + std::string(strategy_.name()) +
-                               " moves each batch while the previous ones compute";
+  const std::string strategy_name(strategy_.name());
+  std::string no_kernel;  // why not the kernel form
+  if (!strategy_.acquire_ahead())
+    no_kernel = "strategy " + strategy_name + " moves each batch while the previous ones compute";
   else if (!mlp_.multi_step())
-    epoch_launch_off_reason_ = "the " + mlp_.step_kind() + " step runs one launch per batch";
-  epoch_launch_ = epoch_launch_off_reason_.empty();
-  if (epoch_launch_) {
+    no_kernel = "the " + mlp_.step_kind() + " step runs one launch per batch";
+  if (cfg.epoch_launch == EpochLaunch::Off) {
+    form_ = EpochForm::PerBatch;
+    epoch_launch_off_reason_ = "off (--epoch-launch off)";
+  } else if (no_kernel.empty()) {
+    form_ = EpochForm::Kernel;
+  } else if (strategy_.epoch_capturable()) {
+    form_ = EpochForm::Graph;
+  } else {
+    form_ = EpochForm::PerBatch;
+    epoch_launch_off_reason_ =
+        no_kernel + ", and strategy " + strategy_name + " cannot be captured as one epoch graph";
+  }
+  if (form_ == EpochForm::Kernel) {
     mlp_.reserve_steps(batches_);
     views_.reserve(static_cast<std::size_t>(batches_));
   }
@@ -79,34 +101,35 @@ void Trainer::step(int b, const BatchView& v) {
   if (!g.exec || !same_view(g.view, v)) {
     // Capture once per batch index (during the first epoch); the addresses a strategy hands out
     // for batch b are the same every epoch, so the graph is replayed from then on.
-    cudaGraph_t graph = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
-    try {
+    g.exec = capture_graph(compute_, cudaStreamCaptureModeThreadLocal, [&] {
       mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
-    } catch (...) {
-      cudaStreamEndCapture(compute_, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(compute_, &graph));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-    CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
-    CUDA_CHECK(err);
-    g.exec = GraphExec(exec);
+    });
     g.view = v;
   }
   CUDA_CHECK(cudaGraphLaunch(g.exec.get(), compute_));
 }
 
+void Trainer::record(cudaEvent_t e) {
+  // In the graph form this runs only while the epoch is captured. A plain record there would
+  // only order nodes inside the graph and never record at replay; an external event node records
+  // the event every time the graph runs, so a replayed epoch is timed like an enqueued one.
+  if (form_ == EpochForm::Graph)
+    CUDA_CHECK(cudaEventRecordWithFlags(e, compute_, cudaEventRecordExternal));
+  else
+    CUDA_CHECK(cudaEventRecord(e, compute_));
+}
+
 void Trainer::enqueue_batches() {
   for (int b = 0; b < batches_; ++b) {
     NvtxRange br(Phase::Batch, "batch " + std::to_string(b));
-    CUDA_CHECK(cudaEventRecord(ready_[b], compute_));
+    record(ready_[b]);
     const BatchView v = strategy_.acquire(b);
-    CUDA_CHECK(cudaEventRecord(data_[b], compute_));
-    step(b, v);
-    CUDA_CHECK(cudaEventRecord(done_[b], compute_));
+    record(data_[b]);
+    if (form_ == EpochForm::Graph)  // being captured: the step goes into the epoch graph as is
+      mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
+    else
+      step(b, v);
+    record(done_[b]);
     strategy_.release(b);
   }
 }
@@ -122,6 +145,23 @@ void Trainer::enqueue_epoch_launch() {
   for (int b = 0; b < batches_; ++b) strategy_.release(b);
 }
 
+void Trainer::launch_epoch_graph() {
+  if (!epoch_graph_) {
+    // Captured once, from the first epoch (the NVTX ranges of its batches, copies and steps are
+    // opened now, while capturing). The strategy's contract (epoch_capturable) makes every
+    // epoch's enqueues the same, and the Mlp's buffers, the events and the per-sample outputs
+    // never move, so nothing the graph depends on changes: it is never captured again.
+    NvtxRange cr(Phase::Batch, "capture epoch graph");
+    epoch_graph_ = capture_graph(compute_, cudaStreamCaptureModeThreadLocal, [&] {
+      enqueue_batches();
+      strategy_.end_epoch();
+    });
+    ++epoch_graph_captures_;
+  }
+  NvtxRange br(Phase::Batch, "batches 0-" + std::to_string(batches_ - 1) + " (one graph)");
+  CUDA_CHECK(cudaGraphLaunch(epoch_graph_.get(), compute_));
+}
+
 EpochResult Trainer::run_epoch(int epoch) {
   EpochResult r;
   r.epoch = epoch;
@@ -132,17 +172,25 @@ EpochResult Trainer::run_epoch(int epoch) {
     strategy_.begin_epoch(epoch);
   }
   r.host_ms = ms_since(t0);
-  if (epoch_launch_)
-    enqueue_epoch_launch();
-  else
-    enqueue_batches();
-  strategy_.end_epoch();
+  switch (form_) {
+    case EpochForm::Kernel:
+      enqueue_epoch_launch();
+      strategy_.end_epoch();
+      break;
+    case EpochForm::Graph:
+      launch_epoch_graph();  // end_epoch is in the graph
+      break;
+    case EpochForm::PerBatch:
+      enqueue_batches();
+      strategy_.end_epoch();
+      break;
+  }
   CUDA_CHECK(cudaStreamSynchronize(compute_));
   r.wall_ms = ms_since(t0);
 
   // Everything below is outside the timed region.
   r.gpu_ms = elapsed_ms(ready_[0], done_[batches_ - 1]);
-  if (epoch_launch_) {
+  if (form_ == EpochForm::Kernel) {
     r.stall_ms = elapsed_ms(ready_[0], data_[0]);
     r.compute_ms = elapsed_ms(data_[0], done_[batches_ - 1]);
   } else {

@@ -1,16 +1,24 @@
 // trainer.h: Trainer, the epoch loop. It asks the MemoryStrategy for each batch, runs the Mlp
-// step on the compute stream (optionally as a per-batch CUDA graph), and times every epoch with
-// CUDA events (three per batch: ready -> data -> done) and a host clock. With the epoch launch
-// (a strategy whose batches can all be acquired up front, and the single-launch step) it
-// acquires every batch, runs all steps in one kernel launch and releases them; the events then
-// bracket the whole epoch (ready -> data: the acquires, data -> done: the launch). It never
-// branches on which strategy it holds, only on what it says it allows.
+// step on the compute stream, and times every epoch with CUDA events (three per batch: ready ->
+// data -> done) and a host clock. An epoch runs in one of three forms (EpochForm), chosen once:
+//  - kernel: a strategy whose batches can all be acquired up front and the single-launch step:
+//    it acquires every batch, runs all steps in ONE kernel launch and releases them; the events
+//    then bracket the whole epoch (ready -> data: the acquires, data -> done: the launch).
+//  - graph: a strategy that allows it (epoch_capturable): the first epoch's enqueues (every
+//    acquire, step, release and end_epoch; begin_epoch stays outside, host work) are captured
+//    into ONE CUDA graph, replayed as it is every later epoch. The per-batch events are external
+//    event nodes of the graph, recorded at every replay, so the figures mean what they mean
+//    per batch.
+//  - per-batch: acquire, step (optionally replayed as a per-batch CUDA graph), release, enqueued
+//    batch by batch.
+// It never branches on which strategy it holds, only on what it says it allows.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/cuda_raii.h"
@@ -19,6 +27,15 @@
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
+
+/// How an epoch runs (the record's config.epoch_form).
+enum class EpochForm {
+  Kernel,    // every step in ONE cooperative kernel launch
+  Graph,     // the epoch's enqueues captured once as ONE CUDA graph, replayed every epoch
+  PerBatch,  // enqueued batch by batch
+};
+/// "kernel", "graph", "per-batch".
+std::string_view to_string(EpochForm f);
 
 struct EpochResult {
   int epoch = 0;
@@ -41,14 +58,18 @@ struct EvalResult {
 class Trainer {
  public:
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
-  /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs and
-  /// cfg.epoch_launch: run each epoch's steps in ONE kernel launch where that is possible (the
-  /// strategy's acquire_ahead() and the Mlp's multi_step()); epoch_launch_off_reason() says why
-  /// not otherwise.
+  /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs (per-batch form
+  /// only) and cfg.epoch_launch: run each epoch as ONE launch where possible, the kernel form
+  /// (the strategy's acquire_ahead() and the Mlp's multi_step()) before the graph form (the
+  /// strategy's epoch_capturable()); epoch_launch_off_reason() says why neither otherwise.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
           cudaStream_t compute);
-  bool epoch_launch() const { return epoch_launch_; }
+  EpochForm epoch_form() const { return form_; }
+  /// True when an epoch runs as one launch, of a kernel or of a graph.
+  bool epoch_launch() const { return form_ != EpochForm::PerBatch; }
   const std::string& epoch_launch_off_reason() const { return epoch_launch_off_reason_; }
+  /// How many times the epoch graph has been captured (graph form: 1 from the first epoch on).
+  int epoch_graph_captures() const { return epoch_graph_captures_; }
 
   EpochResult run_epoch(int epoch);
   /// Test-set loss and accuracy (forward only, outside any timed region).
@@ -65,10 +86,14 @@ class Trainer {
 
  private:
   void step(int b, const BatchView& v);
-  void enqueue_batches();       // one step per batch (graphs optional)
-  void enqueue_epoch_launch();  // every step in one launch
-  bool epoch_launch_ = false;
+  void record(cudaEvent_t e);   // on the compute stream; an external node in the epoch graph
+  void enqueue_batches();       // one step per batch (per-batch form, or captured: graph form)
+  void enqueue_epoch_launch();  // every step in one launch (kernel form)
+  void launch_epoch_graph();    // graph form: captured the first time, then replayed
+  EpochForm form_ = EpochForm::PerBatch;
   std::string epoch_launch_off_reason_;
+  GraphExec epoch_graph_;
+  int epoch_graph_captures_ = 0;
   std::vector<BatchView> views_;
   Mlp& mlp_;
   MemoryStrategy& strategy_;
@@ -91,7 +116,7 @@ class Trainer {
   PinnedBuffer<float> host_test_loss_;
   PinnedBuffer<std::int32_t> host_test_correct_;
   std::int64_t n_test_;
-  // Per-batch graphs of the MLP step, keyed by batch index; recaptured if the view changes.
+  // Per-batch form: graphs of the MLP step, keyed by batch index; recaptured if the view changes.
   struct CapturedStep {
     GraphExec exec;
     BatchView view;

@@ -79,6 +79,26 @@ def test_reference_is_per_batch_static_resident():
     assert pts[("resident", "refresh")].efficiency == pytest.approx(0.0)   # upload is serial
 
 
+def test_graph_form_is_its_own_group_compared_with_per_batch_resident():
+    graph = rec("double-buffer-graph", gpu=9.5, copy=4.0, h2d=U8_BYTES, epoch_launch=True)
+    graph["config"]["epoch_form"] = "graph"
+    per_batch = rec("double-buffer-graph", gpu=11.0, copy=4.0, h2d=U8_BYTES,
+                    epoch_launch=False)
+    per_batch["config"]["epoch_form"] = "per-batch"
+    kernel = rec("resident", gpu=8.0, epoch_launch=True)    # written before epoch_form
+    ref = rec("resident", gpu=10.0, epoch_launch=False)
+    groups = aggregate([graph, per_batch, kernel, ref])
+    by = {(g.key.strategy, g.key.epoch_form): g for g in groups}
+    assert set(by) == {("double-buffer-graph", "graph"), ("double-buffer-graph", "per-batch"),
+                       ("resident", "kernel"), ("resident", "per-batch")}
+    assert by[("double-buffer-graph", "graph")].key.variant_label.endswith("(one graph per epoch)")
+    # resident never runs as a graph: the graph form's reference is the per-batch resident
+    for form in ("graph", "per-batch"):
+        assert compute_reference(groups, by[("double-buffer-graph", form)]) is \
+            by[("resident", "per-batch")], form
+    assert compute_reference(groups, by[("resident", "kernel")]) is by[("resident", "kernel")]
+
+
 def test_no_reference_without_per_batch_resident():
     gs = groups_of(rec("resident", gpu=8.0, epoch_launch=True),
                    rec("double-buffer", gpu=11.0, copy=4.0, h2d=U8_BYTES))

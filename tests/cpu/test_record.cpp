@@ -80,8 +80,11 @@ RunRecord started(const RunConfig& c) {
 
 RunRecord finished_record() {
   RunRecord r = started(pinned_config());
-  r.epoch_launch =
-      EpochLaunchChoice{false, "strategy pinned moves each batch while the previous ones compute"};
+  r.epoch_launch = EpochLaunchChoice{false,
+                                     "strategy pinned moves each batch while the previous ones "
+                                     "compute, and strategy pinned cannot be captured as one "
+                                     "epoch graph",
+                                     EpochForm::PerBatch};
   r.setup = SetupRecord{88.75618, counters({{"cudaMalloc", 21}, {"cudaMallocHost", 6}, {"cudaFree", 1}})};
   const double wall[] = {10.89375, 10.810531, 10.806082};
   const double loss[] = {0.3779624472444752, 0.17556167361347086, 0.12834617838263512};
@@ -185,6 +188,7 @@ TEST(Record, KeysAndValuesOfAFinishedRun) {
   EXPECT_TRUE(c["single_launch_off_reason"].is_null());
   EXPECT_EQ(c["epoch_launch"], false);
   EXPECT_TRUE(c["epoch_launch_off_reason"].is_string());
+  EXPECT_EQ(c["epoch_form"], "per-batch");
   EXPECT_EQ(j["setup"]["api_calls"]["cudaMalloc"], 21);
   EXPECT_EQ(j["epochs"].size(), 3u);
   EXPECT_EQ(j["epochs"][1]["copy_ms"], 3.90625);
@@ -197,6 +201,20 @@ TEST(Record, KeysAndValuesOfAFinishedRun) {
   EXPECT_EQ(j["final"]["samples_per_s"], s["samples_per_s"]);
   EXPECT_EQ(j["api_totals"]["cudaFree"], 22);
   EXPECT_TRUE(j["profiler_notes"].is_array());
+}
+
+// config.epoch_form names which of the two one-launch forms ran (config.epoch_launch is true for
+// both) or that the epoch was enqueued batch by batch.
+TEST(Record, EpochFormSaysWhichLaunchRan) {
+  RunRecord r = finished_record();
+  for (const auto& [form, name] : {std::pair{EpochForm::Kernel, "kernel"},
+                                   std::pair{EpochForm::Graph, "graph"}}) {
+    r.epoch_launch = EpochLaunchChoice{true, std::nullopt, form};
+    const json c = r.to_json()["config"];
+    EXPECT_EQ(c["epoch_launch"], true);
+    EXPECT_TRUE(c["epoch_launch_off_reason"].is_null());
+    EXPECT_EQ(c["epoch_form"], name);
+  }
 }
 
 TEST(Record, WhatIsNotMeasuredIsNullNotZero) {
@@ -220,6 +238,7 @@ TEST(Record, AFailedRunHasNoTotals) {
   for (const char* k : {"setup", "summary", "final", "api_totals", "profiler_notes"})
     EXPECT_FALSE(j.contains(k)) << k;
   EXPECT_FALSE(j["config"].contains("epoch_launch"));
+  EXPECT_FALSE(j["config"].contains("epoch_form"));
   EXPECT_TRUE(j["config"].contains("step"));
   EXPECT_TRUE(j["epochs"].empty());
 }

@@ -18,8 +18,9 @@ TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
   std::vector<std::string> names;
   for (const auto& e : strategy_registry()) names.emplace_back(e.name);
   const std::vector<std::string> want = {
-      "resident", "pageable",    "pinned",    "double-buffer",    "zero-copy",
-      "um",       "um-prefetch", "um-advise", "zero-copy-staged", "um-prefetch-coarse"};
+      "resident",         "pageable",           "pinned",       "double-buffer",
+      "zero-copy",        "um",                 "um-prefetch",  "um-advise",
+      "zero-copy-staged", "um-prefetch-coarse", "pinned-graph", "double-buffer-graph"};
   EXPECT_EQ(names, want);
 }
 
@@ -27,7 +28,9 @@ TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
 // form, listed before it, and named in its description; naive forms improve nothing.
 TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   const std::map<std::string, std::string> want = {{"zero-copy-staged", "zero-copy"},
-                                                   {"um-prefetch-coarse", "um-prefetch"}};
+                                                   {"um-prefetch-coarse", "um-prefetch"},
+                                                   {"pinned-graph", "pinned"},
+                                                   {"double-buffer-graph", "double-buffer"}};
   std::map<std::string, std::string> got;
   std::set<std::string_view> seen;
   for (const auto& e : strategy_registry()) {
@@ -44,6 +47,10 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   EXPECT_EQ(got, want);
   ASSERT_EQ(best_forms_of("zero-copy").size(), 1u);
   EXPECT_EQ(best_forms_of("zero-copy")[0]->name, "zero-copy-staged");
+  ASSERT_EQ(best_forms_of("pinned").size(), 1u);
+  EXPECT_EQ(best_forms_of("pinned")[0]->name, "pinned-graph");
+  ASSERT_EQ(best_forms_of("double-buffer").size(), 1u);
+  EXPECT_EQ(best_forms_of("double-buffer")[0]->name, "double-buffer-graph");
   EXPECT_TRUE(best_forms_of("resident").empty());
   EXPECT_TRUE(best_forms_of("").empty()) << "a naive form's empty `improves` pairs with nothing";
 }
@@ -62,12 +69,23 @@ TEST(Registry, NamesUniqueDescriptionsPresentFactoriesMakeTheNamedStrategy) {
 // Which strategies let a trainer capture a whole epoch as one CUDA graph (the contract is on
 // MemoryStrategy::epoch_capturable; tests/gpu/test_epoch_capture.cu holds each one to it).
 // um-prefetch-coarse cannot: its first static epoch differs from the later ones, and graphs have
-// no node for cudaMemPrefetchAsync.
+// no node for cudaMemPrefetchAsync. The naive forms stay what a first attempt writes: enqueued
+// batch by batch.
 TEST(Registry, EpochCapturableDeclarations) {
   std::set<std::string_view> capturable;
   for (const auto& e : strategy_registry())
     if (e.make()->epoch_capturable()) capturable.insert(e.name);
-  EXPECT_EQ(capturable, (std::set<std::string_view>{"zero-copy-staged"}));
+  EXPECT_EQ(capturable, (std::set<std::string_view>{"zero-copy-staged", "pinned-graph",
+                                                    "double-buffer-graph"}));
+}
+
+// Only zero-copy's step reads its batches where they lie in host memory; every other strategy
+// hands the step device memory (um: pages migrate on first touch and stay until the host writes).
+TEST(Registry, OnlyZeroCopyReadsBatchesInHostMemory) {
+  std::set<std::string_view> in_host;
+  for (const auto& e : strategy_registry())
+    if (e.batch_in_host_memory) in_host.insert(e.name);
+  EXPECT_EQ(in_host, (std::set<std::string_view>{"zero-copy"}));
 }
 
 TEST(Registry, FindStrategy) {
@@ -114,6 +132,7 @@ TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
 TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
   const std::map<std::string, std::vector<std::string>> want = {
       {"double-buffer", {"depth", "copy-streams"}},
+      {"double-buffer-graph", {"depth", "copy-streams"}},
       {"um-advise", {"advise"}},
       {"zero-copy-staged", {"depth"}},
       {"um-prefetch-coarse", {"prefetch-chunk"}}};

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "experiments/core/run_config.h"
 #include "experiments/core/step_choice.h"
 
 namespace {
@@ -100,6 +101,75 @@ TEST(StepChoice, AsksTheDeviceOnlyWhenTheConfigurationTakesTheSingleLaunchStep) 
   EXPECT_EQ(g_here_calls, 0);
   choose_step(config(StepKind::Auto), device_runs_it);
   EXPECT_EQ(g_here_calls, 1);
+}
+
+// A batch the step reads in place from mapped host memory (zero-copy): --fused on takes the
+// layer-by-layer step, which reads a u8 batch once (the normalise kernel), never the
+// single-launch step, which reads X over the bus several times per step. Explicit requests still
+// run what they ask for.
+MlpConfig in_host_memory(StepKind kind, int hidden = 256, int max_batch = 256) {
+  MlpConfig c = config(kind, hidden, max_batch);
+  c.batch_in_host_memory = true;
+  return c;
+}
+
+TEST(StepChoice, AutoTakesTheLayerByLayerStepForABatchInHostMemory) {
+  g_here_calls = 0;
+  const StepChoice a = choose_step(in_host_memory(StepKind::Auto), device_runs_it);
+  EXPECT_EQ(a.kind, StepKind::Layerwise);
+  EXPECT_EQ(a.single_off_reason,
+            "the batch is read in place from mapped host memory; the single-launch step would "
+            "read it over PCIe several times (--fused single forces it)");
+  EXPECT_NE(a.fused_off_reason.find("mapped host memory"), std::string::npos) << a.fused_off_reason;
+  EXPECT_NE(a.fused_off_reason.find("--fused lt"), std::string::npos) << a.fused_off_reason;
+  EXPECT_EQ(g_here_calls, 0) << "the rule needs no device query";
+  // Past the single-launch work limit too (Auto would otherwise take cuBLASLt there).
+  const int over = static_cast<int>(kSingleLaunchMaxWork / 256) + 1;
+  EXPECT_EQ(choose_step(in_host_memory(StepKind::Auto, 256, over), device_runs_it).kind,
+            StepKind::Layerwise);
+  // A reason the configuration cannot take a fused step at all comes first.
+  MlpConfig deep = in_host_memory(StepKind::Auto);
+  deep.layers = {784, 128, 64, 10};
+  EXPECT_EQ(choose_step(deep, device_runs_it).fused_off_reason,
+            "the fused step needs exactly one hidden layer");
+}
+
+TEST(StepChoice, ExplicitRequestsIgnoreWhereTheBatchIs) {
+  const StepChoice single = choose_step(in_host_memory(StepKind::SingleLaunch), device_runs_it);
+  EXPECT_EQ(single.kind, StepKind::SingleLaunch);
+  EXPECT_EQ(single.single_off_reason, "");
+  const StepChoice lt = choose_step(in_host_memory(StepKind::LtFused), device_runs_it);
+  EXPECT_EQ(lt.kind, StepKind::LtFused);
+  EXPECT_EQ(lt.fused_off_reason, "");
+  // --fused single on a device without it falls back to cuBLASLt, as for any batch.
+  EXPECT_EQ(choose_step(in_host_memory(StepKind::SingleLaunch), device_lacks_it).kind,
+            StepKind::LtFused);
+  EXPECT_EQ(choose_step(in_host_memory(StepKind::Layerwise), device_runs_it).kind,
+            StepKind::Layerwise);
+}
+
+// The property comes from the strategy's registry entry, through mlp_config (the one place a run
+// builds its MlpConfig), for either transfer format: the rule is transfer-independent.
+TEST(StepChoice, MlpConfigCarriesWhereTheStrategysBatchesAre) {
+  for (const memstrat::Transfer t : {memstrat::Transfer::U8, memstrat::Transfer::F32}) {
+    memstrat::RunConfig rc;
+    rc.transfer = t;
+    rc.strategy = memstrat::find_strategy("zero-copy");
+    const MlpConfig zc = memstrat::mlp_config(rc, 784, 10);
+    EXPECT_TRUE(zc.batch_in_host_memory);
+    EXPECT_EQ(choose_step(zc, device_runs_it).kind, StepKind::Layerwise);
+    rc.fused = memstrat::FusedMode::Single;
+    EXPECT_EQ(choose_step(memstrat::mlp_config(rc, 784, 10), device_runs_it).kind,
+              StepKind::SingleLaunch);
+    for (const char* name : {"resident", "zero-copy-staged", "pinned-graph", "um"}) {
+      memstrat::RunConfig other;
+      other.transfer = t;
+      other.strategy = memstrat::find_strategy(name);
+      const MlpConfig c = memstrat::mlp_config(other, 784, 10);
+      EXPECT_FALSE(c.batch_in_host_memory) << name;
+      EXPECT_EQ(choose_step(c, device_runs_it).kind, StepKind::SingleLaunch) << name;
+    }
+  }
 }
 
 TEST(StepChoice, KindsHaveTheRecordsNames) {

@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cuda_raii.h"
@@ -55,6 +57,8 @@ struct RunOutput {
   std::vector<EpochResult> epochs;
   EvalResult test;
   bool epoch_launch = false;  // whether the trainer ran each epoch in one launch
+  EpochForm epoch_form = EpochForm::PerBatch;  // ... of which form
+  std::string step;           // the step implementation that ran (config.step)
 };
 
 inline RunOutput train_run(const RunConfig& c) {
@@ -65,8 +69,45 @@ inline RunOutput train_run(const RunConfig& c) {
   for (const EpochRecord& e : r.epochs) out.epochs.push_back(e.train);
   out.test = r.totals->final_test;
   out.epoch_launch = r.epoch_launch->on;
+  out.epoch_form = r.epoch_launch->form;
+  out.step = r.step->step;
   return out;
 }
+
+/// The --fused request that forces step implementation `step` (a record's config.step).
+inline FusedMode fused_mode_for(const std::string& step) {
+  if (step == "single-launch") return FusedMode::Single;
+  if (step == "cublaslt-fused") return FusedMode::Lt;
+  if (step == "layer-by-layer") return FusedMode::Off;
+  throw std::invalid_argument("no --fused mode runs step '" + step + "'");
+}
+
+/// `resident` runs of one configuration, one per step implementation: the reference a strategy's
+/// run is compared with is resident's with the same step (--fused on picks the step per strategy:
+/// the layer-by-layer one where the batch is read in place from host memory, and the steps
+/// differ in fp32 summation order).
+class ResidentReference {
+ public:
+  /// `base`: the configuration (its strategy is replaced by resident).
+  explicit ResidentReference(RunConfig base) : base_(std::move(base)) {
+    base_.strategy = find_strategy("resident");
+  }
+  /// Resident's run with the step `got` ran.
+  const RunOutput& for_step_of(const RunOutput& got) {
+    auto it = runs_.find(got.step);
+    if (it != runs_.end()) return it->second;
+    RunConfig c = base_;
+    c.fused = fused_mode_for(got.step);
+    RunOutput ref = train_run(c);
+    if (ref.step != got.step)
+      throw std::runtime_error("resident did not run the " + got.step + " step: " + ref.step);
+    return runs_.emplace(got.step, std::move(ref)).first->second;
+  }
+
+ private:
+  RunConfig base_;
+  std::map<std::string, RunOutput> runs_;
+};
 
 /// "" when bitwise equal, else where they first differ.
 inline std::string first_difference(const RunOutput& a, const RunOutput& b) {

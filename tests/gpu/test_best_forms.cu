@@ -5,6 +5,9 @@
 //                       and no GPU fault either: the pages did stay)
 //   zero-copy-staged    one staging kernel per batch (images and labels in one packed block),
 //                       no copy-engine copy
+//   pinned-graph,       one packed copy per batch (half of the naive form's); and with the
+//   double-buffer-graph epoch graph (as zero-copy-staged) no per-batch host enqueue at all: a
+//                       replayed epoch is ONE cudaGraphLaunch, no copy, launch or event call
 #include "common/profiler/profiler.h"
 #include "gpu_test_support.h"
 #include "memory_strategies/prefetch_plan.h"
@@ -18,10 +21,11 @@ constexpr int kEpochs = 3;
 
 // One counter window per epoch of `strategy` at batch 256, u8.
 std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string& strategy,
-                                          Scenario sc) {
+                                          Scenario sc, EpochLaunch launch = EpochLaunch::On) {
   const HostDataset& data = mnist();
-  RunConfig c = short_run(strategy);  // batch 256, u8, graphs and epoch launch as the CLI's
+  RunConfig c = short_run(strategy);  // batch 256, u8, graphs as the CLI's
   c.scenario = sc;
+  c.epoch_launch = launch;
   Stream compute = Stream::create();
   Mlp mlp(mlp_config(c, data.features(), data.classes), compute);
   auto st = c.strategy->make();
@@ -88,15 +92,65 @@ TEST_F(BestForms, ZeroCopyStagedIsOneStagingKernelPerBatchAndNoCopyEngineCopy) {
   if (const std::string why = waived("zero-copy-staged"); !why.empty()) GTEST_SKIP() << why;
   const int batches = batch_count(mnist().n_train(), 256);
   for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-    // The naive form runs the same steps (one graph replay per batch) and stages nothing.
-    const std::vector<WindowCounters> naive = epoch_windows(*prof_, "zero-copy", sc);
-    const std::vector<WindowCounters> staged = epoch_windows(*prof_, "zero-copy-staged", sc);
+    // Both enqueued batch by batch (the staged form's default is one epoch graph, in which the
+    // staging kernels are graph nodes: EpochGraphBestFormsEnqueueNothingPerBatch below). The
+    // naive form's step is one graph replay per batch too (its step implementation differs:
+    // the batch is read in host memory) and it stages nothing.
+    const std::vector<WindowCounters> naive = epoch_windows(*prof_, "zero-copy", sc, EpochLaunch::Off);
+    const std::vector<WindowCounters> staged =
+        epoch_windows(*prof_, "zero-copy-staged", sc, EpochLaunch::Off);
     for (int e = 1; e < kEpochs; ++e) {  // epoch 1 captures the step graphs
       EXPECT_EQ(launches(staged[e]), launches(naive[e]) + batches)
           << to_string(sc) << " epoch " << e + 1;
       EXPECT_EQ(staged[e].api.count("cudaMemcpyAsync"), naive[e].api.count("cudaMemcpyAsync"))
           << to_string(sc) << " epoch " << e + 1;
       EXPECT_EQ(staged[e].api.count("cudaMemcpy"), naive[e].api.count("cudaMemcpy"));
+    }
+  }
+}
+
+// Packed: one copy per batch where the naive form makes two (images, labels), both enqueued batch
+// by batch to count them.
+TEST_F(BestForms, GraphBestFormsCopyEachBatchOnce) {
+  const int batches = batch_count(mnist().n_train(), 256);
+  for (const auto& [naive, best] : {std::pair{"pinned", "pinned-graph"},
+                                    std::pair{"double-buffer", "double-buffer-graph"}}) {
+    for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
+      const std::vector<WindowCounters> n = epoch_windows(*prof_, naive, sc, EpochLaunch::Off);
+      const std::vector<WindowCounters> b = epoch_windows(*prof_, best, sc, EpochLaunch::Off);
+      for (int e = 1; e < kEpochs; ++e)
+        EXPECT_EQ(n[e].api.count("cudaMemcpyAsync") - b[e].api.count("cudaMemcpyAsync"),
+                  static_cast<std::uint64_t>(batches))
+            << best << " " << to_string(sc) << " epoch " << e + 1;
+    }
+  }
+}
+
+// The epoch graph: captured once in epoch 1 (one cudaStreamBeginCapture), then every epoch is ONE
+// cudaGraphLaunch: no copy, kernel launch, event record or wait is enqueued per batch. The
+// trainer's own per-epoch calls (reading back the losses, the event timings) stay: they are
+// those of the resident kernel form, which enqueues nothing per batch either.
+TEST_F(BestForms, EpochGraphBestFormsEnqueueNothingPerBatch) {
+  const std::vector<WindowCounters> resident = epoch_windows(*prof_, "resident", Scenario::Static);
+  for (const char* s : {"pinned-graph", "double-buffer-graph", "zero-copy-staged"}) {
+    if (const std::string why = waived(s); !why.empty()) {
+      std::cout << "[ WAIVED ] " << s << ": " << why << "\n";
+      continue;
+    }
+    for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
+      const std::vector<WindowCounters> w = epoch_windows(*prof_, s, sc);
+      const std::string what = std::string(s) + " " + std::string(to_string(sc));
+      EXPECT_EQ(w[0].api.count("cudaStreamBeginCapture"), 1u) << what << " epoch 1";
+      EXPECT_EQ(w[0].api.count("cudaGraphLaunch"), 1u) << what << " epoch 1";
+      for (int e = 1; e < kEpochs; ++e) {
+        const std::string ep = what + " epoch " + std::to_string(e + 1);
+        EXPECT_EQ(w[e].api.count("cudaStreamBeginCapture"), 0u) << ep;
+        EXPECT_EQ(w[e].api.count("cudaGraphLaunch"), 1u) << ep;
+        EXPECT_EQ(launches(w[e]), 0u) << ep;
+        for (const char* fn : {"cudaEventRecord", "cudaEventRecordWithFlags", "cudaStreamWaitEvent"})
+          EXPECT_EQ(w[e].api.count(fn), 0u) << ep << ": " << fn;
+        EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"), resident[e].api.count("cudaMemcpyAsync")) << ep;
+      }
     }
   }
 }

@@ -86,6 +86,9 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
           so.transfer = t;
           so.scenario = sc;
           so.depth = c.batch == 3 ? 5 : 2;
+          // Several copy streams where a strategy reads the option (double-buffer-graph): each
+          // must fork and join, and slots handed over across streams.
+          so.copy_streams = c.batch == 3 ? 3 : c.batch == 100 ? 2 : 1;
           const EpochWriter ref(data, so);
           const std::size_t row_bytes = ref.image_bytes_per_sample();
           const int batches = batch_count(ref.samples(), c.batch);
@@ -129,5 +132,7 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
           }
         }
   }
+  // zero-copy-staged, pinned-graph, double-buffer-graph (tests/cpu/test_registry.cpp), less
+  // any waived here.
   EXPECT_GT(tested, 0) << "no strategy declares epoch_capturable()";
 }

@@ -1,6 +1,7 @@
 // "No allocation after attach": for every strategy, no allocation API of any kind is called
-// during an epoch (graph capture in epoch 1 included), counted by the built-in CUPTI profiler in
-// the per-epoch windows of a run built exactly as `memstrat train` builds it (Session).
+// during an epoch (graph capture in epoch 1 included: per-batch step graphs or the epoch graph),
+// counted by the built-in CUPTI profiler in the per-epoch windows of a run built exactly as
+// `memstrat train` builds it (Session).
 #include "gpu_test_support.h"
 
 using namespace memstrat;
@@ -18,10 +19,14 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
   for (const auto& e : strategy_registry()) {
     if (!e.unsupported(caps).empty()) continue;
     // A batch past the single-launch limit runs the cuBLASLt step (one launch per batch,
-    // graphs); resident also runs batch 256, the single-launch step with the epoch launch (its
-    // per-step table is uploaded in epoch 1, into memory reserved at construction).
+    // graphs, or captured in the epoch graph); resident also runs batch 256, the single-launch
+    // step in the kernel form (its per-step table is uploaded in epoch 1, into memory reserved at
+    // construction); a capturable strategy also runs batch 256 (the single-launch step captured
+    // in the epoch graph).
     const int lt_batch = static_cast<int>(kSingleLaunchMaxWork / 256) + 64;
-    for (const int batch : e.name == "resident" ? std::vector<int>{lt_batch, 256} : std::vector<int>{lt_batch}) {
+    const bool capturable = e.make()->epoch_capturable();
+    const bool small_too = e.name == "resident" || capturable;
+    for (const int batch : small_too ? std::vector<int>{lt_batch, 256} : std::vector<int>{lt_batch}) {
       for (Scenario sc : {Scenario::Static, Scenario::Refresh}) {
         RunConfig c = short_run(e.name);
         c.batch = batch;
@@ -29,7 +34,10 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
         c.profile = true;
         const RunRecord r = run_session(c);
         ASSERT_TRUE(r.epoch_launch.has_value());
-        EXPECT_EQ(r.epoch_launch->on, batch == 256) << e.name;
+        const EpochForm want = capturable            ? EpochForm::Graph
+                               : batch == 256         ? EpochForm::Kernel
+                                                      : EpochForm::PerBatch;
+        EXPECT_EQ(r.epoch_launch->form, want) << e.name << " batch " << batch;
         ASSERT_EQ(r.epochs.size(), 2u);
         for (const EpochRecord& ep : r.epochs) {
           if (!ep.counters.api_available) GTEST_SKIP() << "CUPTI callbacks unavailable";

@@ -1,0 +1,28 @@
+#include "memory_strategies/packed_host_blocks.h"
+
+namespace memstrat {
+
+void PackedHostBlocks::attach(HostEpochSource& source, unsigned flags) {
+  layout_ = source.packed();
+  epoch_bytes_ = layout_.epoch_bytes();
+  host_ = PinnedBuffer<std::uint8_t>(layout_.total_bytes(), flags);
+  if (flags & cudaHostAllocMapped) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&p, host_.data(), 0));
+    mapped_ = static_cast<const std::uint8_t*>(p);
+  }
+  source.bind_packed(host_.data());
+}
+
+const std::uint8_t* PackedHostBlocks::mapped_block(int b) const {
+  return mapped_ == nullptr ? nullptr : mapped_ + layout_.block_offset(b);
+}
+
+std::size_t PackedHostBlocks::copy(int b, void* dst, cudaStream_t s) const {
+  const std::size_t bytes = layout_.block_bytes(b);
+  CUDA_CHECK(cudaMemcpyAsync(dst, host_.data() + layout_.block_offset(b), bytes,
+                             cudaMemcpyHostToDevice, s));
+  return bytes;
+}
+
+}  // namespace memstrat

@@ -1,0 +1,40 @@
+// packed_host_blocks.h: PackedHostBlocks, an epoch's data in page-locked host memory in the packed
+// layout (batch_geometry.h: one 16-byte-aligned block per batch, its images then its labels), the
+// host side of the best forms that move a batch in ONE transfer: pinned-graph and
+// double-buffer-graph (one cudaMemcpyAsync per block), zero-copy-staged (mapped, one SM copy per
+// block).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/cuda_raii.h"
+#include "memory_strategies/host_epoch_source.h"
+
+namespace memstrat {
+
+class PackedHostBlocks {
+ public:
+  /// From the strategy's attach, after source.configure: allocates the pinned storage for
+  /// source's packed layout (`flags`: 0, or cudaHostAllocMapped to read it from kernels) and
+  /// binds it to `source` (static data is written now).
+  void attach(HostEpochSource& source, unsigned flags = 0);
+
+  const PackedLayout& layout() const { return layout_; }
+  /// Room for one block: the size of a device slot.
+  std::size_t slot_bytes() const { return layout_.block_stride(); }
+  /// What one transfer per block moves in an epoch (every block, every epoch).
+  std::uint64_t epoch_bytes() const { return epoch_bytes_; }
+  /// Block b's device address (mapped storage only; nullptr otherwise).
+  const std::uint8_t* mapped_block(int b) const;
+  /// Enqueue ONE cudaMemcpyAsync of block b into device memory `dst` on `s`; returns its bytes.
+  std::size_t copy(int b, void* dst, cudaStream_t s) const;
+
+ private:
+  PackedLayout layout_;
+  PinnedBuffer<std::uint8_t> host_;
+  const std::uint8_t* mapped_ = nullptr;  // device alias of host_ when mapped
+  std::uint64_t epoch_bytes_ = 0;
+};
+
+}  // namespace memstrat

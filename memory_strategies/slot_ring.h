@@ -1,0 +1,70 @@
+// slot_ring.h: SlotRing, the staging pipeline of a strategy that moves each batch into one of K
+// device slots on side streams while the compute stream works on earlier batches, keeping the
+// epoch-capture contract (MemoryStrategy::epoch_capturable). Batch b goes into slot b % K, on side
+// stream b % S, issued up to K-1 batches ahead of the batch the compute stream needs; events hand
+// each slot over in both directions:
+//   copied[slot]   side stream -> compute: the batch has arrived
+//   consumed[slot] compute -> side stream: the step that read the slot has finished
+// The side streams fork from the compute stream in acquire(0) and join it in end_epoch(), and only
+// batches b >= K wait for a consumed event (one recorded earlier in the same epoch): the first K
+// batches of an epoch are ordered after the previous epoch's steps by the fork (or, replayed as
+// one graph, by the graph launch boundary). So every epoch enqueues the same work, and an epoch
+// captured into a graph replays correctly. Used by zero-copy-staged (one SM copy per batch) and
+// double-buffer-graph (one cudaMemcpyAsync per batch).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "common/cuda_raii.h"
+#include "memory_strategies/copy_timeline.h"
+
+namespace memstrat {
+
+class SlotRing {
+ public:
+  /// Enqueues the transfer of batch b into device slot `slot` on side stream `s` (nothing else:
+  /// no wait, no record) and returns the bytes it moves.
+  using Fill = std::function<std::size_t(int b, void* slot, cudaStream_t s)>;
+
+  /// From attach (allocates): `depth` (>= 2) slots of `slot_bytes`, the side streams the ring
+  /// uses round-robin (at least one; the caller creates and names them), events, and a
+  /// CopyTimeline for `batches` transfers per epoch.
+  void allocate(int depth, std::size_t slot_bytes, std::vector<Stream> side_streams, int batches,
+                cudaStream_t compute, Fill fill);
+  /// From the strategy's begin_epoch: nothing of this epoch is issued yet.
+  void begin_epoch() { issued_ = 0; }
+  /// Batch b's slot, once the compute stream waits for it: at b == 0 forks the side streams from
+  /// the compute stream; issues batches up to b + depth - 1 (those not issued yet).
+  void* acquire(int b);
+  /// The step that reads batch b has been enqueued on the compute stream.
+  void release(int b);
+  /// The compute stream waits for every side stream's last work of the epoch.
+  void end_epoch();
+  /// GPU time of this epoch's transfers. Every epoch, enqueued or replayed, records every
+  /// batch's event pair (as external event nodes while captured), so the timeline is never reset.
+  std::optional<double> copy_ms() const { return timeline_.total_ms(); }
+
+ private:
+  void issue(int b);
+  int depth_ = 2;
+  int batches_ = 0;
+  cudaStream_t compute_ = nullptr;
+  Fill fill_;
+  std::vector<DeviceBuffer<std::uint8_t>> slots_;
+  std::vector<Stream> side_;
+  std::vector<Event> copied_, consumed_, join_;
+  Event fork_;
+  CopyTimeline timeline_;
+  int issued_ = 0;  // batches [0, issued_) of this epoch have their transfer enqueued
+};
+
+/// `n` copy streams named for NVTX "copy 0" .. "copy n-1" (double-buffer, double-buffer-graph).
+std::vector<Stream> make_copy_streams(int n);
+
+}  // namespace memstrat
