@@ -37,8 +37,9 @@ PIPELINED_STRATEGIES = ("double-buffer",)
 DEFAULT_DEPTH = 2
 DEFAULT_STREAMS = 1
 DEFAULT_TRAIN_SAMPLES = 60000
-STRATEGY_ORDER = ("resident", "pageable", "pinned", "double-buffer", "zero-copy",
-                  "um", "um-prefetch", "um-advise")
+STRATEGY_ORDER = ("resident", "pageable", "pinned", "pinned-graph", "double-buffer",
+                  "double-buffer-graph", "zero-copy", "zero-copy-staged", "um", "um-prefetch",
+                  "um-prefetch-coarse", "um-advise")
 
 # Measured by the trainer (events, host clock) or counted by the strategy: valid with the
 # profiler on or off, taken from the timing runs.
@@ -362,6 +363,10 @@ TRANSFER_FORMS: dict[str, tuple[str, str]] = {
     "um": ("serial", "um_htod_bytes"),          # kernels wait on their own page faults
     "um-prefetch": ("overlapping", "um_htod_bytes"),
     "um-advise": ("overlapping", "um_htod_bytes"),
+    "pinned-graph": ("serial", "h2d_bytes"),            # one packed copy per batch, compute stream
+    "double-buffer-graph": ("overlapping", "h2d_bytes"),
+    "zero-copy-staged": ("overlapping", "h2d_bytes"),   # the staging kernels' bytes
+    "um-prefetch-coarse": ("overlapping", "um_htod_bytes"),
 }
 IMAGE_PIXELS = 28 * 28     # MNIST and Fashion-MNIST
 LABEL_BYTES = 4            # int32 label per sample

@@ -41,7 +41,8 @@ COMMAND = "python3 analysis/docs_blocks.py"
 # Best forms -> the naive form each improves, as memory_strategies/registry.cpp names them
 # (`improves`). A record's config.improves wins where present; for records without it this
 # table is the one place to update when a best form is added.
-IMPROVES = {"zero-copy-staged": "zero-copy", "um-prefetch-coarse": "um-prefetch"}
+IMPROVES = {"zero-copy-staged": "zero-copy", "um-prefetch-coarse": "um-prefetch",
+            "pinned-graph": "pinned", "double-buffer-graph": "double-buffer"}
 # key=value filters every generator accepts: fields of the configuration (aggregate.GroupKey)
 FILTERS = ("hidden", "gemm", "epochs", "depth", "streams", "lr", "momentum", "tf32",
            "graphs", "advise")

@@ -217,6 +217,14 @@ MODELS: dict[str, StrategyModel] = {
     "zero-copy-staged": both(Semantics(
         OVERLAP, (Move("sm-copy-mapped", "packed block", packed_block),),
         assumption="one SM copy kernel per packed batch, overlapped with the previous step")),
+    "pinned-graph": both(Semantics(
+        SERIAL, (Move("pinned-h2d", "packed block", packed_block),),
+        assumption="one packed copy per batch on the compute stream; the whole epoch is one "
+                   "CUDA graph (the launch overhead it saves is not in the model)")),
+    "double-buffer-graph": both(Semantics(
+        OVERLAP, (Move("pinned-h2d", "packed block", packed_block),),
+        assumption="one packed copy per batch on a copy stream while the previous batch "
+                   "computes; the whole epoch is one CUDA graph")),
     "um-prefetch-coarse": StrategyModel(
         Semantics(SERIAL, assumption="static epochs after the first issue no prefetch: C"),
         Semantics(OVERLAP, two_calls("um-prefetch-h2d"), unit="chunk",
@@ -224,10 +232,9 @@ MODELS: dict[str, StrategyModel] = {
                              "chunk c+1 is prefetched while chunk c computes")),
 }
 # Forms that move the same bytes the same way as another strategy and differ only in how the
-# step is launched (e.g. a whole epoch as one CUDA graph), mapped to the entry they take:
-#     "pinned-graph": "pinned",
-# The launch overhead such a form saves is not in the model (docs/methodology.md, "Cost
-# model"): its residual shows it.
+# step is launched, mapped to the entry they take (none today: the graph forms also pack each
+# batch into one copy). The launch overhead such a form saves is not in the model
+# (docs/methodology.md, "Cost model"): its residual shows it.
 SAME_AS: dict[str, str] = {}
 MODELS.update({name: MODELS[naive] for name, naive in SAME_AS.items()})
 

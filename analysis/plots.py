@@ -29,8 +29,22 @@ from .aggregate import (PIPELINED_STRATEGIES, STRATEGY_ORDER, Floor, Group,  # n
 from .stats import Summary  # noqa: E402
 
 DPI = 120
-_TAB10 = matplotlib.colormaps["tab10"].colors
-STRATEGY_COLORS = {s: _TAB10[i] for i, s in enumerate(STRATEGY_ORDER)}
+_TAB20 = matplotlib.colormaps["tab20"].colors  # 10 hues, each dark then light
+
+
+def _strategy_colors() -> dict[str, tuple]:
+    """A hue per naive strategy (dark), its best form the light shade of the same hue."""
+    from .block_generators import IMPROVES
+    colors: dict[str, tuple] = {}
+    naive = [s for s in STRATEGY_ORDER if s not in IMPROVES]
+    for i, s in enumerate(naive):
+        colors[s] = _TAB20[(2 * i) % 20]
+    for best, base in IMPROVES.items():
+        colors[best] = _TAB20[(2 * naive.index(base) + 1) % 20]
+    return colors
+
+
+STRATEGY_COLORS = _strategy_colors()
 BATCH_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")
 SCENARIO_ORDER = ("static", "refresh")
 TRANSFER_ORDER = ("u8", "f32")

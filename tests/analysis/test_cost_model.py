@@ -178,7 +178,7 @@ def test_costs_come_from_the_interpolated_curve():
 # ---- no model, never a guess --------------------------------------------------------------------
 
 @pytest.mark.parametrize("strategy, scenario, primitives, reason", [
-    ("pinned-graph", "static", {}, "no entry for pinned-graph"),
+    ("no-such-strategy", "static", {}, "no entry for no-such-strategy"),
     ("pinned", "stream", {}, "scenario 'stream' is not modelled"),
     ("pinned", "static", {}, "needs primitive pinned-h2d: no record"),
     ("um", "refresh", {"um-fault-h2d": [(4096, 30.0)]}, "needs primitive sm-copy-mapped"),
@@ -241,7 +241,7 @@ def test_compare_takes_c_from_the_reference_and_wall_from_host_ms(fixtures_dir, 
 def test_compare_gives_reasons_instead_of_guesses(fixtures_dir, fixture_tables):
     recs = load_records(fixtures_dir / "records.jsonl")
     extra = []
-    for strategy, batch, gpu in (("pinned-graph", 256, None), ("pinned", 512, None),
+    for strategy, batch, gpu in (("no-such-strategy", 256, None), ("pinned", 512, None),
                                  ("pinned", 256, "Other GPU")):
         r = copy.deepcopy(next(x for x in recs if x["config"]["strategy"] == "pinned"))
         r["config"].update(strategy=strategy, batch=batch)
@@ -251,7 +251,7 @@ def test_compare_gives_reasons_instead_of_guesses(fixtures_dir, fixture_tables):
     comparisons = M.compare(aggregate(recs + extra), fixture_tables)
     reasons = {(c.group.key.strategy, c.group.key.batch, c.group.key.gpu): c.reason
                for c in comparisons if c.prediction is None}
-    assert "no entry for pinned-graph" in reasons[("pinned-graph", 256, "NVIDIA H200")]
+    assert "no entry for no-such-strategy" in reasons[("no-such-strategy", 256, "NVIDIA H200")]
     assert reasons[("pinned", 512, "NVIDIA H200")] == REFERENCE_MISSING
     assert reasons[("pinned", 256, "Other GPU")] == "no primitive records for Other GPU"
 
