@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Write a results set's README.md and manifest.json from its records.
+
+    analysis/results_readme.py docs/results/nvidia-h200 --command "bash experiments/scripts/reproduce.sh" \
+        --stage-seconds build=70,matrix=540
+
+A results set (docs/results/<gpu>/, written by experiments/scripts/reproduce.sh) holds its
+records under records/ (and sub-sets such as spread/records/, baselines/records/), the
+report generated from them, and these two files. Both are derived from the records alone:
+the commit, GPU, driver and dates come from the records' ``env`` and ``started_at``; a set
+whose records disagree on the commit or the GPU is refused (one set = one commit on one GPU).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+if __package__ in (None, ""):  # run as a script: make `analysis` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.records import RecordError, read_jsonl  # noqa: E402
+
+MANIFEST = "manifest.json"
+README = "README.md"
+# What each records file holds, for the README (files not listed are described by their kind).
+DESCRIPTIONS = {
+    "records/results.jsonl": "every strategy x u8/f32 x static/refresh x batch 64/256/1024, "
+                             "one record per process (experiments/matrix/matrices/results.toml)",
+    "records/primitives.jsonl": "`memstrat primitives`: each transfer primitive against size",
+    "records/stream.jsonl": "the stream scenario: host workers x augmentation "
+                            "(experiments/matrix/matrices/stream.toml)",
+    "spread/records/spread.jsonl": "the configurations whose run-to-run spread "
+                                   "docs/strategies.md explains, under the conditions that "
+                                   "change it (experiments/matrix/matrices/spread.toml)",
+    "baselines/records/vs_pytorch.jsonl": "memstrat and PyTorch's plain training loop, same "
+                                          "GPU (experiments/baselines/benchmark_vs_pytorch.py)",
+    "baselines/records/vs_dataloader.jsonl": "memstrat's stream scenario and PyTorch's "
+                                             "DataLoader (experiments/baselines/"
+                                             "benchmark_stream.py)",
+}
+
+
+class SetError(ValueError):
+    """A results set that cannot be described; the message says why."""
+
+
+def _kind(rec: dict[str, Any]) -> str:
+    if rec.get("record"):
+        return str(rec["record"])
+    framework = (rec.get("config") or {}).get("framework")
+    return "run" if framework in (None, "memstrat") else f"baseline:{framework}"
+
+
+def describe_set(root: Path) -> dict[str, Any]:
+    """The manifest of the set under `root`: provenance, and per records file its kinds."""
+    files = sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
+    if not files:
+        raise SetError(f"{root}: no records/*.jsonl")
+    commits: Counter = Counter()
+    gpus: Counter = Counter()
+    drivers: Counter = Counter()
+    dirty = False
+    dates: list[str] = []
+    contents: dict[str, dict[str, int]] = {}
+    for path in files:
+        kinds: Counter = Counter()
+        for _, rec in read_jsonl(path):
+            if not isinstance(rec, dict):
+                continue
+            kinds[f"{_kind(rec)}:{rec.get('status', 'ok')}"] += 1
+            env = rec.get("env") or {}
+            if _kind(rec) in ("run", "primitive"):  # memstrat's own records name its build
+                if env.get("git_sha"):
+                    commits[env["git_sha"]] += 1
+                dirty = dirty or bool(env.get("git_dirty"))
+            if env.get("gpu_name"):
+                gpus[env["gpu_name"]] += 1
+            if env.get("driver_release"):
+                drivers[env["driver_release"]] += 1
+            if rec.get("started_at"):
+                dates.append(rec["started_at"])
+        contents[str(path.relative_to(root))] = dict(sorted(kinds.items()))
+    if len(commits) > 1:
+        raise SetError(f"{root}: records of several commits ({', '.join(commits)}); a results "
+                       "set holds one commit's records: regenerate it")
+    if len(gpus) > 1:
+        raise SetError(f"{root}: records of several GPUs ({', '.join(gpus)})")
+    return {
+        "gpu": next(iter(gpus), None),
+        "commit": next(iter(commits), None),
+        "dirty": dirty,
+        "driver": drivers.most_common(1)[0][0] if drivers else None,
+        "date": min(dates)[:10] if dates else None,
+        "first_record": min(dates) if dates else None,
+        "last_record": max(dates) if dates else None,
+        "records": contents,
+    }
+
+
+def _minutes(seconds: int) -> str:
+    return f"{seconds // 60} min {seconds % 60:02d} s"
+
+
+def readme_text(m: dict[str, Any]) -> str:
+    lines = [f"# memstrat results: {m['gpu']}", ""]
+    dirty = " (with uncommitted changes)" if m["dirty"] else ""
+    driver = f"driver {m['driver']}" if m["driver"] else "driver not recorded"
+    lines += [f"Measured at commit `{m['commit']}`{dirty} on an {m['gpu']} ({driver}), "
+              f"records from {m['first_record']} to {m['last_record']}, by "
+              f"`{m['command']}`. Every number in this folder, in README.md and in docs/*.md "
+              "comes from the records below; `python3 analysis/docs_blocks.py --check` "
+              "verifies that the docs still say what these records say.", ""]
+    stages = m.get("stage_seconds") or {}
+    if stages:
+        total = sum(stages.values())
+        lines += [f"Time on this GPU: {_minutes(total)} in all "
+                  "(the matrix runner resumes, so the stages may have run in several "
+                  "sittings):", "", "| stage | time |", "|---|---|"]
+        lines += [f"| {k} | {_minutes(v)} |" for k, v in stages.items()]
+        lines.append("")
+    lines += ["## Contents", "", "| file | what | records |", "|---|---|---|"]
+    for path, kinds in m["records"].items():
+        what = DESCRIPTIONS.get(path, "")
+        counts = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        lines.append(f"| `{path}` | {what} | {counts} |")
+    lines += ["", "Generated from the records: `report.md` / `report.html` (tables, figures, "
+              "the cost model), `summary.csv` (one row per configuration), `plots/`, "
+              "`cost_model.csv`, and `baselines/*.md`.", "",
+              "## Use", "",
+              "```bash",
+              "bash experiments/scripts/reproduce.sh                       # all of it, on your GPU",
+              "python3 analysis/compare.py docs/results/<gpu>/records/results.jsonl NEW/records.jsonl",
+              "```", "",
+              "`analysis/compare.py` is the regression guard: it flags a configuration that is "
+              "more than 10% slower with non-overlapping 95% intervals "
+              "(docs/methodology.md).", ""]
+    return "\n".join(lines)
+
+
+def parse_stage_seconds(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, value = item.partition("=")
+        if not name or not value.isdigit():
+            raise SetError(f"--stage-seconds: '{item}' is not NAME=SECONDS")
+        out[name] = int(value)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("root", type=Path, help="the results set (e.g. docs/results/nvidia-h200)")
+    p.add_argument("--command", default="bash experiments/scripts/reproduce.sh",
+                   help="the command that produced the set")
+    p.add_argument("--stage-seconds", default="",
+                   help="NAME=SECONDS,... the time each stage took (kept from an earlier "
+                        "manifest for stages not given)")
+    a = p.parse_args(argv)
+    try:
+        m = describe_set(a.root)
+        old = {}
+        if (a.root / MANIFEST).is_file():
+            old = json.loads((a.root / MANIFEST).read_text(encoding="utf-8"))
+        m["command"] = a.command
+        m["stage_seconds"] = {**(old.get("stage_seconds") or {}),
+                              **parse_stage_seconds(a.stage_seconds)}
+    except (SetError, RecordError, json.JSONDecodeError) as e:
+        print(f"results_readme: {e}", file=sys.stderr)
+        return 2
+    (a.root / MANIFEST).write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
+    (a.root / README).write_text(readme_text(m), encoding="utf-8")
+    print(f"results_readme: wrote {a.root / README} and {a.root / MANIFEST}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# reproduce.sh: regenerate every published number on this machine's GPU, in one command.
+#
+#   bash experiments/scripts/reproduce.sh                 # every stage, into docs/results/<gpu>/
+#   bash experiments/scripts/reproduce.sh --stages matrix,report
+#   bash experiments/scripts/reproduce.sh --out /tmp/set  # anywhere else
+#
+# Stages, in order (default: all of them):
+#   build       configure + build memstrat (Release, this GPU's architecture)
+#   data        MNIST verified by SHA-256 (experiments/scripts/get_mnist.py) and a decompressed
+#               copy for the runs (a process starts ~0.2 s faster; same bytes)
+#   primitives  `memstrat primitives`: every transfer primitive against size (4 KiB..256 MiB)
+#   matrix      experiments/matrix/matrices/results.toml: every strategy x u8/f32 x static/refresh
+#               x batch 64/256/1024 as separate processes in a seeded shuffled order (timing
+#               with the profiler off; one profiled process per configuration for the counters)
+#   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
+#               spread docs/strategies.md explains, with the conditions that change it
+#   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers)
+#   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
+#               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py)
+#   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
+#               the results set's README.md and manifest.json, and the generated numbers of
+#               README.md and docs/ (analysis/docs_blocks.py)
+#
+# Every stage can be rerun on its own and resumes: the matrix runner skips the processes that
+# already have a record, so a run stopped half-way (or split over several sittings) continues
+# where it was. The results set holds records/*.jsonl (the matrix, the stream scenario, the
+# primitives), spread/records/ and baselines/records/ (kept apart: their processes repeat
+# configurations of the matrix under other conditions), the report and plots generated from
+# the records, README.md and manifest.json (commit, GPU, driver, dates, command, the time each
+# stage took). The work directory (logs, temporary files) is results/reproduce/<gpu>/ and is
+# not part of the results set. To spend less time, lower `epochs` in the matrix files, never
+# `repeats`.
+#
+# Environment: MEMSTRAT_DATA, the MNIST directory (default data/mnist, filled by the data stage).
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO"
+ALL_STAGES="build data primitives matrix spread stream baselines report"
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+STAGES="$ALL_STAGES"
+OUT_DIR=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stages) STAGES="${2//,/ }"; shift 2 ;;
+    --out) OUT_DIR="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "reproduce: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for s in $STAGES; do
+  case " $ALL_STAGES " in *" $s "*) ;; *) echo "reproduce: unknown stage '$s'; stages: $ALL_STAGES" >&2; exit 2 ;; esac
+done
+
+export PATH=/usr/local/cuda/bin:$PATH
+export PYTHONUNBUFFERED=1
+MS="$REPO/build/memstrat"
+PY=python3
+log() { echo "[$(date +%H:%M:%S)] reproduce: $*"; }
+has_stage() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# ---- build first: everything after needs the binary, the GPU's name and the data ----------
+T0=$(date +%s)
+declare -A STAGE_SECONDS=()
+timed() {  # timed NAME CMD...: run a stage, remember its seconds
+  local name="$1" t=$(date +%s); shift
+  log "stage $name"
+  "$@"
+  STAGE_SECONDS[$name]=$(( $(date +%s) - t ))
+  log "stage $name done in ${STAGE_SECONDS[$name]} s"
+}
+
+stage_build() { bash experiments/scripts/build.sh build -DMEMSTRAT_BUILD_TESTS=OFF; }
+has_stage build && timed build stage_build
+[ -x "$MS" ] || { echo "reproduce: $MS is missing; run the build stage" >&2; exit 2; }
+if ! "$MS" info >/dev/null 2>&1; then
+  echo "reproduce: no usable GPU here ('$MS info' says why); nothing to measure" >&2
+  "$MS" info >&2 || true
+  exit 3
+fi
+GPU_NAME="$("$MS" info | sed -n 's/^device 0 of [0-9]*: //p')"
+SLUG="$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
+OUT_DIR="${OUT_DIR:-docs/results/$SLUG}"
+WORK="results/reproduce/$SLUG"
+mkdir -p "$OUT_DIR/records" "$WORK"
+RECORDS="$OUT_DIR/records"
+log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
+if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]; then
+  log "warning: the working tree has uncommitted changes; the records will say so (env.git_dirty)"
+fi
+
+stage_data() {
+  $PY experiments/scripts/get_mnist.py ${MEMSTRAT_DATA:+--data "$MEMSTRAT_DATA"}
+  local src="${MEMSTRAT_DATA:-$REPO/data/mnist}" raw="$REPO/data/mnist-raw"
+  mkdir -p "$raw"
+  for f in "$src"/*.gz; do
+    local out="$raw/$(basename "$f" .gz)"
+    [ -s "$out" ] && [ "$out" -nt "$f" ] || gunzip -c "$f" > "$out"
+  done
+  [ -f "$src/DATASET" ] && cp "$src/DATASET" "$raw/" || true
+}
+has_stage data && timed data stage_data
+if [ -f "$REPO/data/mnist-raw/train-images-idx3-ubyte" ]; then
+  export MEMSTRAT_DATA="$REPO/data/mnist-raw"
+fi
+
+stage_primitives() {
+  : > "$WORK/primitives.jsonl"
+  "$MS" primitives --json "$WORK/primitives.jsonl"
+  cp "$WORK/primitives.jsonl" "$RECORDS/primitives.jsonl"
+}
+
+# run_matrix NAME DEST: experiments/matrix/matrices/NAME.toml into the work directory, then its
+# records (and the order they ran in) into DEST, a records/ folder of the results set.
+run_matrix() {
+  local name="$1" dest="$2"
+  mkdir -p "$WORK/$name" "$dest"
+  # the set's records go first, so a rerun continues instead of starting over
+  if [ -f "$dest/$name.jsonl" ] && [ ! -f "$WORK/$name/records.jsonl" ]; then
+    cp "$dest/$name.jsonl" "$WORK/$name/records.jsonl"
+  fi
+  $PY experiments/matrix/run_matrix.py "experiments/matrix/matrices/$name.toml" \
+      --out "$WORK/$name" --memstrat "$MS"
+  cp "$WORK/$name/records.jsonl" "$dest/$name.jsonl"
+  cp "$WORK/$name/manifest.json" "$dest/$name.order.json"
+}
+stage_matrix() { run_matrix results "$RECORDS"; }
+stage_spread() { run_matrix spread "$OUT_DIR/spread/records"; }
+stage_stream() { run_matrix stream "$RECORDS"; }
+
+stage_baselines() {
+  local dest="$OUT_DIR/baselines"
+  mkdir -p "$dest/records"
+  : > "$WORK/vs_pytorch.jsonl"; : > "$WORK/vs_dataloader.jsonl"
+  $PY experiments/baselines/benchmark_vs_pytorch.py --memstrat "$MS" --reproduce \
+      --out-jsonl "$WORK/vs_pytorch.jsonl" --out-md "$dest/vs_pytorch.md"
+  cp "$WORK/vs_pytorch.jsonl" "$dest/records/vs_pytorch.jsonl"
+  $PY experiments/baselines/benchmark_stream.py --memstrat "$MS" --reproduce \
+      --out-jsonl "$WORK/vs_dataloader.jsonl" --out-md "$dest/vs_dataloader.md"
+  cp "$WORK/vs_dataloader.jsonl" "$dest/records/vs_dataloader.jsonl"
+}
+
+stage_report() {
+  local inputs=("$RECORDS/results.jsonl") extra=()
+  [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
+  [ -f "$RECORDS/primitives.jsonl" ] && extra+=(--primitives "$RECORDS/primitives.jsonl")
+  $PY analysis/report.py "${inputs[@]}" "${extra[@]}" \
+      --title "memstrat results: $GPU_NAME" --out "$OUT_DIR"
+  $PY analysis/results_readme.py "$OUT_DIR" --command "bash experiments/scripts/reproduce.sh" \
+      --stage-seconds "$(for k in $ALL_STAGES; do [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '%s=%s,' "$k" "${STAGE_SECONDS[$k]}"; done)"
+  $PY analysis/docs_blocks.py
+}
+
+for s in primitives matrix spread stream baselines report; do
+  has_stage "$s" && timed "$s" "stage_$s"
+done
+log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"
+for k in $ALL_STAGES; do
+  [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '  %-11s %6s s\n' "$k" "${STAGE_SECONDS[$k]}"
+done

@@ -1,0 +1,44 @@
+"""analysis/results_readme.py: a results set's README.md and manifest.json come from its records."""
+import json
+import shutil
+
+from analysis import results_readme as R
+
+
+def make_set(tmp_path, fixtures_dir):
+    root = tmp_path / "set"
+    (root / "records").mkdir(parents=True)
+    shutil.copy(fixtures_dir / "processes.jsonl", root / "records" / "results.jsonl")
+    return root
+
+
+def test_readme_and_manifest_name_commit_gpu_files_and_stage_times(tmp_path, fixtures_dir):
+    root = make_set(tmp_path, fixtures_dir)
+    assert R.main([str(root), "--stage-seconds", "matrix=540,report=20"]) == 0
+    m = json.loads((root / "manifest.json").read_text())
+    assert m["gpu"] == "NVIDIA H200" and m["commit"] and m["stage_seconds"] == {
+        "matrix": 540, "report": 20}
+    text = (root / "README.md").read_text()
+    assert m["commit"] in text and "records/results.jsonl" in text and "9 min 20 s" in text
+    # a later sitting adds its stages and keeps the earlier ones
+    assert R.main([str(root), "--stage-seconds", "baselines=60"]) == 0
+    assert json.loads((root / "manifest.json").read_text())["stage_seconds"] == {
+        "matrix": 540, "report": 20, "baselines": 60}
+
+
+def test_a_set_of_several_commits_is_refused(tmp_path, fixtures_dir, capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    lines = (root / "records" / "results.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["env"]["git_sha"] = "0123456789ab"
+    (root / "records" / "other.jsonl").write_text(json.dumps(rec) + "\n")
+    assert R.main([str(root)]) == 2
+    assert "several commits" in capsys.readouterr().err
+    assert not (root / "manifest.json").exists()
+
+
+def test_bad_stage_seconds_and_an_empty_set_are_usage_errors(tmp_path, fixtures_dir, capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    assert R.main([str(root), "--stage-seconds", "matrix=ten"]) == 2
+    assert R.main([str(tmp_path / "nothing")]) == 2
+    assert "no records" in capsys.readouterr().err
