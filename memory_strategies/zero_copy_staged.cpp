@@ -13,12 +13,17 @@ void ZeroCopyStagedStrategy::attach(const HostDataset& data, const StrategyOptio
   source_.configure(data, opt, compute);
   layout_ = source_.packed();
   depth_ = opt.depth;
-  host_blocks_ = PinnedBuffer<std::uint8_t>(layout_.total_bytes(), cudaHostAllocMapped);
-  void* p = nullptr;
-  CUDA_CHECK(cudaHostGetDevicePointer(&p, host_blocks_.data(), 0));
-  mapped_blocks_ = static_cast<const std::uint8_t*>(p);
+  const bool stream = opt.scenario == Scenario::Stream;
+  if (stream) {
+    host_slots_.attach(data, opt, SlotKind::Mapped, "zero-copy-staged");
+  } else {
+    host_blocks_ = PinnedBuffer<std::uint8_t>(layout_.total_bytes(), cudaHostAllocMapped);
+    void* p = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&p, host_blocks_.data(), 0));
+    mapped_blocks_ = static_cast<const std::uint8_t*>(p);
+  }
   for (int k = 0; k < depth_; ++k) {
-    slots_.emplace_back(layout_.block_stride());
+    slots_.emplace_back(stream ? host_slots_.stride() : layout_.block_stride());
     copied_.push_back(Event::create_sync_only());
     consumed_.push_back(Event::create_sync_only());
   }
@@ -33,25 +38,30 @@ void ZeroCopyStagedStrategy::attach(const HostDataset& data, const StrategyOptio
   stage_ = Stream::create(cudaStreamNonBlocking, greatest);
   nvtx_name_stream(stage_, "stage");
   timeline_.allocate(source_.geometry().batches());
+  if (stream) {
+    epoch_bytes_ = 0;
+    for (int b = 0; b < source_.geometry().batches(); ++b) epoch_bytes_ += host_slots_.block_bytes(b);
+    return;
+  }
   epoch_bytes_ = layout_.epoch_bytes();
   source_.bind_packed(host_blocks_.data());
 }
 
 void ZeroCopyStagedStrategy::begin_epoch(int epoch) {
   // GPU idle: the mapped host blocks may be rewritten (refresh) and no slot is in use.
+  if (host_slots_.attached()) host_slots_.begin_epoch(epoch);
   source_.begin_epoch(epoch);
   issued_ = 0;
 }
 
-void ZeroCopyStagedStrategy::issue_copy(int b) {
+void ZeroCopyStagedStrategy::issue_copy(int b, const std::uint8_t* block, std::size_t bytes) {
   const int slot = b % depth_;
   // Batches 0..depth-1 are ordered after the previous epoch's steps by the fork; a later batch
   // waits until the step that read its slot (batch b - depth, this epoch) has finished.
   if (b >= depth_) CUDA_CHECK(cudaStreamWaitEvent(stage_, consumed_[slot], 0));
   NvtxRange r(Phase::H2D, "h2d");
-  const std::size_t bytes = layout_.block_bytes(b);
   timeline_.start(b, stage_);
-  copier_(slots_[slot].data(), mapped_blocks_ + layout_.block_offset(b), bytes, stage_);
+  copier_(slots_[slot].data(), block, bytes, stage_);
   timeline_.stop(b, stage_, bytes);
   CUDA_CHECK(cudaEventRecord(copied_[slot], stage_));
 }
@@ -63,10 +73,22 @@ BatchView ZeroCopyStagedStrategy::acquire(int b) {
     CUDA_CHECK(cudaEventRecord(fork_, compute));
     CUDA_CHECK(cudaStreamWaitEvent(stage_, fork_, 0));
   }
+  const int slot = b % depth_;
+  if (host_slots_.attached()) {
+    // Only batch b is certain to exist (see double_buffer.h); the host runs ahead of the GPU,
+    // so its staging still overlaps the step of the batch before.
+    const int h = host_slots_.take(b);
+    issue_copy(b, host_slots_.device(h), host_slots_.block_bytes(b));
+    host_slots_.release_after(h, stage_);  // after the kernel that reads it, on its stream
+    issued_ = b + 1;
+    CUDA_CHECK(cudaStreamWaitEvent(compute, copied_[slot], 0));
+    return host_slots_.view(slots_[slot].data(), b);
+  }
   // Keep up to depth batches in flight: b (needed now) and the next depth-1.
   const int last = std::min(source_.geometry().batches(), b + depth_);
-  while (issued_ < last) issue_copy(issued_++);
-  const int slot = b % depth_;
+  for (; issued_ < last; ++issued_)
+    issue_copy(issued_, mapped_blocks_ + layout_.block_offset(issued_),
+               layout_.block_bytes(issued_));
   CUDA_CHECK(cudaStreamWaitEvent(compute, copied_[slot], 0));
   return source_.packed_slot_view(slots_[slot].data(), b);
 }
@@ -88,6 +110,7 @@ StrategyStats ZeroCopyStagedStrategy::stats() const {
   StrategyStats s;
   s.h2d_bytes = epoch_bytes_;
   s.copy_ms = timeline_.total_ms();
+  if (host_slots_.attached()) s.producer = host_slots_.stats();
   return s;
 }
 

@@ -13,6 +13,11 @@
 // Capturable (epoch_capturable): the stage stream forks from the compute stream in acquire(0)
 // and joins it in end_epoch(); batches 0..K-1 need no consumed event (the fork orders them
 // after the previous epoch's steps), so every epoch enqueues the same work.
+//
+// Stream scenario: mapped slots (stream_slots.h), each already one block (images, labels); the
+// staging kernel reads batch b's block from its slot once acquire(b) has it, and the slot goes
+// back with release_after(slot, stage stream) right after that kernel. Not capturable then
+// (what is staged from where depends on the workers).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/sm_copy.h"
+#include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
 
@@ -36,10 +42,13 @@ class ZeroCopyStagedStrategy final : public MemoryStrategy {
   /// h2d_bytes: what the staging kernels move per epoch (every block, from the geometry);
   /// copy_ms: their GPU time (events, re-recorded by a replayed epoch graph too).
   StrategyStats stats() const override;
-  bool epoch_capturable() const override { return true; }
+  bool epoch_capturable() const override { return !host_slots_.attached(); }
 
  private:
-  void issue_copy(int b);  // stage batch b into slot b % depth on the stage stream
+  /// Stage batch b's block (at `block`, mapped, `bytes` long) into slot b % depth on the stage
+  /// stream.
+  void issue_copy(int b, const std::uint8_t* block, std::size_t bytes);
+  StreamSlots host_slots_;  // stream scenario
   HostEpochSource source_;
   PackedLayout layout_;
   int depth_ = 2;
