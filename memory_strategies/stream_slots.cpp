@@ -13,7 +13,8 @@ namespace memstrat {
 std::uint64_t stream_slot_bytes(int batch, std::size_t image_bytes_per_sample) {
   const std::uint64_t images = PackedLayout::align_up(static_cast<std::size_t>(batch) *
                                                       image_bytes_per_sample);
-  return PackedLayout::align_up(images + static_cast<std::size_t>(batch) * sizeof(std::int32_t));
+  const std::uint64_t block = images + static_cast<std::uint64_t>(batch) * sizeof(std::int32_t);
+  return (block + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
 }
 
 void check_stream_slots(int prefetch, int batch, std::size_t image_bytes_per_sample) {

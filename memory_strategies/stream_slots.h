@@ -20,7 +20,9 @@
 //
 // Slot layout: one block per slot, the batch's images in the transfer format at offset 0, its
 // labels at label_offset() (a full batch's images rounded up to 16 bytes): one range holds a
-// whole batch, so one copy can move it; blocks are 16-byte aligned.
+// whole batch, so one copy can move it. Slots start kSlotAlign bytes apart, so no two share a
+// page: managed memory migrates by page, and a worker writing one slot must not pull back a
+// page of the slot the GPU is reading.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -53,8 +55,11 @@ inline constexpr int kMaxPrefetch = 1024;
 /// work (check_stream_slots), since pinned, mapped and managed slots are locked or device-backed.
 inline constexpr std::uint64_t kMaxSlotBytes = 2ull << 30;
 
-/// Bytes of one slot (images of a full batch rounded up to 16 bytes, its labels, rounded up
-/// to 16) for batches of `batch` samples of `image_bytes_per_sample` bytes.
+/// Where slots start: a multiple of the GPU's 64 KiB page (and so of the host's 4 KiB one).
+inline constexpr std::size_t kSlotAlign = 64 << 10;
+
+/// Bytes of one slot (images of a full batch rounded up to 16 bytes, its labels), rounded up to
+/// kSlotAlign, for batches of `batch` samples of `image_bytes_per_sample` bytes.
 std::uint64_t stream_slot_bytes(int batch, std::size_t image_bytes_per_sample);
 
 /// Throws std::invalid_argument, naming --prefetch and --batch, when `prefetch` slots for

@@ -1,6 +1,6 @@
 // The stream scenario's slots without a GPU: the size of one slot (one block: a full batch's
-// images, then its labels, each part 16-byte aligned) and the bound on all of them together
-// that the CLI checks before any device work.
+// images, then its labels at a 16-byte boundary, rounded up to 64 KiB so that no two slots share
+// a page) and the bound on all of them together that the CLI checks before any device work.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -10,15 +10,23 @@
 
 using namespace memstrat;
 
-TEST(StreamSlots, OneSlotIsOneAlignedBlock) {
+namespace {
+std::uint64_t pages(std::uint64_t bytes) { return (bytes + 65535) / 65536 * 65536; }
+}  // namespace
+
+TEST(StreamSlots, OneSlotIsOneBlockOnItsOwnPages) {
   // MNIST u8: 256 x 784 = 200704 bytes of images (a multiple of 16), then 1024 of labels.
-  EXPECT_EQ(stream_slot_bytes(256, 784), 200704u + 1024u);
-  // f32, batch 1007: 1007 x 3136 = 3157952 (multiple of 16), labels 4028 -> 4032.
-  EXPECT_EQ(stream_slot_bytes(1007, 3136), 3157952u + 4032u);
-  // Odd row size: images 13 x 7 = 91 -> 96, labels 52: 148 -> 160.
-  EXPECT_EQ(stream_slot_bytes(13, 7), 160u);
+  EXPECT_EQ(stream_slot_bytes(256, 784), pages(200704u + 1024u));
+  EXPECT_EQ(stream_slot_bytes(256, 784), 4u * 65536u);
+  // f32, batch 1007: 1007 x 3136 = 3157952 (multiple of 16), labels 4028.
+  EXPECT_EQ(stream_slot_bytes(1007, 3136), pages(3157952u + 4028u));
+  // Odd row size: images 13 x 7 = 91 -> 96, labels 52.
+  EXPECT_EQ(stream_slot_bytes(13, 7), 65536u);
+  // Exactly one page of data stays one page.
+  EXPECT_EQ(stream_slot_bytes(16, 4092), 65536u);
+  EXPECT_EQ(stream_slot_bytes(16, 4093), 2u * 65536u);
   for (const int batch : {1, 3, 255, 1000})
-    EXPECT_EQ(stream_slot_bytes(batch, 784) % 16, 0u) << batch;
+    EXPECT_EQ(stream_slot_bytes(batch, 784) % kSlotAlign, 0u) << batch;
 }
 
 TEST(StreamSlots, TheSlotsTogetherAreBounded) {
