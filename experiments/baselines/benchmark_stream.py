@@ -57,7 +57,7 @@ sys.path.insert(0, str(DATALOADER.parent))
 sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402  (the data-dir search)
 from analysis.stream import process_starvation  # noqa: E402  (the one definition)
-from benchmark_vs_pytorch import Runner, _last_record  # noqa: E402
+from benchmark_vs_pytorch import Runner  # noqa: E402
 from comparison import RunResult  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
@@ -250,24 +250,7 @@ class StreamRunner(Runner):
                "--quiet", "--run-tag", tag, "--json", str(tmp), *self._samples()]
         if workers > 0:
             cmd += ["--persistent-workers", "on", "--prefetch-factor", str(PREFETCH_PER_WORKER)]
-        t = time.monotonic()
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
-                               cwd=REPO_ROOT, stdin=subprocess.DEVNULL, check=False)
-            rc, errtext = p.returncode, p.stderr
-        except subprocess.TimeoutExpired:
-            rc, errtext = None, f"timed out after {a.timeout} s"
-        r.seconds = time.monotonic() - t
-        rec = _last_record(tmp)
-        if rec is not None:
-            self._append(rec)
-        if rc == 0 and rec is not None and rec.get("status") == "ok":
-            r.ok, r.record = True, rec
-        else:
-            r.error = f"exit {rc}: " + " | ".join((errtext or "").strip().splitlines()[-3:]) \
-                + "; command: " + shlex.join(cmd)
-        self._progress(r, f"DataLoader {augment} w={workers} {setting}")
-        return r
+        return self.run_command(r, cmd, tmp, f"DataLoader {augment} w={workers} {setting}")
 
 
 @dataclass

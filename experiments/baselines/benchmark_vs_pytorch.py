@@ -267,6 +267,12 @@ class Runner:
                "--json", str(tmp), "--run-tag", tag, *self._samples(), *extra]
         if not self.a.profile:
             cmd.append("--no-profile")
+        return self.run_command(r, cmd, tmp,
+                                f"memstrat {strategy} {transfer} b={batch} h={hidden} e={epochs}")
+
+    def run_command(self, r: RunResult, cmd: Sequence[str], tmp: Path, label: str) -> RunResult:
+        """Runs `cmd`, which writes its record to `tmp`; the record goes to the results file
+        and into `r` (ok, or the error with the command's last lines), and a progress line."""
         t = time.monotonic()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.a.timeout,
@@ -288,7 +294,7 @@ class Runner:
             if rec is not None and rec.get("error"):
                 r.error += f" ({rec['error']})"
             r.error += "; command: " + shlex.join(cmd)
-        self._progress(r, f"memstrat {strategy} {transfer} b={batch} h={hidden} e={epochs}")
+        self._progress(r, label)
         return r
 
     def pytorch(self, mode: str, batch: int, hidden: int, epochs: int, tag: str,
