@@ -57,7 +57,7 @@ sys.path.insert(0, str(DATALOADER.parent))
 sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402  (the data-dir search)
 from analysis.stream import process_starvation  # noqa: E402  (the one definition)
-from benchmark_vs_pytorch import Runner  # noqa: E402
+from benchmark_vs_pytorch import Runner, add_runner_options  # noqa: E402
 from comparison import RunResult  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
@@ -94,10 +94,7 @@ def worker_list(s: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchmark_stream.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--memstrat", default=str(REPO_ROOT / "build" / "memstrat"),
-                   help="the memstrat binary (default: %(default)s)")
-    p.add_argument("--data", help="MNIST directory for both (default: $MEMSTRAT_DATA, "
-                   "data/mnist)")
+    add_runner_options(p, "python for the DataLoader runs (default: this one)")
     p.add_argument("--strategies", type=name_list(STRATEGIES), default=list(STRATEGIES),
                    help="memstrat strategies (default: all that run host-produced batches)")
     p.add_argument("--workers", type=worker_list, default=[0, 1, 2, 4, 8],
@@ -117,15 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="workers 1,4, light only, pinned and double-buffer, pin_memory on, "
                         "3 epochs")
-    p.add_argument("--python", default=sys.executable,
-                   help="python for the DataLoader runs (default: this one)")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per run (default "
-                   "%(default)s)")
-    p.add_argument("--train-samples", type=int, default=0,
-                   help="both sides use only the first N training samples (0 = all; for "
-                        "smoke tests, not for figures)")
-    p.add_argument("--test-samples", type=int, default=0,
-                   help="both sides use only the first N test samples (0 = all)")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "vs_dataloader"),
                    help="where records and the table go (default %(default)s)")
     p.add_argument("--out-md", help="Markdown table (default OUT_DIR/benchmark_stream.md)")
