@@ -7,7 +7,9 @@ double-buffer) depth and copy streams are ignored, as they do not change what th
 `config.epoch_launch` (the whole epoch in one launch) and `config.epoch_form` (of a kernel or
 of a CUDA graph, or per batch) are part of the key: a missing epoch_launch means a record
 written before that option existed, i.e. one launch per batch; a missing epoch_form, one
-written before the graph form existed (a one-launch epoch was then the kernel form).
+written before the graph form existed (a one-launch epoch was then the kernel form). So are
+the stream scenario's `config.workers`, `prefetch` and `augment` (None in other scenarios and
+in records that predate them); analysis/stream.py reads those groups.
 
 Per process (one record): the median of its steady epochs 2..N (all epochs when N == 1).
 Per configuration: the median of those per-process values, its bootstrap 95% interval,
@@ -44,7 +46,10 @@ STRATEGY_ORDER = ("resident", "pageable", "pinned", "pinned-graph", "double-buff
 # Measured by the trainer (events, host clock) or counted by the strategy: valid with the
 # profiler on or off, taken from the timing runs.
 TIMING_METRICS = ("wall_ms", "gpu_ms", "host_ms", "copy_ms", "compute_ms", "stall_ms",
-                  "h2d_bytes")
+                  "h2d_bytes",
+                  # the stream scenario's producers (null elsewhere)
+                  "input_wait_ms", "input_wait_first_ms", "slot_wait_ms",
+                  "producer_samples_per_s", "producer_worker_samples_per_s")
 # Measured by CUPTI: null without the profiler, taken from the profiled runs.
 COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults",
                    "kernel_ms", "memcpy_ms")
@@ -69,6 +74,9 @@ class GroupKey:
     other: tuple = ()
     epoch_launch: bool = False
     epoch_form: str = "per-batch"   # "kernel" | "graph" | "per-batch"
+    workers: int | None = None     # the stream scenario's input pipeline; None elsewhere
+    prefetch: int | None = None
+    augment: str | None = None
 
     @property
     def hidden_label(self) -> str:
@@ -87,6 +95,8 @@ class GroupKey:
             label += " (one launch per epoch)"
         elif self.epoch_form == "graph":
             label += " (one graph per epoch)"
+        if self.workers is not None:
+            label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
         return label
 
     def slice_key(self) -> tuple:
@@ -166,7 +176,9 @@ def group_key(record: dict[str, Any]) -> GroupKey:
         depth=(cfg.get("depth") or DEFAULT_DEPTH) if reads_option(cfg, "depth") else None,
         streams=(cfg.get("streams") or DEFAULT_STREAMS) if reads_option(cfg, "streams") else None,
         epochs=int(cfg["epochs"]), other=other,
-        epoch_launch=epoch_launch, epoch_form=epoch_form_of(cfg))
+        epoch_launch=epoch_launch, epoch_form=epoch_form_of(cfg),
+        **({"workers": cfg.get("workers"), "prefetch": cfg.get("prefetch"),
+            "augment": cfg.get("augment")} if cfg["scenario"] == "stream" else {}))
 
 
 def epoch_form_of(cfg: dict[str, Any]) -> str:
@@ -266,7 +278,8 @@ def sort_key(key: GroupKey) -> tuple:
              else len(STRATEGY_ORDER))
     return (key.gpu, key.hidden, key.gemm, key.epochs, str(key.other), key.scenario,
             key.transfer, key.batch, order, key.strategy, key.depth or 0, key.streams or 0,
-            key.epoch_launch, key.epoch_form)
+            key.epoch_launch, key.epoch_form, key.augment or "", key.prefetch or 0,
+            key.workers or 0)
 
 
 def _make_group(key: GroupKey, recs: list[dict[str, Any]]) -> Group:
@@ -511,7 +524,8 @@ def overlap_efficiency(groups: Sequence[Group]) -> list[OverlapPoint]:
 # --------------------------------------------------------------------------------------
 CSV_COLUMNS = (
     "gpu", "strategy", "scenario", "transfer", "batch", "hidden", "gemm", "depth",
-    "copy_streams", "epoch_launch", "epochs", "runs", "n_processes", "timing_profile",
+    "copy_streams", "epoch_launch", "workers", "prefetch", "augment", "epochs", "runs",
+    "n_processes", "timing_profile",
     "counter_runs", "steady_epochs",
     "wall_ms_median", "ci_low", "ci_high", "ci_half_pct", "unstable",
     "wall_ms_process_min", "wall_ms_process_max", "wall_ms_process_rel_iqr",
@@ -521,6 +535,8 @@ CSV_COLUMNS = (
     "host_ms_median", "copy_ms_median", "compute_ms_median", "stall_ms_median",
     "h2d_bytes_median", "um_htod_bytes_median", "um_dtoh_bytes_median",
     "um_gpu_faults_median", "um_cpu_faults_median",
+    "input_wait_ms_median", "input_wait_first_ms_median", "slot_wait_ms_median",
+    "producer_samples_per_s_median",
     "epoch1_wall_ms", "epoch1_gpu_ms", "epoch1_um_gpu_faults", "epoch1_um_htod_bytes",
     "cudaMalloc_setup", "cudaMalloc_per_epoch_max",
     "samples_per_s", "test_acc",
@@ -542,7 +558,8 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "gpu": k.gpu, "strategy": k.strategy, "scenario": k.scenario,
             "transfer": k.transfer, "batch": k.batch, "hidden": k.hidden_label,
             "gemm": k.gemm, "depth": k.depth, "copy_streams": k.streams,
-            "epoch_launch": k.epoch_launch, "epochs": k.epochs, "runs": g.runs,
+            "epoch_launch": k.epoch_launch, "workers": k.workers, "prefetch": k.prefetch,
+            "augment": k.augment, "epochs": k.epochs, "runs": g.runs,
             "n_processes": g.n_processes, "timing_profile": g.timing_profiled,
             "counter_runs": len(g.counter_records),
             "steady_epochs": pooled.n if pooled else 0,
@@ -563,7 +580,9 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "gpu_ms_ci_high": gpu.ci.high if gpu and gpu.ci else None,
             **{f"{m}_median": g.median(m) for m in
                ("host_ms", "copy_ms", "compute_ms", "stall_ms", "h2d_bytes",
-                "um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults")},
+                "um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults",
+                "input_wait_ms", "input_wait_first_ms", "slot_wait_ms",
+                "producer_samples_per_s")},
             "epoch1_wall_ms": g.epoch1["wall_ms"], "epoch1_gpu_ms": g.epoch1["gpu_ms"],
             "epoch1_um_gpu_faults": g.epoch1["um_gpu_faults"],
             "epoch1_um_htod_bytes": g.epoch1["um_htod_bytes"],

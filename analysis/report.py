@@ -13,8 +13,10 @@ bandwidth from the pinned-h2d peak (``--pinned-bandwidth`` overrides it). The re
 environment the runs came from, ranks the strategies per scenario and transfer by the
 median over processes of ms per epoch (never ordering two whose 95% intervals overlap),
 lists failed runs, and says which values were null/unavailable and which runs had the
-profiler on. Statistics: analysis/stats.py; floors and overlap: analysis/aggregate.py;
-both defined in docs/methodology.md.
+profiler on. Runs of the stream scenario get their own section (analysis/stream.py: epoch
+time and starvation against host workers, where each strategy stops starving). Statistics:
+analysis/stats.py; floors and overlap: analysis/aggregate.py; all defined in
+docs/methodology.md.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa
                                    primitives_section)
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
                             describe_interval, median_with_interval, stability_label, tiers)
+from analysis.stream import is_stream, section as stream_section  # noqa: E402
 
 CAPTIONS = {
     "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
@@ -413,7 +416,9 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.ul(statistics_notes(groups))
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}
-    parts = slices(groups)
+    # The stream scenario sweeps other axes (workers, augmentation): its own section below.
+    main = [g for g in groups if not is_stream(g)]
+    parts = slices(main)
     for si, part in enumerate(parts):
         suffix = "" if len(parts) == 1 else f"_{si + 1}"
         level = 2
@@ -439,17 +444,19 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
             doc.p("Not drawn for lack of data (no such runs, or the counters were null): "
                   + "; ".join(missing) + ".")
 
+    written["stream"] = stream_section(doc, groups, plots_dir)
+
     model_csv = None
     if tables:
         written["primitives"] = primitives_section(doc, tables, plots_dir, bandwidth_note)
-        comparisons = cost_model.compare(groups, tables)
+        comparisons = cost_model.compare(main, tables)
         model_csv = cost_model.write_csv(comparisons, out / "cost_model.csv")
         parity = cost_model_section(doc, comparisons, plots_dir)
         written["cost_model_parity"] = [parity] if parity else []
 
-    doc.h(2, "Null and unavailable values")
-    notes = null_notes(groups, pinned_bw)
-    doc.ul(notes or ["None: every counter was recorded for every run."])
+    if main:
+        doc.h(2, "Null and unavailable values")
+        doc.ul(null_notes(main, pinned_bw) or ["None: every counter was recorded for every run."])
 
     if failed:
         doc.h(2, f"Failed runs ({len(failed)})")

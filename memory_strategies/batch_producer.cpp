@@ -150,7 +150,16 @@ void BatchProducer::begin_epoch(int epoch) {
     throw std::logic_error("BatchProducer::begin_epoch(" + std::to_string(epoch) + "): batch " +
                            std::to_string(next_wait_) + " of epoch " + std::to_string(epoch_) +
                            " was never taken (wait_ready every batch of an epoch)");
-  if (active_) base_ += batches();
+  if (active_) {
+    // The next multiple of K: batch b of this epoch goes to slot b mod K, as in every epoch.
+    const std::int64_t k = slots();
+    base_ = (base_ + batches() + k - 1) / k * k;
+    // A slot handed back already waits for a number that may have been skipped; held slots
+    // are moved on when they come back (advance).
+    for (Slot& slot : ring_)
+      if (slot.state == State::Free || slot.state == State::ReleasePending)
+        while (slot.seq < base_) slot.seq += k;
+  }
   // No worker reads the order now: every batch of the last epoch is written and taken.
   order_.set_epoch(epoch);
   epoch_ = epoch;
@@ -174,7 +183,7 @@ int BatchProducer::wait_ready(int b) {
   const std::int64_t seq = base_ + b;
   const int s = slot_of(seq);
   Slot& slot = ring_[static_cast<std::size_t>(s)];
-  if (slot.state == State::Held)  // by batch seq - K: nobody else can ever free it
+  if (slot.state == State::Held)  // by an earlier batch: nobody else can ever free it
     throw std::logic_error("BatchProducer::wait_ready(" + std::to_string(b) + "): its slot " +
                            std::to_string(s) + " is still held by an earlier batch; release it " +
                            "first (the consumer may hold at most K-1 = " +
@@ -205,7 +214,7 @@ void BatchProducer::release(int s) {
   std::lock_guard<std::mutex> lk(mu_);
   Slot& slot = checked_held(s, "release");
   slot.state = State::Free;
-  slot.seq += slots();
+  advance(slot);
   slot_cv_.notify_all();
 }
 
@@ -216,8 +225,13 @@ void BatchProducer::release_after(int s, cudaStream_t stream) {
   Slot& slot = checked_held(s, "release_after");
   CUDA_CHECK(cudaEventRecord(release_events_[static_cast<std::size_t>(s)], stream));
   slot.state = State::ReleasePending;
-  slot.seq += slots();
+  advance(slot);
   slot_cv_.notify_all();
+}
+
+void BatchProducer::advance(Slot& slot) const {
+  slot.seq += slots();
+  while (slot.seq < base_) slot.seq += slots();  // held across an epoch boundary
 }
 
 ProducerStats BatchProducer::stats() const {

@@ -5,11 +5,14 @@
 //
 // Hand-off (who waits for whom, with what):
 //
-//   batch q of the run (q counts batches across epochs) always lives in slot q mod K. A slot
-//   goes Free -> Filling -> Ready -> Held -> (Free | ReleasePending) -> Filling ...
+//   batch b of every epoch lives in slot b mod K: the run-wide number q of a batch (its `seq`)
+//   counts across epochs, and every epoch's batch 0 gets the next multiple of K (numbers in
+//   between are skipped), so q mod K = b mod K. A consumer that reads slots in place therefore
+//   sees the same address for batch b in every epoch (a per-batch CUDA graph stays valid). A
+//   slot goes Free -> Filling -> Ready -> Held -> (Free | ReleasePending) -> Filling ...
 //
 //   worker:    claims the next batch under the mutex, then waits on `slot_cv_` until its slot
-//              has served batch q - K (released), and, if that release was ReleasePending,
+//              has served its previous batch (released), and, if that release was ReleasePending,
 //              blocks in cudaEventSynchronize on the slot's event outside the mutex
 //              (back-pressure: slot_wait_ms). Fills the slot outside the mutex, marks it
 //              Ready and signals `ready_cv_`.
@@ -56,6 +59,7 @@
 #include "memory_strategies/epoch_order.h"
 #include "memory_strategies/host_epoch_source.h"  // BatchGeometry
 #include "memory_strategies/memory_strategy.h"    // Transfer
+#include "memory_strategies/producer_stats.h"
 
 namespace memstrat {
 
@@ -78,25 +82,6 @@ struct ProducerConfig {
 struct SlotMemory {
   void* images = nullptr;
   std::int32_t* labels = nullptr;
-};
-
-/// Figures of the current (or last) epoch, since begin_epoch.
-struct ProducerStats {
-  int workers = 0;
-  int slots = 0;
-  std::int64_t batches = 0;  // produced (Ready) this epoch
-  std::int64_t samples = 0;
-  double busy_ms = 0.0;             // summed over workers: gather + augment + format
-  double busy_max_ms = 0.0;         // the busiest worker (imbalance: busy_max vs busy / workers)
-  double slot_wait_ms = 0.0;        // summed over workers: waiting for a free slot (back-pressure)
-  double consumer_wait_ms = 0.0;    // wait_ready blocked: the trainer starved for input
-  double first_wait_ms = 0.0;       // of which waiting for batch 0 (filling the pipeline)
-  std::int64_t consumer_waits = 0;  // wait_ready calls that had to block
-  double span_ms = 0.0;             // begin_epoch -> the last batch Ready
-  /// One worker's production rate while busy (samples per busy second).
-  double worker_samples_per_s() const { return busy_ms > 0 ? samples / (busy_ms / 1e3) : 0.0; }
-  /// What all workers delivered together over the epoch's production span.
-  double samples_per_s() const { return span_ms > 0 ? samples / (span_ms / 1e3) : 0.0; }
 };
 
 class BatchProducer {
@@ -140,6 +125,9 @@ class BatchProducer {
     State state = State::Free;
     std::int64_t seq = 0;  // the run-wide batch number in the slot, or the next one to fill it
   };
+  /// After `slot`'s batch was handed back: the number of the next batch it serves (never one of
+  /// the numbers skipped at an epoch boundary). Under mu_.
+  void advance(Slot& slot) const;
   using Clock = std::chrono::steady_clock;
 
   void work(int worker);
@@ -166,7 +154,7 @@ class BatchProducer {
   std::exception_ptr error_;
   bool active_ = false;  // an epoch is running
   int epoch_ = 0;
-  std::int64_t base_ = 0;  // run-wide number of this epoch's batch 0
+  std::int64_t base_ = 0;  // run-wide number of this epoch's batch 0 (a multiple of K)
   int next_claim_ = 0;     // next batch of the epoch a worker takes
   int next_wait_ = 0;      // next batch of the epoch the consumer takes
   Clock::time_point epoch_start_;

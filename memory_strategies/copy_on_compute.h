@@ -2,11 +2,16 @@
 // data lives in host memory the derived class owns; each batch is copied with cudaMemcpyAsync on
 // the compute stream into one device batch buffer (stream order keeps the next copy from
 // overwriting data the previous step still reads; nothing overlaps).
+// Stream scenario: the host memory is a ring of slots (stream_slots.h) of the derived class's
+// kind; a batch is copied out of its slot on the compute stream and the slot handed back with
+// release_after(slot, compute), recorded right after the copies: the worker that refills the
+// slot waits until the GPU has the bytes.
 #pragma once
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
 
@@ -23,9 +28,12 @@ class CopyOnComputeStream : public MemoryStrategy {
   /// Allocate host storage for `image_bytes` + `labels` samples and return the pointers.
   virtual void allocate_host(std::size_t image_bytes, std::size_t samples, void** images,
                              std::int32_t** labels) = 0;
+  /// The memory of the stream scenario's slots (the same kind allocate_host gives).
+  virtual SlotKind slot_kind() const = 0;
 
  private:
   HostEpochSource source_;
+  StreamSlots slots_;  // stream scenario
   void* host_images_ = nullptr;
   std::int32_t* host_labels_ = nullptr;
   DeviceBuffer<std::uint8_t> dev_images_;  // one batch, raw bytes of the transfer format

@@ -4,6 +4,10 @@
 //   copied[slot]   copy stream -> compute: the batch has arrived
 //   consumed[slot] compute -> copy stream: the step that read the slot has finished
 // so a copy never overwrites a slot the compute stream may still read.
+// Stream scenario: the host memory is a ring of pinned slots (stream_slots.h). Batch b's copy is
+// issued when acquire(b) has it (the host enqueues ahead of the GPU, so the copy of b overlaps
+// the step of b-1 still running); the host slot goes back with release_after(slot, copy stream)
+// recorded right after its copies.
 #pragma once
 
 #include <vector>
@@ -11,6 +15,7 @@
 #include "common/cuda_raii.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
 
@@ -22,11 +27,14 @@ class DoubleBufferStrategy final : public MemoryStrategy {
   BatchView acquire(int b) override;
   void release(int b) override;
   void end_epoch() override {}
-  StrategyStats stats() const override { return timeline_.stats(); }
+  StrategyStats stats() const override;
 
  private:
-  void issue_copy(int b);  // enqueue batch b into slot b % depth on copy stream b % streams
+  /// Enqueue batch b (its images and labels at these host addresses) into slot b % depth on
+  /// copy stream b % streams; returns that stream.
+  cudaStream_t issue_copy(int b, const std::uint8_t* images, const std::int32_t* labels);
   HostEpochSource source_;
+  StreamSlots host_slots_;  // stream scenario
   int depth_ = 2;
   PinnedBuffer<std::uint8_t> host_images_;
   PinnedBuffer<std::int32_t> host_labels_;

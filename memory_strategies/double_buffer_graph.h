@@ -28,7 +28,12 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
   void end_epoch() override { ring_.end_epoch(); }
   /// h2d_bytes: every block, every epoch (from the geometry); copy_ms: the copies' GPU time
   /// (events, re-recorded by a replayed epoch graph too).
-  StrategyStats stats() const override { return {blocks_.epoch_bytes(), ring_.copy_ms()}; }
+  StrategyStats stats() const override {
+    StrategyStats s;
+    s.h2d_bytes = blocks_.epoch_bytes();
+    s.copy_ms = ring_.copy_ms();
+    return s;
+  }
   bool epoch_capturable() const override { return source_.written_before_epoch(); }
 
  private:

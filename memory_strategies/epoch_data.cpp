@@ -53,8 +53,8 @@ std::size_t EpochWriter::image_bytes_per_sample() const {
 }
 
 std::vector<std::int32_t> EpochWriter::order(int epoch) const {
-  // static: one fixed shuffle; refresh: a new shuffle every epoch.
-  return shuffled_order(samples(), epoch_order_seed(opt_.seed, refreshes() ? epoch : 0));
+  // static: one fixed shuffle; refresh and stream: a new shuffle every epoch.
+  return shuffled_order(samples(), epoch_order_seed(opt_.seed, reshuffles() ? epoch : 0));
 }
 
 namespace {

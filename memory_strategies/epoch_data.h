@@ -51,8 +51,10 @@ class EpochWriter {
  public:
   EpochWriter(const HostDataset& data, const StrategyOptions& opt);
 
-  /// True when the data changes between epochs (refresh scenario).
+  /// True when the host rewrites the whole epoch's data before each epoch (refresh scenario).
   bool refreshes() const { return opt_.scenario == Scenario::Refresh; }
+  /// True when every epoch has its own order (refresh; stream, whose producers use it too).
+  bool reshuffles() const { return opt_.scenario != Scenario::Static; }
   std::int64_t samples() const { return data_->n_train(); }
   int features() const { return data_->features(); }
   /// Bytes of one sample's image in the transfer format (features or 4*features).

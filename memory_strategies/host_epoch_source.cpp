@@ -39,16 +39,21 @@ bool HostEpochSource::begin_epoch(int epoch) {
   return true;
 }
 
-BatchView HostEpochSource::slot_view(const void* images, const std::int32_t* labels, int b) const {
+BatchView batch_view(Transfer t, const BatchGeometry& g, const void* images,
+                     const std::int32_t* labels, int b) {
   BatchView v;
-  if (transfer_ == Transfer::U8)
+  if (t == Transfer::U8)
     v.x_u8 = static_cast<const std::uint8_t*>(images);
   else
     v.x_f32 = static_cast<const float*>(images);
   v.y = labels;
-  v.rows = geom_.rows(b);
-  v.first_sample = geom_.first(b);
+  v.rows = g.rows(b);
+  v.first_sample = g.first(b);
   return v;
+}
+
+BatchView HostEpochSource::slot_view(const void* images, const std::int32_t* labels, int b) const {
+  return batch_view(transfer_, geom_, images, labels, b);
 }
 
 BatchView HostEpochSource::packed_slot_view(const void* block, int b) const {

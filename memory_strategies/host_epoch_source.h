@@ -19,6 +19,11 @@
 
 namespace memstrat {
 
+/// Batch b of geometry `g` in a buffer that holds batch b alone: images (in the transfer format
+/// `t`) at `images`, its labels at `labels`.
+BatchView batch_view(Transfer t, const BatchGeometry& g, const void* images,
+                     const std::int32_t* labels, int b);
+
 /// A strategy's member (composition, not a base class). Use in attach:
 ///   source_.configure(data, opt, compute);  // first: geometry and sizes, allocates nothing
 ///   ... allocate host storage of image_bytes() + label_bytes(), device buffers, streams ...

@@ -9,6 +9,12 @@
 
 namespace memstrat {
 
+void ManagedStrategy::advise_range(const void* ptr, std::size_t bytes, const AdviseSet& a) {
+  if (a.read_mostly) advise(ptr, bytes, UmAdvice::ReadMostly, device_);
+  if (a.preferred_device) advise(ptr, bytes, UmAdvice::PreferredLocationDevice, device_);
+  if (a.accessed_by) advise(ptr, bytes, UmAdvice::AccessedByDevice, device_);
+}
+
 void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                              cudaStream_t compute) {
   if (hints_.chunked && opt.prefetch_chunk_mib < 1)
@@ -16,17 +22,22 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   CUDA_CHECK(cudaGetDevice(&device_));
   source_.configure(data, opt, compute);
   const BatchGeometry& g = source_.geometry();
-  check_managed_fits(source_.image_bytes() + source_.label_bytes(), name_.c_str());
-  images_ = ManagedBuffer<std::uint8_t>(source_.image_bytes());
-  labels_ = ManagedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
+  const bool stream = opt.scenario == Scenario::Stream;
+  static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt);
+  if (stream && !gathers_on_gpu(opt)) {
+    slots_.attach(data, opt, SlotKind::Managed, name_.c_str());
+  } else {
+    check_managed_fits(source_.image_bytes() + source_.label_bytes(), name_.c_str());
+    images_ = ManagedBuffer<std::uint8_t>(source_.image_bytes());
+    labels_ = ManagedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
+  }
   if (hints_.advise) {
     NvtxRange r(Phase::Advise, "advise");
-    const AdviseSet& a = opt.advise;
-    for (auto [ptr, bytes] : {std::pair<const void*, std::size_t>{images_.data(), images_.bytes()},
-                              {labels_.data(), labels_.bytes()}}) {
-      if (a.read_mostly) advise(ptr, bytes, UmAdvice::ReadMostly, device_);
-      if (a.preferred_device) advise(ptr, bytes, UmAdvice::PreferredLocationDevice, device_);
-      if (a.accessed_by) advise(ptr, bytes, UmAdvice::AccessedByDevice, device_);
+    if (slots_.attached()) {
+      advise_range(slots_.memory(), slots_.memory_bytes(), opt.advise);
+    } else {
+      advise_range(images_.data(), images_.bytes(), opt.advise);
+      advise_range(labels_.data(), labels_.bytes(), opt.advise);
     }
   }
   if (hints_.prefetch) {
@@ -35,8 +46,21 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
                 : PrefetchPlan::per_batch(g);
     prefetch_stream_ = Stream::create();
     nvtx_name_stream(prefetch_stream_, "prefetch");
-    for (int c = 0; c < plan_->chunks(); ++c) ready_.push_back(Event::create_sync_only());
-    timeline_.allocate(plan_->chunks());
+    // Per chunk; the stream scenario's host slots and per-batch gathers prefetch per batch.
+    const int events = stream ? std::max(plan_->chunks(), g.batches()) : plan_->chunks();
+    for (int c = 0; c < events; ++c) ready_.push_back(Event::create_sync_only());
+    timeline_.allocate(events);
+    if (gathers_on_gpu(opt)) {
+      sorted_.resize(static_cast<std::size_t>(opt.batch));
+      runs_.resize(static_cast<std::size_t>(opt.batch));
+    }
+  }
+  if (slots_.attached()) return;
+  if (gathers_on_gpu(opt)) {
+    // Written once by the CPU, in data-set order; the GPU gathers batches from it.
+    GatherInput::write_set(data, opt.transfer, images_.data(), labels_.data());
+    gather_.attach(data, opt, images_.data(), labels_.data(), compute);
+    return;
   }
   // The CPU writes the data (first touch on the host): the GPU has to fault or prefetch it in.
   source_.bind(images_.data(), labels_.data());
@@ -45,10 +69,17 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
 void ManagedStrategy::begin_epoch(int epoch) {
   // GPU idle here; with concurrentManagedAccess the CPU may write managed memory, which moves
   // (or, with ReadMostly, invalidates) the pages the GPU held.
+  if (slots_.attached()) slots_.begin_epoch(epoch);
+  if (gather_.attached()) gather_.begin_epoch(epoch);
   source_.begin_epoch(epoch);
   issued_ = 0;
   timeline_.begin_epoch();
   prefetching_ = hints_.prefetch && !(hints_.skip_resident && resident_);
+}
+
+void ManagedStrategy::compute_waits(int e) {
+  CUDA_CHECK(cudaEventRecord(ready_[e], prefetch_stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[e], 0));
 }
 
 void ManagedStrategy::prefetch_chunk(int c) {
@@ -62,7 +93,66 @@ void ManagedStrategy::prefetch_chunk(int c) {
   CUDA_CHECK(cudaEventRecord(ready_[c], prefetch_stream_));
 }
 
+void ManagedStrategy::prefetch_slot(int b, int slot) {
+  // The workers finished writing the slot before take() returned, and its previous batch's step
+  // finished before they started (release_after), so the prefetch moves this batch only.
+  NvtxRange r(Phase::Prefetch, "prefetch");
+  const std::uint8_t* block = slots_.device(slot);
+  const BatchGeometry& g = slots_.geometry();
+  timeline_.start(b, prefetch_stream_);
+  std::uint64_t bytes = 0;
+  if (hints_.chunked) {  // the slot is the chunk: one call for images and labels
+    bytes = slots_.block_bytes(b);
+    prefetch_to_device(block, bytes, device_, prefetch_stream_);
+  } else {
+    prefetch_to_device(block, g.image_bytes(b), device_, prefetch_stream_);
+    prefetch_to_device(block + slots_.label_offset(), g.label_bytes(b), device_, prefetch_stream_);
+    bytes = g.bytes(b);
+  }
+  timeline_.stop(b, prefetch_stream_, bytes);
+  compute_waits(b);
+}
+
+void ManagedStrategy::prefetch_rows(int b) {
+  const BatchGeometry& g = gather_.geometry();
+  if (hints_.chunked) {
+    // The whole set, chunk by chunk, before the first gather (any row may be in any batch);
+    // end_epoch marks it resident, and later epochs prefetch nothing.
+    if (b != 0) return;
+    while (issued_ < plan_->chunks()) prefetch_chunk(issued_++);
+    CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[plan_->chunks() - 1], 0));
+    return;
+  }
+  // One call per run of consecutive rows the batch gathers (the driver moves whole pages); the
+  // labels, 4 bytes a row, all at once at the epoch's first batch.
+  NvtxRange r(Phase::Prefetch, "prefetch");
+  timeline_.start(b, prefetch_stream_);
+  const int n = row_runs(gather_.rows_of(b), g.rows(b), sorted_.data(), runs_.data());
+  std::uint64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t len = static_cast<std::size_t>(runs_[i].count) * g.image_bytes_per_sample;
+    prefetch_to_device(images_.data() + runs_[i].first * g.image_bytes_per_sample, len, device_,
+                       prefetch_stream_);
+    bytes += len;
+  }
+  if (b == 0) {
+    prefetch_to_device(labels_.data(), labels_.bytes(), device_, prefetch_stream_);
+    bytes += labels_.bytes();
+  }
+  timeline_.stop(b, prefetch_stream_, bytes);
+  compute_waits(b);
+}
+
 BatchView ManagedStrategy::acquire(int b) {
+  if (slots_.attached()) {
+    const int s = slots_.take(b);
+    if (prefetching_) prefetch_slot(b, s);
+    return slots_.view(slots_.device(s), b);
+  }
+  if (gather_.attached()) {
+    if (prefetching_) prefetch_rows(b);
+    return gather_.gather(b);
+  }
   if (prefetching_) {
     // The chunk of batch b (at the first batch only) and the next one go up on the side stream
     // while b computes; per batch, a chunk is one batch.
@@ -74,11 +164,27 @@ BatchView ManagedStrategy::acquire(int b) {
   return source_.epoch_view(images_.data(), labels_.data(), b);
 }
 
+void ManagedStrategy::release(int b) {
+  // The step that reads batch b's slot in place has been enqueued on the compute stream.
+  if (slots_.attached()) slots_.release_after(slots_.slot_of(b), source_.compute());
+}
+
 void ManagedStrategy::end_epoch() {
   // Static data, every chunk prefetched this epoch: resident from now on (the CPU never writes
   // it again), so later epochs issue no prefetch at all.
-  if (hints_.skip_resident && prefetching_ && !source_.refreshes() && issued_ == plan_->chunks())
+  if (hints_.skip_resident && prefetching_ && static_data_ && issued_ == plan_->chunks())
     resident_ = true;
+}
+
+StrategyStats ManagedStrategy::stats() const {
+  StrategyStats s = timeline_.stats();
+  if (slots_.attached()) s.producer = slots_.stats();
+  if (gather_.attached()) {  // plus the order's upload
+    const StrategyStats u = gather_.stats();
+    s.h2d_bytes += u.h2d_bytes;
+    if (u.copy_ms) s.copy_ms = s.copy_ms.value_or(0.0) + *u.copy_ms;
+  }
+  return s;
 }
 
 }  // namespace memstrat

@@ -8,6 +8,17 @@
 //                       batches) prefetched one chunk ahead, and no prefetch at all of data the
 //                       strategy knows is resident (static data after the first epoch)
 // What is prefetched when is a PrefetchPlan (prefetch_plan.h): per batch, or coarse chunks.
+//
+// Stream scenario, host workers: managed slots (stream_slots.h) that the workers write while
+// kernels run (hence concurrentManagedAccess); the step reads batch b's slot in place, the
+// prefetching forms first prefetch that slot to the GPU on the side stream (um-prefetch /
+// um-advise: images and labels, two calls; um-prefetch-coarse: the slot's block, one call), and
+// release(b) hands it back with release_after(slot, compute). Hints (--advise) go on the slots.
+// Stream scenario, --augment none: the training set is managed memory written once in data-set
+// order, and the GPU gathers each batch from it (gather_input.h): um faults in the pages its
+// scattered rows live on; um-prefetch / um-advise prefetch each batch's rows (one call per run
+// of consecutive rows) and all labels once per epoch; um-prefetch-coarse prefetches the whole
+// set in chunks before the first batch, and never again (it stays resident).
 #pragma once
 
 #include <optional>
@@ -16,8 +27,10 @@
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/copy_timeline.h"
+#include "memory_strategies/gather_input.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/prefetch_plan.h"
+#include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
 
@@ -40,14 +53,19 @@ class ManagedStrategy final : public MemoryStrategy {
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
   BatchView acquire(int b) override;
-  void release(int) override {}
+  void release(int b) override;
   void end_epoch() override;
   /// Prefetched bytes are requested, not necessarily moved (pages already resident are skipped);
   /// CUPTI's unified-memory counters report what actually migrated. Without prefetch: none.
-  StrategyStats stats() const override { return timeline_.stats(); }
+  StrategyStats stats() const override;
 
  private:
   void prefetch_chunk(int c);
+  void prefetch_slot(int b, int slot);  // stream, host workers
+  void prefetch_rows(int b);            // stream, GPU gather
+  void advise_range(const void* ptr, std::size_t bytes, const AdviseSet& a);
+  /// Make the compute stream wait for what the side stream enqueued up to now (event `e`).
+  void compute_waits(int e);
   std::string name_;
   Hints hints_;
   int device_ = 0;
@@ -61,6 +79,11 @@ class ManagedStrategy final : public MemoryStrategy {
   int issued_ = 0;            // chunks [0, issued_) of this epoch are enqueued
   bool prefetching_ = false;  // this epoch prefetches
   bool resident_ = false;     // skip_resident: static data already prefetched in full
+  bool static_data_ = false;  // the CPU never writes the prefetched data again after attach
+  StreamSlots slots_;         // stream scenario, host workers
+  GatherInput gather_;        // stream scenario, --augment none
+  std::vector<std::int32_t> sorted_;  // prefetch_rows: the batch's rows, sorted
+  std::vector<RowRun> runs_;          // prefetch_rows: their runs
 };
 
 }  // namespace memstrat

@@ -5,7 +5,14 @@
 namespace memstrat {
 
 std::string_view to_string(Transfer t) { return t == Transfer::U8 ? "u8" : "f32"; }
-std::string_view to_string(Scenario s) { return s == Scenario::Static ? "static" : "refresh"; }
+std::string_view to_string(Scenario s) {
+  switch (s) {
+    case Scenario::Static: return "static";
+    case Scenario::Refresh: return "refresh";
+    case Scenario::Stream: return "stream";
+  }
+  return "?";
+}
 
 std::string AdviseSet::to_string() const {
   std::string s;
@@ -31,6 +38,14 @@ DeviceCaps DeviceCaps::query(int device) {
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrAsyncEngineCount, device));
   c.async_engine_count = v;
   CUDA_CHECK(cudaMemGetInfo(&c.free_bytes, &c.total_bytes));
+  return c;
+}
+
+DeviceCaps DeviceCaps::every() {
+  DeviceCaps c;
+  c.concurrent_managed_access = c.managed_memory = c.can_map_host_memory = true;
+  c.async_engine_count = 8;
+  c.free_bytes = c.total_bytes = ~std::size_t{0};
   return c;
 }
 

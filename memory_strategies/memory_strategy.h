@@ -10,6 +10,8 @@
 #include <string_view>
 
 #include "common/host_dataset.h"
+#include "memory_strategies/augment.h"
+#include "memory_strategies/producer_stats.h"
 
 namespace memstrat {
 
@@ -17,7 +19,10 @@ namespace memstrat {
 enum class Transfer { U8, F32 };
 /// static: the training data never changes. refresh: the host rewrites it every epoch
 /// (seeded ±2 px shift augmentation + reshuffle), so every byte must move every epoch.
-enum class Scenario { Static, Refresh };
+/// stream: host worker threads produce each batch just in time (a gather of the epoch's fresh
+/// permutation, augmented per --augment) into the strategy's slots (StreamSlots), or, with no
+/// host augmentation, the GPU gathers it from a data set it can address (GatherInput).
+enum class Scenario { Static, Refresh, Stream };
 
 std::string_view to_string(Transfer t);
 std::string_view to_string(Scenario s);
@@ -43,6 +48,11 @@ struct StrategyOptions {
   int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch (whole batches, >= 1)
   AdviseSet advise;      // um-advise
   std::uint64_t seed = 1;
+  // The stream scenario's input pipeline (read only when scenario == Stream).
+  int workers = 4;                   // host producer threads, started once per run
+  int prefetch = 8;                  // batches produced ahead = host slots in the ring
+  Augment augment = Augment::Light;  // per-sample augmentation on the host (none: GPU gather
+                                     // where the strategy's data is device-addressable)
 };
 
 /// A batch as the compute stream sees it. Exactly one of x_u8 / x_f32 is set (per Transfer);
@@ -61,6 +71,9 @@ struct StrategyStats {
   std::uint64_t h2d_bytes = 0;         // bytes it moved or prefetched host->device (explicit)
   std::optional<double> copy_ms;       // GPU time of its copies/prefetches (events); none if it issues none
   double host_ms = 0.0;                // host time spent inside acquire/release (e.g. blocking copies)
+  /// The stream scenario's host producers (BatchProducer) for the epoch; none when no host
+  /// thread produces the batches (other scenarios, or batches gathered on the GPU).
+  std::optional<ProducerStats> producer;
 };
 
 /// Device properties the registry's capability checks (StrategyEntry::unsupported) look at.
@@ -73,6 +86,9 @@ struct DeviceCaps {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   static DeviceCaps query(int device);
+  /// A device with every capability and all its memory free: what a check that must not depend
+  /// on the device (a scenario a strategy never runs) is asked with.
+  static DeviceCaps every();
 };
 
 /// One memory strategy. Life cycle per run:

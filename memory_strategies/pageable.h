@@ -16,6 +16,7 @@ class PageableStrategy final : public CopyOnComputeStream {
  protected:
   void allocate_host(std::size_t image_bytes, std::size_t samples, void** images,
                      std::int32_t** labels) override;
+  SlotKind slot_kind() const override { return SlotKind::Pageable; }
 
  private:
   std::vector<std::uint8_t> images_;  // ordinary pageable memory

@@ -13,6 +13,7 @@ class PinnedStrategy final : public CopyOnComputeStream {
  protected:
   void allocate_host(std::size_t image_bytes, std::size_t samples, void** images,
                      std::int32_t** labels) override;
+  SlotKind slot_kind() const override { return SlotKind::Pinned; }
 
  private:
   PinnedBuffer<std::uint8_t> images_;

@@ -24,7 +24,10 @@ BatchView PinnedGraphStrategy::acquire(int b) {
 }
 
 StrategyStats PinnedGraphStrategy::stats() const {
-  return {blocks_.epoch_bytes(), timeline_.total_ms()};
+  StrategyStats s;
+  s.h2d_bytes = blocks_.epoch_bytes();
+  s.copy_ms = timeline_.total_ms();
+  return s;
 }
 
 }  // namespace memstrat

@@ -26,6 +26,20 @@ PrefetchChunk PrefetchPlan::chunk(int c) const {
   return k;
 }
 
+int row_runs(const std::int32_t* rows, int n, std::int32_t* sorted, RowRun* runs) {
+  std::copy(rows, rows + n, sorted);
+  std::sort(sorted, sorted + n);
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    if (k > 0 && sorted[i] <= runs[k - 1].first + runs[k - 1].count) {  // next, or a repeat
+      runs[k - 1].count = std::max(runs[k - 1].count, sorted[i] - runs[k - 1].first + 1);
+      continue;
+    }
+    runs[k++] = {sorted[i], 1};
+  }
+  return k;
+}
+
 std::uint64_t PrefetchPlan::epoch_bytes() const {
   std::uint64_t s = 0;
   for (int c = 0; c < chunks(); ++c) s += chunk(c).bytes();

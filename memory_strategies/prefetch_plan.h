@@ -24,6 +24,17 @@ struct PrefetchChunk {
   std::uint64_t bytes() const { return image_bytes + label_bytes; }
 };
 
+/// A run of consecutive data-set rows [first, first + count).
+struct RowRun {
+  std::int32_t first = 0;
+  std::int32_t count = 0;
+};
+/// The rows a gathered batch reads, as runs of consecutive indices: rows[0..n) copied into
+/// `sorted` (room for n) and sorted, then merged; the runs go to `runs` (room for n) and their
+/// number is returned. One prefetch per run is what a managed strategy issues to move a
+/// scattered batch ahead of its gather. No allocation.
+int row_runs(const std::int32_t* rows, int n, std::int32_t* sorted, RowRun* runs);
+
 class PrefetchPlan {
  public:
   /// One chunk per batch.

@@ -40,6 +40,34 @@ std::string needs_concurrent_managed(const DeviceCaps& c) {
              : "prefetch/advise need concurrentManagedAccess = 1 (not on this device/OS)";
 }
 
+// ---- what the stream scenario needs (StrategyEntry::unsupported_with) ----
+bool host_produced(const StrategyOptions& o) {
+  return o.scenario == Scenario::Stream && o.augment != Augment::None;
+}
+std::string stream_needs_gather(const StrategyOptions& o, const DeviceCaps&) {
+  return host_produced(o)
+             ? "in the stream scenario resident runs --augment none only (the GPU gathers each "
+               "batch from the resident set); host augmentation makes every batch cross the "
+               "bus, which the copying strategies measure"
+             : "";
+}
+// um alone: the other managed forms need concurrentManagedAccess in every scenario.
+std::string stream_needs_concurrent_managed(const StrategyOptions& o, const DeviceCaps& c) {
+  return host_produced(o) && !c.concurrent_managed_access
+             ? "the stream scenario needs concurrentManagedAccess = 1: host workers write "
+               "managed slots while kernels run"
+             : "";
+}
+
+// The forms built on one captured epoch (graph forms, and zero-copy-staged's slot ring, which
+// stages ahead from a fixed layout): the stream scenario hands batches over at run time.
+std::string not_in_stream(const StrategyOptions& o, const DeviceCaps&) {
+  return o.scenario == Scenario::Stream
+             ? "the stream scenario hands each batch over from host workers at run time; this "
+               "form stages ahead from a fixed layout (replayed as one epoch graph)"
+             : "";
+}
+
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
       "depth", "device batch buffers in flight", OptionKind::Integer, 2, 64, {}, "2",
@@ -58,19 +86,19 @@ std::vector<StrategyEntry> make_registry() {
       1, 1024, {}, "8",
       [](const StrategyOptions& o) { return std::to_string(o.prefetch_chunk_mib); }};
   return {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>},
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, {}, false, stream_needs_gather},
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
       {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
       {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
       {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, /*improves=*/{}, /*batch_in_host_memory=*/true},
-      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false})},
+      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), {}, false, stream_needs_concurrent_managed},
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
       // Best forms: each names the naive form it improves.
-      {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy"},
+      {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy", false, not_in_stream},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
-      {"pinned-graph", "pinned, but one packed copy per batch (images and labels in one block) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {}, make<PinnedGraphStrategy>, "pinned"},
-      {"double-buffer-graph", "double-buffer, but one packed copy per batch into K device slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams}, make<DoubleBufferGraphStrategy>, "double-buffer"},
+      {"pinned-graph", "pinned, but one packed copy per batch (images and labels in one block) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {}, make<PinnedGraphStrategy>, "pinned", false, not_in_stream},
+      {"double-buffer-graph", "double-buffer, but one packed copy per batch into K device slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams}, make<DoubleBufferGraphStrategy>, "double-buffer", false, not_in_stream},
   };
 }
 }  // namespace
@@ -115,6 +143,16 @@ const std::vector<StrategyOption>& strategy_options(std::string_view name) {
     throw std::invalid_argument("unknown strategy '" + std::string(name) +
                                 "'; choose one of: " + strategy_names());
   return e->options;
+}
+
+std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt,
+                          const DeviceCaps& caps) {
+  if (std::string why = e.unsupported(caps); !why.empty()) return why;
+  return e.unsupported_with ? e.unsupported_with(opt, caps) : "";
+}
+
+std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt) {
+  return e.unsupported_with ? e.unsupported_with(opt, DeviceCaps::every()) : "";
 }
 
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps) {

@@ -54,6 +54,13 @@ struct StrategyEntry {
   /// every read the step makes of it crosses the bus. The step choice (mlp_config, choose_step)
   /// then keeps --fused on from the single-launch step, which reads the batch several times.
   bool batch_in_host_memory = false;
+  /// What the run's options (its scenario, --augment) need beyond `unsupported`: empty when the
+  /// strategy runs them on a device with `caps`, else why not. A reason that holds even on a
+  /// device with every capability (DeviceCaps::every(): a scenario the strategy never runs, e.g.
+  /// because a graph replays fixed addresses) refuses the options before any device work
+  /// (refusal_reason); one that depends on the device waives the run there (waiver_reason).
+  /// nullptr: every scenario, every option.
+  std::string (*unsupported_with)(const StrategyOptions&, const DeviceCaps&) = nullptr;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();
@@ -65,6 +72,11 @@ std::string strategy_names();
 std::vector<const StrategyEntry*> best_forms_of(std::string_view name);
 /// The per-strategy options strategy `name` reads; throws std::invalid_argument when unknown.
 const std::vector<StrategyOption>& strategy_options(std::string_view name);
+/// Why `e` cannot run with options `opt` on a device with `caps` (its capability, then what the
+/// options need); empty when it can.
+std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt, const DeviceCaps& caps);
+/// Why no device can run `e` with options `opt`; empty when some device can. Needs no GPU.
+std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt);
 /// e.make() once the device passed e.unsupported(caps); otherwise throws std::runtime_error with
 /// the waiver reason. For paths that want a strategy or an error, not a waiver to report.
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps);

@@ -1,5 +1,7 @@
 #include "memory_strategies/resident.h"
 
+#include <stdexcept>
+
 #include "common/nvtx.h"
 
 namespace memstrat {
@@ -12,6 +14,15 @@ void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& op
   dev_images_ = DeviceBuffer<std::uint8_t>(source_.image_bytes());
   dev_labels_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
   timeline_.allocate(1);
+  if (opt.scenario == Scenario::Stream) {
+    if (!gathers_on_gpu(opt))  // the registry refuses it first (StrategyEntry::unsupported_with)
+      throw std::invalid_argument("resident runs the stream scenario with --augment none only");
+    GatherInput::write_set(data, opt.transfer, host_images_.data(), host_labels_.data());
+    upload();  // once, as part of set-up
+    CUDA_CHECK(cudaStreamSynchronize(compute));
+    gather_.attach(data, opt, dev_images_.data(), dev_labels_.data(), compute);
+    return;
+  }
   source_.bind(host_images_.data(), host_labels_.data());
   if (!source_.refreshes()) {
     // Static data: uploaded once, as part of set-up (not counted in any epoch).
@@ -32,11 +43,13 @@ void ResidentStrategy::upload() {
 }
 
 void ResidentStrategy::begin_epoch(int epoch) {
+  if (gather_.attached()) gather_.begin_epoch(epoch);
   timeline_.begin_epoch();
   upload_pending_ = source_.begin_epoch(epoch);  // refresh: new host data to upload
 }
 
 BatchView ResidentStrategy::acquire(int b) {
+  if (gather_.attached()) return gather_.gather(b);
   if (b == 0 && upload_pending_) {
     // Refresh: the new epoch's data goes up in one bulk copy before the first batch; the
     // compute stream waits for it (that wait is this strategy's whole per-epoch cost).

@@ -1,10 +1,14 @@
 // resident.h: ResidentStrategy (`resident`): the whole training set lives in device memory,
 // uploaded once (static) or once per epoch before its first batch (refresh); a batch is a
 // pointer offset. The upper bound every other strategy is measured against.
+// Stream scenario (--augment none only: host augmentation would make every batch cross the
+// bus, which is what the copying strategies measure): the set is uploaded once, in data-set
+// order, and the GPU gathers each batch from it (gather_input.h).
 #pragma once
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/copy_timeline.h"
+#include "memory_strategies/gather_input.h"
 #include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
@@ -17,10 +21,12 @@ class ResidentStrategy final : public MemoryStrategy {
   BatchView acquire(int b) override;
   void release(int) override {}
   void end_epoch() override {}
-  StrategyStats stats() const override { return timeline_.stats(); }
+  StrategyStats stats() const override {
+    return gather_.attached() ? gather_.stats() : timeline_.stats();
+  }
   /// Every batch is a fixed offset into device memory (a refresh epoch's upload is enqueued by
-  /// acquire(0), before any compute).
-  bool acquire_ahead() const override { return true; }
+  /// acquire(0), before any compute); a gathered batch is not (one batch buffer, reused).
+  bool acquire_ahead() const override { return !gather_.attached(); }
 
  private:
   void upload();
@@ -31,6 +37,7 @@ class ResidentStrategy final : public MemoryStrategy {
   DeviceBuffer<std::int32_t> dev_labels_;
   CopyTimeline timeline_;
   bool upload_pending_ = false;
+  GatherInput gather_;  // stream scenario
 };
 
 }  // namespace memstrat

@@ -2,10 +2,16 @@
 // (cudaHostAlloc(..., cudaHostAllocMapped)); kernels and cuBLAS read it over the bus through the
 // device pointer, nothing is copied. Every read of the input crosses PCIe (the GEMMs read X more
 // than once per step).
+// Stream scenario: mapped slots (stream_slots.h) read in place by the step; release(b) hands the
+// slot back with release_after(slot, compute), after the step that reads it was enqueued. With
+// --augment none the GPU gathers each batch from the mapped training set (gather_input.h): every
+// row it reads crosses the bus.
 #pragma once
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/gather_input.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
 
@@ -13,11 +19,13 @@ class ZeroCopyStrategy final : public MemoryStrategy {
  public:
   std::string_view name() const override { return "zero-copy"; }
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
-  void begin_epoch(int epoch) override { source_.begin_epoch(epoch); }
-  BatchView acquire(int b) override { return source_.epoch_view(dev_images_, dev_labels_, b); }
-  void release(int) override {}
+  void begin_epoch(int epoch) override;
+  BatchView acquire(int b) override;
+  void release(int b) override;
   void end_epoch() override {}
-  StrategyStats stats() const override { return {}; }  // no explicit transfers: CUPTI can't see them either
+  /// No explicit transfers (CUPTI can't see the kernels' reads of mapped memory either); in
+  /// the stream scenario the producers' figures, or the gather order's upload.
+  StrategyStats stats() const override;
 
  private:
   HostEpochSource source_;
@@ -25,6 +33,8 @@ class ZeroCopyStrategy final : public MemoryStrategy {
   PinnedBuffer<std::int32_t> host_labels_;  // mapped
   const std::uint8_t* dev_images_ = nullptr;  // device aliases of the mapped memory
   const std::int32_t* dev_labels_ = nullptr;
+  StreamSlots slots_;    // stream scenario, host workers
+  GatherInput gather_;   // stream scenario, --augment none
 };
 
 }  // namespace memstrat

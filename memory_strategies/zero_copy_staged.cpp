@@ -41,7 +41,10 @@ BatchView ZeroCopyStagedStrategy::acquire(int b) {
 
 StrategyStats ZeroCopyStagedStrategy::stats() const {
   // Bytes from the geometry, not counted by acquire: a replayed epoch graph does not call it.
-  return {blocks_.epoch_bytes(), ring_.copy_ms()};
+  StrategyStats s;
+  s.h2d_bytes = blocks_.epoch_bytes();
+  s.copy_ms = ring_.copy_ms();
+  return s;
 }
 
 }  // namespace memstrat

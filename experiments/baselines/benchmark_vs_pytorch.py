@@ -105,13 +105,27 @@ def skip_item(s: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"{s!r}: expected BATCH:HIDDEN, e.g. 8:1024") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="benchmark_vs_pytorch.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_runner_options(p: argparse.ArgumentParser, python_help: str) -> None:
+    """What Runner reads: the binary, the data, the python of PyTorch processes, the time limit
+    of a run and the smoke-test sample limits."""
     p.add_argument("--memstrat", default=str(REPO_ROOT / "build" / "memstrat"),
                    help="the memstrat binary (default: %(default)s)")
     p.add_argument("--data", help="MNIST directory for both (default: $MEMSTRAT_DATA, "
                    "data/mnist)")
+    p.add_argument("--python", default=sys.executable, help=python_help)
+    p.add_argument("--timeout", type=int, default=900, help="seconds per run (default "
+                   "%(default)s)")
+    p.add_argument("--train-samples", type=int, default=0,
+                   help="both sides use only the first N training samples (0 = all; for "
+                        "smoke tests, not for figures)")
+    p.add_argument("--test-samples", type=int, default=0,
+                   help="both sides use only the first N test samples (0 = all)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchmark_vs_pytorch.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_runner_options(p, "python for --pytorch-subprocess (default: this one)")
     p.add_argument("--batches", type=int_list, default=[8, 64, 256, 1024],
                    help="batch sizes, comma separated (default 8,64,256,1024)")
     p.add_argument("--hiddens", type=int_list, default=[256, 1024],
@@ -138,10 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep memstrat's CUPTI counters on (default: --no-profile)")
     p.add_argument("--pytorch-subprocess", action="store_true",
                    help="run each PyTorch configuration in its own python process")
-    p.add_argument("--python", default=sys.executable,
-                   help="python for --pytorch-subprocess (default: this one)")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per run (default "
-                   "%(default)s)")
     p.add_argument("--no-speed", action="store_true", help="skip part 1 (speed)")
     p.add_argument("--no-curve-check", action="store_true", help="skip part 2 (loss curves)")
     p.add_argument("--curve-hiddens", type=int_list, default=None,
@@ -164,11 +174,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-md", help="Markdown report (default OUT_DIR/benchmark.md)")
     p.add_argument("--out-jsonl", help="run records, appended (default OUT_DIR/records.jsonl)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and a time estimate")
-    p.add_argument("--train-samples", type=int, default=0,
-                   help="both sides use only the first N training samples (0 = all; for "
-                        "smoke tests, not for figures)")
-    p.add_argument("--test-samples", type=int, default=0,
-                   help="both sides use only the first N test samples (0 = all)")
     p.add_argument("--pytorch-device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: the baseline runs on the CPU (self-test of this script only)")
     return p
@@ -268,6 +273,12 @@ class Runner:
                "--json", str(tmp), "--run-tag", tag, *self._samples(), *extra]
         if not self.a.profile:
             cmd.append("--no-profile")
+        return self.run_command(r, cmd, tmp,
+                                f"memstrat {strategy} {transfer} b={batch} h={hidden} e={epochs}")
+
+    def run_command(self, r: RunResult, cmd: Sequence[str], tmp: Path, label: str) -> RunResult:
+        """Runs `cmd`, which writes its record to `tmp`; the record goes to the results file
+        and into `r` (ok, or the error with the command's last lines), and a progress line."""
         t = time.monotonic()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.a.timeout,
@@ -289,7 +300,7 @@ class Runner:
             if rec is not None and rec.get("error"):
                 r.error += f" ({rec['error']})"
             r.error += "; command: " + shlex.join(cmd)
-        self._progress(r, f"memstrat {strategy} {transfer} b={batch} h={hidden} e={epochs}")
+        self._progress(r, label)
         return r
 
     def pytorch(self, mode: str, batch: int, hidden: int, epochs: int, tag: str,

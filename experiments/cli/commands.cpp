@@ -107,6 +107,21 @@ int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
     const std::string why = e.unsupported(caps);
     out << "  " << std::left << std::setw(15) << e.name << (why.empty() ? "supported" : "waived: " + why) << "\n";
   }
+  // The stream scenario asks more of some strategies (StrategyEntry::unsupported_with).
+  out << "\nstream scenario (--scenario stream) on this device:\n";
+  for (const auto& e : strategy_registry()) {
+    std::string line;
+    for (const Augment a : {Augment::None, Augment::Light}) {
+      StrategyOptions o;
+      o.scenario = Scenario::Stream;
+      o.augment = a;
+      const std::string why = waiver_reason(e, o, caps);
+      line += std::string(line.empty() ? "" : "; ") + "--augment " +
+              (a == Augment::None ? "none" : "light/heavy") + ": " +
+              (why.empty() ? "supported" : why);
+    }
+    out << "  " << std::left << std::setw(15) << e.name << line << "\n";
+  }
   return kExitOk;
 }
 

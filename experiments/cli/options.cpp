@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "memory_strategies/registry.h"
+#include "memory_strategies/stream_slots.h"  // the ranges of --workers, --prefetch
 
 namespace memstrat {
 
@@ -124,11 +125,27 @@ class TrainOptions {
   std::vector<OptionInfo>& table_;
 };
 
-/// Rules that involve two options, which no single option's declaration can state. Throws
+/// The options only the stream scenario reads.
+constexpr const char* kStreamOptions[] = {"--workers", "--prefetch", "--augment"};
+
+/// Rules that involve two options, which no single option's declaration can state, and a
+/// strategy that no device runs with these options (StrategyEntry::unsupported_with). Throws
 /// std::invalid_argument saying what to change.
-void check_consistent(const RunConfig& c) {
+void check_consistent(const RunConfig& c, const CLI::App& train) {
   if (!c.trace.empty() && !c.profile)
     throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
+  if (c.scenario != Scenario::Stream)
+    for (const char* opt : kStreamOptions)
+      if (train.count(opt) > 0)
+        throw std::invalid_argument(std::string(opt) + " is an option of the stream scenario; "
+                                    "add --scenario stream (or drop " + opt + ")");
+  if (const std::string why = refusal_reason(*c.strategy, strategy_options(c)); !why.empty())
+    throw std::invalid_argument("--strategy " + std::string(c.strategy->name) + " with --scenario " +
+                                std::string(to_string(c.scenario)) +
+                                (c.scenario == Scenario::Stream
+                                     ? " --augment " + std::string(to_string(c.augment))
+                                     : std::string()) +
+                                ": " + why);
 }
 
 template <typename E>
@@ -178,8 +195,11 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
                              "Hidden layer sizes, comma separated (e.g. 256 or 512,256)");
   o.choice("--transfer", c.transfer, named({Transfer::U8, Transfer::F32}), "transfer",
            "u8: move raw pixels, normalise on the GPU; f32: move normalised floats (4x bytes)");
-  o.choice("--scenario", c.scenario, named({Scenario::Static, Scenario::Refresh}), "scenario",
-           "static: data never changes; refresh: host rewrites it every epoch (shift augmentation)");
+  o.choice("--scenario", c.scenario, named({Scenario::Static, Scenario::Refresh, Scenario::Stream}),
+           "scenario",
+           "static: data never changes; refresh: host rewrites it every epoch (shift "
+           "augmentation); stream: host workers produce each batch just in time (a gather of a "
+           "fresh permutation, --augment) into the strategy's slots (--workers, --prefetch)");
   o.number("--lr", c.lr, 0, std::nullopt, "lr", "SGD learning rate");
   o.number("--momentum", c.momentum, 0, 0.999, "momentum", "SGD momentum (0 = plain SGD)");
   o.integer("--seed", c.seed, std::nullopt, std::nullopt, "seed",
@@ -214,6 +234,20 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   const StrategyOption& chunk = strategy_option("prefetch-chunk");
   o.integer("--prefetch-chunk", c.prefetch_chunk_mib, chunk.min, chunk.max, "prefetch_chunk_mib",
             strategy_option_help(chunk));
+  // The stream scenario's input pipeline; recorded as null in the other scenarios.
+  o.integer("--workers", c.workers, 1, kMaxWorkers, "workers",
+            "stream: host producer threads, started once per run (1.." +
+                std::to_string(kMaxWorkers) + ")");
+  o.integer("--prefetch", c.prefetch, 1, kMaxPrefetch, "prefetch",
+            "stream: batches produced ahead = host slots in the ring (1.." +
+                std::to_string(kMaxPrefetch) + "; all slots together at most " +
+                std::to_string(kMaxSlotBytes >> 30) +
+                " GiB); fewer slots than workers leaves workers waiting for a slot");
+  o.choice("--augment", c.augment, named({Augment::None, Augment::Light, Augment::Heavy}),
+           "augment",
+           "stream: per-sample augmentation on the host. none: a shuffled gather only (strategies "
+           "whose data the GPU can address gather on the GPU); light: random +-2 px shift (the "
+           "refresh scenario's); heavy: random affine warp (rotation, scale, shear, shift)");
   o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
             "Use only the first N training samples (0 = all)");
@@ -311,7 +345,7 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
     return code == 0 ? 0 : 2;
   }
   try {
-    if (req.command == Command::Train) check_consistent(req.run);
+    if (req.command == Command::Train) check_consistent(req.run, *train);
     if (req.command == Command::Primitives) make_primitives_config(req.primitives);
   } catch (const std::invalid_argument& e) {
     err << "memstrat: " << e.what() << "\n";

@@ -23,8 +23,11 @@ std::string fmt_opt(const std::optional<T>& v, double scale = 1.0, int prec = 2)
 
 void print_run_header(std::ostream& out, const RunRecord& r) {
   const RunConfig& c = r.config;
-  out << "memstrat: " << c.strategy->name << " | " << to_string(c.scenario) << " | "
-      << to_string(c.transfer) << " | batch " << c.batch << " | hidden " << hidden_string(c.hidden)
+  out << "memstrat: " << c.strategy->name << " | " << to_string(c.scenario);
+  if (c.scenario == Scenario::Stream)
+    out << " (" << c.workers << " workers, " << c.prefetch << " slots, augment "
+        << to_string(c.augment) << ")";
+  out << " | " << to_string(c.transfer) << " | batch " << c.batch << " | hidden " << hidden_string(c.hidden)
       << " | " << c.epochs << " epochs | " << (r.env.gpu ? r.env.gpu->name : "no GPU")
       << " | data " << r.dataset.name << " (" << r.dataset.train_samples << " train, "
       << r.dataset.test_samples << " test) from " << r.dataset.path << "\n";
@@ -35,10 +38,38 @@ void print_epoch_line(std::ostream& out, const RunRecord& r, const EpochRecord& 
   out << "epoch " << std::setw(3) << t.epoch << "/" << r.config.epochs << "  wall " << std::setw(8)
       << fmt(t.wall_ms) << " ms  gpu " << std::setw(8) << fmt(t.gpu_ms) << " ms  copy "
       << std::setw(7) << fmt_opt(t.strategy.copy_ms) << "  stall " << std::setw(7)
-      << fmt(t.stall_ms) << "  loss " << fmt(t.train_loss, 4) << "  train "
-      << fmt(100 * t.train_acc) << "%  test " << fmt(100 * e.test.acc) << "%\n";
+      << fmt(t.stall_ms);
+  if (t.strategy.producer) out << "  input wait " << std::setw(7) << fmt(t.strategy.producer->consumer_wait_ms);
+  out << "  loss " << fmt(t.train_loss, 4) << "  train " << fmt(100 * t.train_acc) << "%  test "
+      << fmt(100 * e.test.acc) << "%\n";
   out.flush();
 }
+
+namespace {
+/// The stream scenario's producer figures per epoch (epochs without host producers: none).
+void print_producer_table(std::ostream& out, const RunRecord& r) {
+  bool any = false;
+  for (const EpochRecord& e : r.epochs) any = any || e.train.strategy.producer.has_value();
+  if (!any) return;
+  out << "\ninput pipeline (" << r.config.workers << " workers, " << r.config.prefetch
+      << " slots, augment " << to_string(r.config.augment) << "): input wait = the trainer "
+      << "waited for a ready batch (starvation), first = of which for batch 0; slot wait = "
+      << "workers waited for a free slot (back-pressure)\n"
+      << std::left << std::setw(6) << "epoch" << std::right << std::setw(14) << "input wait ms"
+      << std::setw(10) << "first ms" << std::setw(8) << "waits" << std::setw(14)
+      << "slot wait ms" << std::setw(12) << "busy ms" << std::setw(14) << "samples/s"
+      << std::setw(18) << "per worker /s" << "\n";
+  for (const EpochRecord& e : r.epochs) {
+    const std::optional<ProducerStats>& p = e.train.strategy.producer;
+    if (!p) continue;
+    out << std::left << std::setw(6) << e.train.epoch << std::right << std::setw(14)
+        << fmt(p->consumer_wait_ms) << std::setw(10) << fmt(p->first_wait_ms) << std::setw(8)
+        << p->consumer_waits << std::setw(14) << fmt(p->slot_wait_ms) << std::setw(12)
+        << fmt(p->busy_ms) << std::setw(14) << fmt(p->samples_per_s(), 0) << std::setw(18)
+        << fmt(p->worker_samples_per_s(), 0) << "\n";
+  }
+}
+}  // namespace
 
 void print_epoch_table(std::ostream& out, const RunRecord& r) {
   out << "\n" << std::left << std::setw(6) << "epoch" << std::right << std::setw(10) << "wall ms"
@@ -60,6 +91,7 @@ void print_epoch_table(std::ostream& out, const RunRecord& r) {
         << std::setw(10) << mallocs << std::setw(9) << fmt(t.train_loss, 4) << std::setw(8)
         << fmt(100 * t.train_acc) << std::setw(8) << fmt(100 * e.test.acc) << "\n";
   }
+  print_producer_table(out, r);
   if (r.setup) {
     out << "set-up " << fmt(r.setup->ms, 1) << " ms";
     if (r.setup->counters.api_available) {

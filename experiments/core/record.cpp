@@ -22,6 +22,7 @@ json if_read(const RunConfig& c, std::string_view option, json value) {
 
 json config_json(const RunRecord& r) {
   const RunConfig& c = r.config;
+  const bool stream = c.scenario == Scenario::Stream;
   json j{{"strategy", c.strategy->name},
          {"scenario", to_string(c.scenario)},
          {"transfer", to_string(c.transfer)},
@@ -39,6 +40,10 @@ json config_json(const RunRecord& r) {
          {"streams", if_read(c, "copy-streams", c.copy_streams)},
          {"advise", if_read(c, "advise", c.advise.to_string())},
          {"prefetch_chunk_mib", if_read(c, "prefetch-chunk", c.prefetch_chunk_mib)},
+         // The stream scenario's options; null where they do not apply.
+         {"workers", stream ? json(c.workers) : json(nullptr)},
+         {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
+         {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},
@@ -73,6 +78,14 @@ json epoch_json(const EpochRecord& e) {
   j["stall_ms"] = t.stall_ms;
   j["idle_ms"] = t.idle_ms;
   j["h2d_bytes"] = t.strategy.h2d_bytes;
+  // The stream scenario's host producers; null without them (other scenarios, GPU gather).
+  const std::optional<ProducerStats>& p = t.strategy.producer;
+  j["input_wait_ms"] = p ? json(p->consumer_wait_ms) : json(nullptr);
+  j["input_wait_first_ms"] = p ? json(p->first_wait_ms) : json(nullptr);
+  j["slot_wait_ms"] = p ? json(p->slot_wait_ms) : json(nullptr);
+  j["producer_busy_ms"] = p ? json(p->busy_ms) : json(nullptr);
+  j["producer_samples_per_s"] = p ? json(p->samples_per_s()) : json(nullptr);
+  j["producer_worker_samples_per_s"] = p ? json(p->worker_samples_per_s()) : json(nullptr);
   j["train_loss"] = t.train_loss;
   j["train_acc"] = t.train_acc;
   j["test_loss"] = e.test.loss;

@@ -26,6 +26,9 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.advise = c.advise;
   o.prefetch_chunk_mib = c.prefetch_chunk_mib;
   o.seed = c.seed;
+  o.workers = c.workers;
+  o.prefetch = c.prefetch;
+  o.augment = c.augment;
   return o;
 }
 

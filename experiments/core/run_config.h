@@ -70,6 +70,11 @@ struct RunConfig {
   int copy_streams = 1;
   AdviseSet advise;  // um-advise: the cudaMemAdvise hints
   int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch call
+  // The stream scenario's input pipeline (--workers, --prefetch, --augment: only with
+  // --scenario stream, which the CLI checks; the record writes null for them otherwise).
+  int workers = 4;                   // host producer threads, started once per run
+  int prefetch = 8;                  // batches produced ahead = host slots
+  Augment augment = Augment::Light;  // per-sample host augmentation
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
   std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "common/mnist.h"
+#include "memory_strategies/epoch_data.h"    // transfer_bytes_per_sample
+#include "memory_strategies/stream_slots.h"  // check_stream_slots
 
 namespace memstrat {
 
@@ -39,6 +41,8 @@ HostDataset load_run_data(const RunConfig& c) {
                                 " is larger than the training set (" +
                                 std::to_string(data.n_train()) + " samples); use --batch <= " +
                                 std::to_string(data.n_train()));
+  if (c.scenario == Scenario::Stream)
+    check_stream_slots(c.prefetch, c.batch, transfer_bytes_per_sample(data.features(), c.transfer));
   return data;
 }
 

@@ -12,7 +12,8 @@ namespace memstrat {
 
 /// The data set of `c`: --data (or $MEMSTRAT_DATA, data/mnist), loaded, validated and cut to
 /// --train-samples / --test-samples. Throws DataError for a bad directory or file and
-/// std::invalid_argument when the batch is larger than the training set.
+/// std::invalid_argument when the batch is larger than the training set or, in the stream
+/// scenario, the slots (--prefetch x one batch) would exceed kMaxSlotBytes.
 HostDataset load_run_data(const RunConfig& c);
 
 /// Throws std::invalid_argument "<what>: cannot open '<path>' ..." when `path` cannot be opened

@@ -51,7 +51,9 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   CUDA_CHECK(cudaSetDevice(cfg_.device));
   CUDA_CHECK(cudaFree(nullptr));  // create the context: CUPTI's UM counters need one
   prof.enable_device_counters();
-  if (const std::string why = cfg_.strategy->unsupported(DeviceCaps::query(cfg_.device)); !why.empty())
+  if (const std::string why =
+          waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(cfg_.device));
+      !why.empty())
     throw DeviceUnavailable("strategy '" + name + "' is waived on this device: " + why);
 
   RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device));

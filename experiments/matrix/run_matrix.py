@@ -60,12 +60,16 @@ NSYS_RUN = REPO_ROOT / "experiments" / "scripts" / "nsys_run"
 
 # depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
 # reads which; for a strategy that does not read one, the axis collapses to a single cell.
+# The stream scenario's options: in the other scenarios these axes collapse to a single cell
+# that does not pass them (memstrat refuses them there).
+STREAM_SCENARIO = "stream"
+STREAM_AXES = ("workers", "prefetch", "augment")
 
 # Axis name in the file -> allowed alternative spellings. An axis is the `memstrat train`
 # option of the same name (copy_streams: --copy-streams); its allowed values and default come
 # from `memstrat describe --json` (see describe()).
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
-        "depth", "copy_streams", "epoch_launch", "profile")
+        "depth", "copy_streams", "epoch_launch", "profile") + STREAM_AXES
 AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
                 "epoch-launch": "epoch_launch"}
 # Axes a cell passes to memstrat only when they differ from the option's default (a cell holds
@@ -106,6 +110,9 @@ class Cell:
     nsys: bool = False
     epoch_launch: str | None = None  # --epoch-launch; None: memstrat's default, not passed
     profile: bool | None = None      # --profile / --no-profile; None: memstrat's default
+    workers: int | None = None       # --workers, --prefetch, --augment: stream cells only
+    prefetch: int | None = None
+    augment: str | None = None
 
     @property
     def key(self) -> str:
@@ -118,6 +125,8 @@ class Cell:
             parts.append(f"d{self.depth}")
         elif self.copy_streams is not None:
             parts.append(f"c{self.copy_streams}")
+        if self.workers is not None:  # stream cells: the input pipeline, always spelled out
+            parts.append(f"w{self.workers}p{self.prefetch}-{self.augment}")
         # Only values other than memstrat's defaults appear, so that the keys of matrices
         # without these axes stay what they were.
         if self.epoch_launch is not None:
@@ -145,6 +154,9 @@ class Cell:
             args += ["--depth", str(self.depth)]
         if self.copy_streams is not None:
             args += ["--copy-streams", str(self.copy_streams)]
+        if self.workers is not None:
+            args += ["--workers", str(self.workers), "--prefetch", str(self.prefetch),
+                     "--augment", self.augment]
         if self.epoch_launch is not None:
             args += ["--epoch-launch", self.epoch_launch]
         if self.profile is not None:
@@ -156,7 +168,8 @@ class Cell:
         return {"strategy": self.strategy, "scenario": self.scenario,
                 "transfer": self.transfer, "batch": self.batch, "hidden": list(self.hidden),
                 "epochs": self.epochs, "seed": self.seed, "gemm": self.gemm,
-                "depth": self.depth, "streams": self.copy_streams, "run_tag": self.key}
+                "depth": self.depth, "streams": self.copy_streams, "workers": self.workers,
+                "prefetch": self.prefetch, "augment": self.augment, "run_tag": self.key}
 
 
 @dataclasses.dataclass
@@ -371,14 +384,19 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for rep in range(run["repeats"]):
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
-             epoch_launch, profile) in itertools.product(*(axes[a] for a in AXES)):
+             epoch_launch, profile, workers, prefetch, augment) in \
+                itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
+            stream = scenario == STREAM_SCENARIO
             cell = Cell(strategy=strategy, scenario=scenario, transfer=transfer, batch=batch,
                         hidden=hidden, epochs=epochs, gemm=gemm,
                         depth=depth if "--depth" in reads else None,
                         copy_streams=streams if "--copy-streams" in reads else None,
                         seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
-                        epoch_launch=epoch_launch, profile=profile)
+                        epoch_launch=epoch_launch, profile=profile,
+                        workers=workers if stream else None,
+                        prefetch=prefetch if stream else None,
+                        augment=augment if stream else None)
             if cell in seen:
                 collapsed += 1
                 continue
@@ -395,6 +413,12 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for i, hits in enumerate(rule_hits):
         if hits == 0:
             print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
+    stream_flags = [a for a in all_extra
+                    if a.split("=", 1)[0] in ("--" + x for x in STREAM_AXES)]
+    if stream_flags and any(c.workers is not None for c in cells):
+        raise MatrixError(f"{path}: the extra arguments ({' '.join(stream_flags)}) set what "
+                          "the runner passes to every stream cell; use the axes "
+                          f"{', '.join(STREAM_AXES)} instead")
     name = doc.get("name", path.stem)
     return Matrix(path=path, name=str(name), description=str(doc.get("description", "")),
                   cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
@@ -920,7 +944,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                + (f", {sum(c.key in failed_tags for c in pending)} of them failed before"
                   if failed_tags else "")
                + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
-               "(an axis that is a strategy's own option collapses where it does not apply); "
+               "(an axis that is a strategy's own option collapses where it does not apply, "
+               f"{'/'.join(STREAM_AXES)} outside the {STREAM_SCENARIO} scenario); "
                + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
                   else "order sequential"))
 

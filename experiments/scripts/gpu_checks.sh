@@ -20,7 +20,13 @@
 #   tf32      resident/double-buffer with --tf32
 #   fullmatrix experiments/matrix/matrices/full.toml + report
 #   kernels   per-kernel GPU time via nsys (resident, batch 256 and 8)
-#   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs)
+#   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs;
+#             SAN_SCENARIO=stream: 4 workers, 2 slots, SAN_AUGMENT (default light); resident is
+#             refused there, exit 2)
+#   stream    every strategy in the stream scenario: light/heavy/none x 1 and 8 workers
+#   streammatrix experiments/matrix/matrices/stream.toml + report
+#   streambench experiments/baselines/benchmark_stream.py (memstrat vs PyTorch's DataLoader;
+#             STREAM_BENCH_ARGS adds options, e.g. --quick)
 #   matrix    experiments/matrix/matrices/quick.toml end to end + report, with a kill/restart check
 #   (matrix writes report_quick.tgz)
 #   torch     PyTorch baseline + side-by-side benchmark
@@ -238,6 +244,7 @@ for r in rows[1:25]: print(f'{r[ix]:>10} {float(r[iavg])/1e3:8.2f} {float(r[it])
 stage_sanitize() {
   log "sanitize"
   local args="--data $DATA --train-samples 1024 --test-samples 256 --epochs 2 --batch 256 --quiet --scenario ${SAN_SCENARIO:-refresh}"
+  [ "${SAN_SCENARIO:-}" = stream ] && args="$args --workers 4 --prefetch 2 --augment ${SAN_AUGMENT:-light}"
   : >"$OUT/sanitize.txt"
   for tool in memcheck racecheck synccheck initcheck; do
     for s in $($MS list | awk '{print $1}') double-buffer:3 double-buffer:4:2; do
@@ -270,6 +277,32 @@ PY
   tail -2 "$OUT/matrix2.log"
   python3 analysis/report.py results/quick --out reports/quick >"$OUT/report.log" 2>&1 || tail -5 "$OUT/report.log"
   (cd reports && tar czf "$OUT/report_quick.tgz" quick) && cp results/quick/records.jsonl "$OUT/quick_records.jsonl"
+}
+
+stage_stream() {
+  log "stream: every strategy x light/heavy/none x 1 and 8 workers (2 slots per worker)"
+  for a in light heavy none; do for w in 1 8; do
+    for s in $($MS list | awk '{print $1}'); do
+      echo "$s $a w=$w: $(train --strategy $s --scenario stream --augment $a --workers $w --prefetch $((2 * w)) \
+        --epochs 4 --no-profile --quiet --json "$J" --run-tag "stream-$s-$a-w$w" 2>&1 | grep -E "summary|memstrat:" | tail -1)"
+    done
+  done; done
+}
+
+stage_streammatrix() {
+  log "stream matrix"
+  rm -rf results/stream
+  python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/stream.toml --out results/stream --memstrat $MS \
+    --extra-args="--data=$DATA" >"$OUT/stream_matrix.log" 2>&1 || tail -5 "$OUT/stream_matrix.log"
+  tail -2 "$OUT/stream_matrix.log"
+  python3 analysis/report.py results/stream --out reports/stream >"$OUT/report_stream.log" 2>&1 || tail -5 "$OUT/report_stream.log"
+  cp -r reports/stream "$OUT/report_stream" && cp results/stream/records.jsonl "$OUT/stream_records.jsonl"
+}
+
+stage_streambench() {
+  log "streambench: memstrat stream scenario vs PyTorch DataLoader, same GPU"
+  python3 experiments/baselines/benchmark_stream.py --memstrat $MS --data "$DATA" --out-dir results/vs_dataloader \
+    --out-md "$OUT/vs_dataloader.md" --out-jsonl "$OUT/vs_dataloader.jsonl" ${STREAM_BENCH_ARGS:-} 2>&1 | tail -45
 }
 
 stage_torch() {

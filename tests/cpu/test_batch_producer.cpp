@@ -207,6 +207,34 @@ TEST(BatchProducer, StressTinyRingRandomDelaysBothSides) {
   }
 }
 
+// Batch b of every epoch lives in slot b mod K, also when K does not divide the batches of an
+// epoch (the numbers up to the next multiple of K are skipped), and when the consumer still holds
+// the last slot of an epoch while the next one begins: a strategy whose kernels read slots in
+// place hands out the same address for batch b every epoch.
+TEST(BatchProducer, BatchBIsInSlotBModKInEveryEpoch) {
+  const HostDataset d = synthetic_dataset(1000);  // 10 batches of 100
+  for (const int k : {1, 3, 4, 7, 10, 16}) {
+    Ring ring(k, 100, 784);
+    BatchProducer p(d, config(3, 100, Augment::Light), ring.memory());
+    int held = -1;
+    for (int epoch = 1; epoch <= 4; ++epoch) {
+      p.begin_epoch(epoch);
+      if (held >= 0) p.release(held);  // handed back only after the next epoch began
+      held = -1;
+      for (int b = 0; b < p.batches(); ++b) {
+        const int s = p.wait_ready(b);
+        ASSERT_EQ(s, b % k) << "K " << k << " epoch " << epoch << " batch " << b;
+        if (b + 1 == p.batches() && k > 1)
+          held = s;
+        else
+          p.release(s);
+      }
+    }
+    if (held >= 0) p.release(held);
+    EXPECT_TRUE(ring.guards_intact());
+  }
+}
+
 TEST(BatchProducer, StarvationAndBackPressureAreMeasured) {
   const HostDataset d = synthetic_dataset(400);
   {  // slow producers, eager consumer: the consumer waits, the producers never do

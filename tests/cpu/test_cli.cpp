@@ -150,6 +150,62 @@ TEST(Cli, BadInputIsAUsageErrorWithAMessage) {
   }
 }
 
+TEST(Cli, StreamScenarioOptions) {
+  auto p = parse({"train", "--scenario", "stream", "--strategy", "double-buffer"});
+  ASSERT_FALSE(p.code) << p.err;
+  StrategyOptions so = strategy_options(p.req.run);
+  EXPECT_EQ(so.scenario, Scenario::Stream);
+  // The documented defaults: 4 workers, 8 slots (PyTorch's 2 per worker), the light shift.
+  EXPECT_EQ(so.workers, 4);
+  EXPECT_EQ(so.prefetch, 8);
+  EXPECT_EQ(so.augment, Augment::Light);
+  p = parse({"train", "--scenario", "stream", "--strategy", "zero-copy", "--workers", "16",
+             "--prefetch", "32", "--augment", "heavy"});
+  ASSERT_FALSE(p.code) << p.err;
+  so = strategy_options(p.req.run);
+  EXPECT_EQ(so.workers, 16);
+  EXPECT_EQ(so.prefetch, 32);
+  EXPECT_EQ(so.augment, Augment::Heavy);
+  for (const char* a : {"none", "light", "heavy"}) {
+    p = parse({"train", "--scenario", "stream", "--strategy", "pinned", "--augment", a});
+    ASSERT_FALSE(p.code) << a << ": " << p.err;
+    EXPECT_EQ(to_string(p.req.run.augment), a);
+  }
+  // The range ends are accepted.
+  for (const char* w : {"1", "256"})
+    EXPECT_FALSE(parse({"train", "--scenario", "stream", "--strategy", "pinned", "--workers", w}).code) << w;
+  for (const char* k : {"1", "1024"})
+    EXPECT_FALSE(parse({"train", "--scenario", "stream", "--strategy", "pinned", "--prefetch", k}).code) << k;
+}
+
+// Every refusal is a usage error (exit 2) with a message, before any device work.
+TEST(Cli, StreamScenarioRefusals) {
+  const std::vector<std::pair<std::vector<const char*>, const char*>> bad = {
+      {{"train", "--scenario", "stream", "--strategy", "pinned", "--workers", "0"}, "--workers"},
+      {{"train", "--scenario", "stream", "--strategy", "pinned", "--workers", "257"}, "--workers"},
+      {{"train", "--scenario", "stream", "--strategy", "pinned", "--prefetch", "0"}, "--prefetch"},
+      {{"train", "--scenario", "stream", "--strategy", "pinned", "--prefetch", "1025"}, "--prefetch"},
+      {{"train", "--scenario", "stream", "--strategy", "pinned", "--augment", "medium"}, "--augment"},
+      // Only the stream scenario reads them.
+      {{"train", "--strategy", "pinned", "--workers", "2"}, "add --scenario stream"},
+      {{"train", "--scenario", "refresh", "--prefetch", "4"}, "add --scenario stream"},
+      {{"train", "--scenario", "static", "--augment", "none"}, "add --scenario stream"},
+      // A strategy that no device runs with these options: its registry entry says why.
+      {{"train", "--scenario", "stream"}, "resident runs --augment none only"},
+      {{"train", "--scenario", "stream", "--augment", "heavy"}, "resident runs --augment none only"},
+  };
+  for (const auto& [args, says] : bad) {
+    const auto p = parse(args);
+    std::string joined;
+    for (auto* a : args) joined += std::string(a) + " ";
+    ASSERT_TRUE(p.code) << joined;
+    EXPECT_EQ(*p.code, 2) << joined;
+    EXPECT_NE(p.err.find(says), std::string::npos) << joined << ": " << p.err;
+  }
+  EXPECT_FALSE(parse({"train", "--scenario", "stream", "--augment", "none"}).code)
+      << "resident gathers on the GPU";
+}
+
 TEST(Cli, HiddenSizeZeroMessageSaysWhatToDo) {
   auto p = parse({"train", "--hidden", "0"});
   ASSERT_TRUE(p.code);
@@ -170,7 +226,8 @@ const OptionInfo& option(const std::vector<OptionInfo>& table, const std::string
 }
 
 // `describe` reads the same declarations as the parser and --help: every option it lists is in
-// --help, its default is what an empty command line gives, and typing the default back parses.
+// --help, its default is what an empty command line gives, and typing the default back parses
+// (the stream scenario's options together with --scenario stream and a strategy that runs it).
 TEST(Cli, DescribeReadsTheDeclarations) {
   const std::vector<OptionInfo> table = train_option_table();
   const auto help = parse({"train", "--help"});
@@ -181,7 +238,10 @@ TEST(Cli, DescribeReadsTheDeclarations) {
     const std::string typed = o.default_value.is_string()   ? o.default_value.get<std::string>()
                               : o.default_value.is_array() ? hidden_string(o.default_value.get<std::vector<int>>())
                                                            : o.default_value.dump();
-    const auto p = parse({"train", o.name.c_str(), typed.c_str()});
+    const bool stream_option = o.help.rfind("stream:", 0) == 0;
+    const auto p = stream_option ? parse({"train", "--scenario", "stream", "--strategy", "pinned",
+                                          o.name.c_str(), typed.c_str()})
+                                 : parse({"train", o.name.c_str(), typed.c_str()});
     EXPECT_FALSE(p.code) << o.name << " " << typed << ": " << p.err;
   }
   const RunConfig defaults;
@@ -247,6 +307,15 @@ TEST(CliBinary, BatchLargerThanDataSet) {
   const Ran r = run_binary("train --data " + data + " --train-samples 1000 --batch 4096");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("larger than the training set"), std::string::npos) << r.output;
+}
+
+TEST(CliBinary, StreamSlotsAreBoundedBeforeAnyDeviceWork) {
+  const std::string data = mnist_dir();
+  if (data.empty()) GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA (or run experiments/scripts/get_mnist.py)";
+  const Ran r = run_binary("train --data " + data +
+                           " --scenario stream --strategy pinned --batch 60000 --prefetch 1024");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("at most 2048 MiB"), std::string::npos) << r.output;
 }
 
 TEST(CliBinary, NoGpuIsAOneLineExplanationNotACrash) {

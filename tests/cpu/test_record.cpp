@@ -126,6 +126,41 @@ RunRecord failed_record() {
   return r;
 }
 
+/// A stream-scenario run of double-buffer (4 workers, 8 slots, heavy augmentation): the config
+/// names the input pipeline and every epoch carries the producers' figures.
+RunRecord stream_record() {
+  RunRecord r = finished_record();
+  RunConfig& c = r.config;
+  c.strategy = find_strategy("double-buffer");
+  c.scenario = Scenario::Stream;
+  c.workers = 4;
+  c.prefetch = 8;
+  c.augment = Augment::Heavy;
+  c.run_tag = "double-buffer_stream_u8_b256_h256_e3_cublas_d2c1_w4p8-heavy_seed1_r0";
+  c.argv = {"build/memstrat", "train", "--strategy", "double-buffer", "--scenario", "stream",
+            "--workers", "4", "--prefetch", "8", "--augment", "heavy", "--epochs", "3"};
+  r.argv = c.argv;
+  r.epoch_launch->off_reason = "strategy double-buffer moves each batch while the previous ones compute";
+  for (EpochRecord& e : r.epochs) {
+    ProducerStats p;
+    p.workers = 4;
+    p.slots = 8;
+    p.batches = 235;
+    p.samples = 60000;
+    p.busy_ms = 181.25;
+    p.busy_max_ms = 46.5;
+    p.slot_wait_ms = 0.75;
+    p.consumer_wait_ms = e.train.epoch == 1 ? 35.5 : 30.25;
+    p.first_wait_ms = 0.8125;
+    p.consumer_waits = 201;
+    p.span_ms = 46.875;
+    e.train.strategy.producer = p;
+    e.train.wall_ms += 36.0;
+  }
+  r.totals->summary = summarize(r.epochs, r.dataset.train_samples);
+  return r;
+}
+
 /// The committed copy; with MEMSTRAT_WRITE_FIXTURES=1 in the environment, `j` is written there
 /// first (for a deliberate change of the record).
 json read_fixture(const std::string& name, const json& j) {
@@ -169,6 +204,34 @@ TEST(Record, AStrategysOwnOptionsAreRecordedWhereItReadsThem) {
   const json u = r.to_json()["config"];
   EXPECT_EQ(u["prefetch_chunk_mib"], 16);
   EXPECT_TRUE(u["depth"].is_null());
+}
+
+TEST(Record, StreamRunIsTheCommittedExample) {
+  const json j = stream_record().to_json();
+  EXPECT_EQ(j, read_fixture("run_record_stream.json", j)) << regenerate("run_record_stream.json", j);
+}
+
+// The stream scenario's options and the producers' figures: in the record of a stream run, and
+// null (not 0, not absent) in every other run.
+TEST(Record, StreamPipelineFigures) {
+  const json s = stream_record().to_json();
+  EXPECT_EQ(s["config"]["scenario"], "stream");
+  EXPECT_EQ(s["config"]["workers"], 4);
+  EXPECT_EQ(s["config"]["prefetch"], 8);
+  EXPECT_EQ(s["config"]["augment"], "heavy");
+  const json& e = s["epochs"][1];
+  EXPECT_EQ(e["input_wait_ms"], 30.25);
+  EXPECT_EQ(e["input_wait_first_ms"], 0.8125);
+  EXPECT_EQ(e["slot_wait_ms"], 0.75);
+  EXPECT_EQ(e["producer_busy_ms"], 181.25);
+  EXPECT_DOUBLE_EQ(e["producer_samples_per_s"].get<double>(), 60000 / 0.046875);
+  EXPECT_DOUBLE_EQ(e["producer_worker_samples_per_s"].get<double>(), 60000 / 0.18125);
+  const json p = finished_record().to_json();
+  for (const char* k : {"workers", "prefetch", "augment"})
+    EXPECT_TRUE(p["config"].contains(k) && p["config"][k].is_null()) << k;
+  for (const char* k : {"input_wait_ms", "input_wait_first_ms", "slot_wait_ms", "producer_busy_ms",
+                        "producer_samples_per_s", "producer_worker_samples_per_s"})
+    EXPECT_TRUE(p["epochs"][0].contains(k) && p["epochs"][0][k].is_null()) << k;
 }
 
 TEST(Record, KeysAndValuesOfAFinishedRun) {

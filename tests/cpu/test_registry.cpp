@@ -224,3 +224,56 @@ TEST(StrategyOptionDecl, TheCommandLineAgreesWithTheDeclarations) {
     }
   }
 }
+
+// What a scenario needs (StrategyEntry::unsupported_with): resident serves the stream scenario
+// only by gathering on the GPU (--augment none), refused on any device otherwise; um needs
+// concurrentManagedAccess once host workers write managed slots, a waiver on devices without it.
+TEST(Registry, StreamScenarioRefusalsAndWaivers) {
+  StrategyOptions stream;
+  stream.scenario = Scenario::Stream;
+  DeviceCaps managed_only;
+  managed_only.managed_memory = managed_only.can_map_host_memory = true;
+  for (const Augment a : {Augment::Light, Augment::Heavy}) {
+    stream.augment = a;
+    EXPECT_NE(refusal_reason(*find_strategy("resident"), stream).find("--augment none"),
+              std::string::npos);
+    EXPECT_NE(waiver_reason(*find_strategy("um"), stream, managed_only)
+                  .find("concurrentManagedAccess"),
+              std::string::npos);
+    EXPECT_EQ(refusal_reason(*find_strategy("um"), stream), "") << "a device-dependent waiver";
+  }
+  stream.augment = Augment::None;  // the GPU gathers; no host thread writes managed memory
+  EXPECT_EQ(refusal_reason(*find_strategy("resident"), stream), "");
+  EXPECT_EQ(waiver_reason(*find_strategy("um"), stream, managed_only), "");
+  // Every strategy runs the other scenarios, and the stream scenario on a capable device,
+  // except what the registry states.
+  for (const auto& e : strategy_registry()) {
+    for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
+      StrategyOptions o;
+      o.scenario = sc;
+      EXPECT_EQ(waiver_reason(e, o, DeviceCaps::every()), "") << e.name;
+    }
+    stream.augment = Augment::Light;
+    // The forms that replay or stage an epoch from a fixed layout refuse the stream scenario.
+    const bool fixed_layout = e.name == "zero-copy-staged" || e.name == "pinned-graph" ||
+                              e.name == "double-buffer-graph";
+    if (fixed_layout) {
+      EXPECT_NE(refusal_reason(e, stream).find("fixed layout"), std::string::npos) << e.name;
+    } else if (e.name != "resident") {
+      EXPECT_EQ(refusal_reason(e, stream), "") << e.name;
+    }
+  }
+  // The capability check comes first.
+  DeviceCaps none;
+  EXPECT_NE(waiver_reason(*find_strategy("um"), stream, none).find("managedMemory"),
+            std::string::npos);
+}
+
+// In the stream scenario a strategy never offers the whole-epoch forms: its batches depend on
+// the producers (tested attached in tests/gpu/test_stream.cu); unattached, the declarations stay.
+TEST(Registry, AcquireAheadDeclarations) {
+  std::set<std::string_view> ahead;
+  for (const auto& e : strategy_registry())
+    if (e.make()->acquire_ahead()) ahead.insert(e.name);
+  EXPECT_EQ(ahead, (std::set<std::string_view>{"resident"}));
+}

@@ -50,3 +50,29 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
     }
   }
 }
+
+// The stream scenario allocates its slots, events, order and scratch in attach: no epoch
+// allocates, whether host workers fill slots or the GPU gathers (worker threads' calls included:
+// CUPTI counts every thread's).
+TEST(NoAllocation, NoAllocatorIsCalledInAnyStreamEpoch) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const DeviceCaps caps = DeviceCaps::query(0);
+  for (const auto& e : strategy_registry()) {
+    for (const Augment a : {Augment::None, Augment::Light}) {
+      RunConfig c = short_run(e.name);
+      c.scenario = Scenario::Stream;
+      c.augment = a;
+      c.workers = 3;
+      c.profile = true;
+      if (!waiver_reason(e, strategy_options(c), caps).empty()) continue;  // refused or waived
+      const RunRecord r = run_session(c);
+      for (const EpochRecord& ep : r.epochs) {
+        if (!ep.counters.api_available) GTEST_SKIP() << "CUPTI callbacks unavailable";
+        for (const char* fn : kAllocators)
+          EXPECT_EQ(ep.counters.api.count(fn), 0u)
+              << e.name << " stream " << to_string(a) << " epoch " << ep.train.epoch << ": " << fn;
+        EXPECT_EQ(ep.counters.api.count("cudaFree"), 0u) << e.name << " stream " << to_string(a);
+      }
+    }
+  }
+}

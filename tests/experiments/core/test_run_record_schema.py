@@ -1,11 +1,11 @@
 """The record memstrat writes (experiments/core/record.cpp) against its schema.
 
-tests/cpu/test_record.cpp writes an example record of a finished run and of a failed one and
-keeps the committed copies in tests/experiments/fixtures/ equal to what to_json() writes; here
-those copies are checked against docs/schema/run_record.schema.json, and their shape against a
-record the binary wrote on an H200 (recorded_run_h200.json; the paths in its argv shortened).
-That record predates some options (--prefetch-chunk): keys the writer added since are allowed
-only where the schema marks them newer.
+tests/cpu/test_record.cpp writes an example record of a finished run, of a failed one and of a
+stream-scenario run and keeps the committed copies in tests/experiments/fixtures/ equal to what
+to_json() writes; here those copies are checked against docs/schema/run_record.schema.json, and
+their shape against a record the binary wrote on an H200 (recorded_run_h200.json; the paths in
+its argv shortened). That record predates some options (--prefetch-chunk, the stream scenario):
+keys the writer added since are allowed only where the schema marks them newer.
 """
 import copy
 import json
@@ -20,21 +20,50 @@ def load(name):
     return json.loads((FIXTURES / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["run_record_ok.json", "run_record_failed.json",
-                                  "recorded_run_h200.json"])
+EXAMPLES = ["run_record_ok.json", "run_record_failed.json", "run_record_stream.json",
+            "recorded_run_h200.json"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_records_validate(record_errors, name):
     assert record_errors(load(name)) == []
 
 
-@pytest.mark.parametrize("name", ["run_record_ok.json", "run_record_failed.json",
-                                  "recorded_run_h200.json"])
-def test_every_key_memstrat_writes_is_declared(undeclared_keys, name):
-    assert undeclared_keys(load(name)) == []
+def _undeclared_keys(schema, sub, value, path=""):
+    if "$ref" in sub:
+        sub = schema["$defs"][sub["$ref"].split("/")[-1]]
+    out = []
+    if isinstance(value, dict) and "properties" in sub:
+        for k, v in value.items():
+            if k not in sub["properties"]:
+                out.append(f"{path}.{k}".lstrip("."))
+            else:
+                out += _undeclared_keys(schema, sub["properties"][k], v, f"{path}.{k}")
+    elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+        for i, v in enumerate(value):
+            out += _undeclared_keys(schema, sub["items"], v, f"{path}[{i}]")
+    return out
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_key_memstrat_writes_is_declared(record_validator, name):
+    # The schema allows unknown keys (readers ignore them), so validation alone would not
+    # notice a key the writer added without documenting it.
+    assert _undeclared_keys(record_validator.schema, record_validator.schema, load(name)) == []
+
+
+def _shape(value):
+    """Keys all the way down; the API-call maps (function names) and list lengths left out."""
+    if isinstance(value, dict):
+        return {k: None if k in ("api_calls", "api_totals") else _shape(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return None
 
 
 def _key_paths(value, path=""):
-    """Every key path of a record ('config.dataset.name', 'epochs[].wall_ms'), the keys inside
-    the API-call maps (function names) left out."""
+    """Every key path of a record ('config.depth', 'epochs[].wall_ms'); API-call maps opaque."""
     out = set()
     if isinstance(value, dict):
         for k, v in value.items():
@@ -48,15 +77,20 @@ def _key_paths(value, path=""):
 
 
 def test_writer_writes_the_keys_the_gpu_binary_wrote(schema_description):
-    # The H200 record was written before some options existed (--prefetch-chunk); the writer
-    # must still write every key that record has, and may write more only where the schema
-    # marks the key "Newer" (absent from records written before it existed).
+    # The H200 record was written before some options existed; the writer must still write every
+    # key that record has, and may write more only where the schema marks the key "Newer"
+    # (absent from records written before it existed).
     writer = _key_paths(load("run_record_ok.json"))
     gpu = _key_paths(load("recorded_run_h200.json"))
     assert sorted(gpu - writer) == []
     not_newer = [k for k in sorted(writer - gpu)
                  if "Newer." not in (schema_description(k) or "")]
     assert not_newer == [], "keys the H200 record lacks that the schema does not mark newer"
+
+
+def test_stream_record_has_the_shape_of_any_other_run():
+    # Same keys as a static run: the stream options and figures are null there, never absent.
+    assert _shape(load("run_record_stream.json")) == _shape(load("run_record_ok.json"))
 
 
 def test_config_streams_is_the_copy_streams_option(describe):

@@ -1,0 +1,263 @@
+"""The stream scenario's part of the report: epoch time and starvation against the number of
+host workers, per strategy and augmentation, and the worker count at which each strategy
+stops starving. Definitions (docs/methodology.md, "The stream scenario's measures"):
+
+- starvation of an epoch = (input_wait_ms - input_wait_first_ms) / wall_ms: the share of the
+  epoch the trainer blocked waiting for a batch the workers had not finished, the pipeline
+  fill at the epoch's first batch left out (it is reported apart, as `fill`);
+- per process the median over its steady epochs, per configuration the median over
+  processes with its bootstrap 95% interval (analysis/stats.py), as for epoch time;
+- a configuration starves when its starvation is at or above STARVATION_LIMIT (5%);
+- a strategy stops starving at w workers (per augmentation and input settings) when w is the
+  smallest measured worker count such that it and every larger measured count do not starve.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+from .aggregate import Group, steady_epochs, strategies_in
+from .document import Doc, fmt_num
+from .stats import Summary, describe_interval, summarize
+
+STREAM = "stream"
+STARVATION_LIMIT = 0.05
+AUGMENT_ORDER = ("none", "light", "heavy")
+CAPTION = ("Top: wall-clock ms per epoch; bottom: starvation, the share of the epoch the "
+           "trainer waited for a batch the host workers had not finished (the first batch's "
+           "wait, filling the pipeline, left out). Per process the median of its steady "
+           "epochs, per point the median over processes; whiskers: bootstrap 95% interval "
+           "(none with fewer than 3 processes). Dotted line: the 5% below which a strategy "
+           "no longer starves.")
+
+
+def is_stream(g: Group) -> bool:
+    return g.key.scenario == STREAM
+
+
+def starvation_share(epoch: dict[str, Any]) -> float | None:
+    """(input_wait_ms - input_wait_first_ms) / wall_ms of one epoch; None when not measured."""
+    wait, first, wall = (epoch.get(k) for k in ("input_wait_ms", "input_wait_first_ms",
+                                                 "wall_ms"))
+    if wait is None or first is None or not wall or wall <= 0:
+        return None
+    return max(wait - first, 0.0) / wall
+
+
+def process_starvation(record: dict[str, Any]) -> float | None:
+    vals = sorted(v for v in map(starvation_share, steady_epochs(record)) if v is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+@dataclasses.dataclass
+class StreamPoint:
+    """One stream configuration (one strategy, augmentation and worker count)."""
+    group: Group
+    epoch_ms: Summary | None
+    starvation: Summary | None
+
+    @property
+    def strategy(self) -> str:
+        return self.group.key.strategy
+
+    @property
+    def workers(self) -> int:
+        return int(self.group.key.workers or 0)
+
+    @property
+    def augment(self) -> str:
+        return str(self.group.key.augment)
+
+    @property
+    def starves(self) -> bool | None:
+        return None if self.starvation is None else self.starvation.median >= STARVATION_LIMIT
+
+
+def stream_points(groups: Sequence[Group]) -> list[StreamPoint]:
+    out = []
+    for g in groups:
+        if not is_stream(g) or g.key.workers is None:
+            continue
+        shares = [v for v in map(process_starvation, g.timing_records) if v is not None]
+        out.append(StreamPoint(g, g.stat("wall_ms"), summarize(shares)))
+    return out
+
+
+def stream_sets(points: Sequence[StreamPoint]) -> list[list[StreamPoint]]:
+    """Points that belong in one figure: the same GPU, transfer, batch, slots and options."""
+    sets: dict[tuple, list[StreamPoint]] = {}
+    for p in points:
+        k = p.group.key
+        sets.setdefault((k.slice_key(), k.transfer, k.batch, k.prefetch), []).append(p)
+    return list(sets.values())
+
+
+def curves(points: Sequence[StreamPoint]) -> dict[tuple[str, str], list[StreamPoint]]:
+    """(augment, strategy) -> its points by increasing worker count."""
+    out: dict[tuple[str, str], list[StreamPoint]] = {}
+    for p in sorted(points, key=lambda p: p.workers):
+        out.setdefault((p.augment, p.strategy), []).append(p)
+    return out
+
+
+def stops_starving(curve: Sequence[StreamPoint]) -> StreamPoint | None:
+    """The point with the fewest workers from which on (it and every point with more workers)
+    the strategy does not starve; None when it still starves at the most workers measured, or
+    when starvation was not measured at some worker count above it."""
+    found = None
+    for p in sorted(curve, key=lambda p: p.workers, reverse=True):
+        if p.starves is not False:
+            break
+        found = p
+    return found
+
+
+def _augments(points: Sequence[StreamPoint]) -> list[str]:
+    present = {p.augment for p in points}
+    return [a for a in AUGMENT_ORDER if a in present] + sorted(present - set(AUGMENT_ORDER))
+
+
+def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path | None:
+    """Epoch time (top) and starvation (bottom) against workers, one column per augmentation,
+    one line per strategy."""
+    if not points:
+        return None
+    from .plots import _figure, _finish, _maybe_log, strategy_color
+    augments = _augments(points)
+    fig, axes = _figure(2, len(augments), 5.0, 3.4)
+    by_curve = curves(points)
+    handles: dict[str, Any] = {}
+    for col, aug in enumerate(augments):
+        top, bottom = axes[0][col], axes[1][col]
+        for (a, strategy), curve in by_curve.items():
+            if a != aug:
+                continue
+            color = strategy_color(strategy)
+            for ax, attr, scale in ((top, "epoch_ms", 1.0), (bottom, "starvation", 100.0)):
+                pts = [(p.workers, getattr(p, attr)) for p in curve if getattr(p, attr)]
+                if not pts:
+                    continue
+                xs = [w for w, _ in pts]
+                ys = [s.median * scale for _, s in pts]
+                err = [[(s.median - s.ci.low) * scale if s.ci else 0 for _, s in pts],
+                       [(s.ci.high - s.median) * scale if s.ci else 0 for _, s in pts]]
+                line = ax.errorbar(xs, ys, yerr=err, marker="o", markersize=3.5, color=color,
+                                   capsize=2, linewidth=1.2, elinewidth=0.8)
+                handles.setdefault(strategy, line)
+        _maybe_log(top, [p.epoch_ms.median for p in points if p.augment == aug and p.epoch_ms])
+        bottom.axhline(STARVATION_LIMIT * 100, color="0.3", linestyle=":", linewidth=1.0)
+        top.set_title(f"--augment {aug}")
+        top.set_ylabel("ms per epoch")
+        bottom.set_ylabel("starvation, % of the epoch")
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ticks = sorted({p.workers for p in points if p.augment == aug})
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([str(t) for t in ticks])
+            ax.set_xlabel("host workers (--workers)")
+            ax.grid(alpha=0.3)
+            ax.set_axisbelow(True)
+        bottom.set_ylim(bottom=0)
+    names = [s for s in strategies_in([p.group for p in points]) if s in handles]
+    return _finish(fig, path, "Stream scenario: epoch time and starvation vs host workers",
+                   title, [handles[s] for s in names], names)
+
+
+def _pct(s: Summary | None) -> str:
+    if s is None:
+        return "n/a"
+    text = f"{100 * s.median:.1f}%"
+    if s.ci is not None:
+        text += f" [{100 * s.ci.low:.1f}-{100 * s.ci.high:.1f}%]"
+    return text
+
+
+def stop_table(points: Sequence[StreamPoint]) -> tuple[list[str], list[list[str]]]:
+    """Per (augmentation, strategy): where it stops starving, and what it costs there."""
+    headers = ["augment", "strategy", "stops starving at", "starvation there (95% CI)",
+               "ms/epoch there", "starvation at fewest workers", "note"]
+    rows = []
+    for (aug, strategy), curve in sorted(curves(points).items(),
+                                         key=lambda kv: (_augments(points).index(kv[0][0]),
+                                                         kv[0][1])):
+        stop = stops_starving(curve)
+        first = curve[0]
+        note = ""
+        if stop is not None and stop.starvation and stop.starvation.ci \
+                and stop.starvation.ci.high >= STARVATION_LIMIT:
+            note = "interval reaches 5%"
+        elif stop is None and curve[-1].starvation is None:
+            note = "starvation not measured"
+        rows.append([aug, strategy,
+                     f"{stop.workers} workers" if stop else
+                     f"not within {curve[-1].workers} workers",
+                     _pct(stop.starvation) if stop else _pct(curve[-1].starvation),
+                     fmt_num(stop.epoch_ms.median) if stop and stop.epoch_ms else "n/a",
+                     f"{_pct(first.starvation)} at {first.workers}", note])
+    return headers, rows
+
+
+def detail_rows(points: Sequence[StreamPoint]) -> list[list[Any]]:
+    rows = []
+    for p in sorted(points, key=lambda p: (_augments(points).index(p.augment), p.strategy,
+                                           p.workers)):
+        g = p.group
+        rows.append([p.augment, p.strategy, p.workers, g.key.prefetch,
+                     fmt_num(p.epoch_ms.median) if p.epoch_ms else "n/a",
+                     describe_interval(p.epoch_ms), _pct(p.starvation),
+                     fmt_num(g.median("input_wait_first_ms")),
+                     fmt_num(g.median("slot_wait_ms")),
+                     fmt_num(g.median("producer_samples_per_s")),
+                     fmt_num(g.median("producer_worker_samples_per_s")),
+                     g.n_processes])
+    return rows
+
+
+def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2) -> list[Path]:
+    """The report's stream section for the stream groups among `groups`; the PNGs written."""
+    from .plots import context
+    points = stream_points(groups)
+    if not points:
+        return []
+    doc.h(level, "Stream scenario: the input pipeline")
+    doc.ul([
+        "Host worker threads (`--workers`) produce each batch just in time, a gather of the "
+        "epoch's fresh permutation augmented per `--augment` (light: the +-2 px shift; heavy: "
+        "an affine warp), into `--prefetch` slots of the strategy's own memory; "
+        "docs/strategies.md describes each strategy's hand-off.",
+        "**Starvation** is the share of an epoch the trainer waited for a batch the workers "
+        "had not finished, the first batch's wait (filling the pipeline) left out; a "
+        f"strategy **stops starving** at the fewest workers from which on it stays below "
+        f"{STARVATION_LIMIT:.0%} (docs/methodology.md). **Back-pressure** (slot wait) is "
+        "the time workers waited for a slot the GPU had not handed back: workers are "
+        "ahead, the consumer sets the pace.",
+        "More workers cannot make an epoch shorter than the strategy's own transfer and "
+        "compute: once starvation is gone, the epoch time is the strategy's, as in the "
+        "other scenarios.",
+    ])
+    written = []
+    sets = stream_sets(points)
+    for i, part in enumerate(sets):
+        k = part[0].group.key
+        what = context([p.group for p in part], transfer=k.transfer, batch=k.batch,
+                       slots=k.prefetch)
+        suffix = "" if len(sets) == 1 else f"_{i + 1}"
+        if len(sets) > 1:
+            doc.h(level + 1, f"Stream set {i + 1}: {what}")
+        png = plot_stream(part, plots_dir / f"stream_workers{suffix}.png", what)
+        if png is not None:
+            written.append(png)
+            doc.img(png, f"plots/{png.name}", "epoch time and starvation vs workers", CAPTION)
+        doc.h(level + 1, "Where each strategy stops starving")
+        headers, rows = stop_table(part)
+        doc.table(headers, rows, align="llllrll")
+        doc.h(level + 1, "Every stream configuration")
+        doc.table(["augment", "strategy", "workers", "slots", "ms/epoch", "95% CI",
+                   "starvation", "fill ms", "slot wait ms", "samples/s (all)",
+                   "samples/s (per worker)", "n"], detail_rows(part),
+                  align="llrrrlrrrrrr")
+    return written

@@ -1,0 +1,55 @@
+#include "memory_strategies/gather_input.h"
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "common/nvtx.h"
+#include "memory_strategies/epoch_data.h"  // write_rows, transfer_bytes_per_sample
+#include "memory_strategies/host_epoch_source.h"  // batch_view
+
+namespace memstrat {
+
+void GatherInput::write_set(const HostDataset& data, Transfer t, void* images,
+                            std::int32_t* labels) {
+  std::vector<std::int32_t> identity(static_cast<std::size_t>(data.n_train()));
+  std::iota(identity.begin(), identity.end(), 0);
+  std::vector<std::uint8_t> scratch(static_cast<std::size_t>(data.features()));
+  write_rows({&data, identity.data(), Augment::None, t, 0, 0}, 0, data.n_train(), images, labels,
+             scratch.data());
+}
+
+void GatherInput::attach(const HostDataset& data, const StrategyOptions& opt, const void* images,
+                         const std::int32_t* labels, cudaStream_t compute) {
+  const std::size_t row = transfer_bytes_per_sample(data.features(), opt.transfer);
+  src_ = {images, labels, data.n_train(), row};
+  geom_ = {data.n_train(), opt.batch, row};
+  transfer_ = opt.transfer;
+  compute_ = compute;
+  order_.emplace(data.n_train(), opt.seed);
+  order_staging_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(data.n_train()));
+  order_dev_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(data.n_train()));
+  batch_images_ = DeviceBuffer<std::uint8_t>(geom_.image_bytes(0));
+  batch_labels_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(geom_.rows(0)));
+  upload_.allocate(1);
+}
+
+void GatherInput::begin_epoch(int epoch) {
+  // The GPU is idle (the trainer drained the last epoch), so the staging copy may be rewritten.
+  order_->set_epoch(epoch);
+  std::memcpy(order_staging_.data(), order_->order(), order_staging_.bytes());
+  upload_.begin_epoch();
+  NvtxRange r(Phase::H2D, "h2d order");
+  upload_.start(0, compute_);
+  CUDA_CHECK(cudaMemcpyAsync(order_dev_.data(), order_staging_.data(), order_staging_.bytes(),
+                             cudaMemcpyHostToDevice, compute_));
+  upload_.stop(0, compute_, order_staging_.bytes());
+}
+
+BatchView GatherInput::gather(int b) {
+  gather_batch(src_, order_dev_.data() + geom_.first(b), geom_.rows(b), batch_images_.data(),
+               batch_labels_.data(), compute_);
+  return batch_view(transfer_, geom_, batch_images_.data(), batch_labels_.data(), b);
+}
+
+}  // namespace memstrat
