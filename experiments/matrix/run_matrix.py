@@ -43,6 +43,7 @@ import json
 import os
 import queue
 import random
+import re
 import shlex
 import signal
 import subprocess
@@ -69,13 +70,18 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # option of the same name (copy_streams: --copy-streams); its allowed values and default come
 # from `memstrat describe --json` (see describe()).
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
-        "depth", "copy_streams", "epoch_launch", "profile") + STREAM_AXES
+        "depth", "copy_streams", "epoch_launch", "profile", "fused") + STREAM_AXES + ("cpus",)
+# Axes the runner applies itself rather than passing to `memstrat train`: cpus = "all" (the
+# default: no restriction) or a CPU list for `taskset -c` (e.g. "0", "0-3"), the process and
+# every thread it starts confined to those cores.
+RUNNER_AXES = {"cpus": {"name": "cpus", "kind": "text", "default": "all"}}
 AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
                 "epoch-launch": "epoch_launch"}
 # Axes a cell passes to memstrat only when they differ from the option's default (a cell holds
 # None for the default, so the keys of matrices without these axes stay what they were). A
 # matrix that sets such an axis must not set the same option in extra_args as well.
-AXIS_FLAGS = {"epoch_launch": ("--epoch-launch",), "profile": ("--profile", "--no-profile")}
+AXIS_FLAGS = {"epoch_launch": ("--epoch-launch",), "profile": ("--profile", "--no-profile"),
+              "fused": ("--fused",), "cpus": ()}
 # [[exclude]] keys besides the axes: "repeat" (0-based), e.g. to profile only repeat 0.
 RULE_KEYS = AXES + ("repeat",)
 RUN_KEYS = ("repeats", "seed", "vary_seed")
@@ -113,6 +119,8 @@ class Cell:
     workers: int | None = None       # --workers, --prefetch, --augment: stream cells only
     prefetch: int | None = None
     augment: str | None = None
+    fused: str | None = None         # --fused; None: memstrat's default, not passed
+    cpus: str | None = None          # taskset -c CPUS around the process; None: no restriction
 
     @property
     def key(self) -> str:
@@ -133,6 +141,10 @@ class Cell:
             parts.append(f"elaunch-{self.epoch_launch}")
         if self.profile is not None:
             parts.append("profile" if self.profile else "noprofile")
+        if self.fused is not None:
+            parts.append(f"fused-{self.fused}")
+        if self.cpus is not None:
+            parts.append("cpus" + self.cpus.replace(",", "+"))
         parts += [f"seed{self.seed}", f"r{self.repeat}"]
         if self.extra_args:
             digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]
@@ -161,6 +173,8 @@ class Cell:
             args += ["--epoch-launch", self.epoch_launch]
         if self.profile is not None:
             args.append("--profile" if self.profile else "--no-profile")
+        if self.fused is not None:
+            args += ["--fused", self.fused]
         return args + list(self.extra_args)
 
     def config_stub(self) -> dict[str, Any]:
@@ -209,7 +223,7 @@ def describe(memstrat: Path) -> dict[str, Any]:
 def _axis_options(description: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Axis name -> its option in the description (copy_streams -> --copy-streams)."""
     by_name = {o["name"]: o for o in description["train_options"]}
-    return {a: by_name["--" + a.replace("_", "-")] for a in AXES}
+    return {a: RUNNER_AXES.get(a) or by_name["--" + a.replace("_", "-")] for a in AXES}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -266,6 +280,10 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
                 raise MatrixError(f"{where}: {v!r} is not one of {', '.join(option['choices'])}")
         elif axis == "hidden":
             v = _parse_hidden(v, where)
+        elif axis == "cpus":
+            if not isinstance(v, str) or not (v == "all" or re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v)):
+                raise MatrixError(f"{where}: cpus is \"all\" or a CPU list for taskset -c "
+                                  f"(\"0\", \"0-3\", \"0,2\"), got {v!r}")
         else:  # batch, epochs, depth, copy_streams
             v = _positive_int(v, where)
             lo, hi = option.get("min"), option.get("max")
@@ -384,7 +402,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for rep in range(run["repeats"]):
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
-             epoch_launch, profile, workers, prefetch, augment) in \
+             epoch_launch, profile, fused, workers, prefetch, augment, cpus) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -396,7 +414,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         epoch_launch=epoch_launch, profile=profile,
                         workers=workers if stream else None,
                         prefetch=prefetch if stream else None,
-                        augment=augment if stream else None)
+                        augment=augment if stream else None, fused=fused, cpus=cpus)
             if cell in seen:
                 collapsed += 1
                 continue
@@ -596,6 +614,8 @@ class Runner:
     def command(self, cell: Cell, json_path: Path) -> list[str]:
         cmd = [str(self.memstrat), "train", *cell.train_args(),
                "--run-tag", cell.key, "--json", str(json_path)]
+        if cell.cpus is not None:
+            cmd = ["taskset", "-c", cell.cpus, *cmd]
         if self.nsys:
             cmd = [str(NSYS_RUN), "-o", str(self.nsys_dir / cell.key), "--", *cmd]
         return cmd

@@ -507,3 +507,34 @@ epochs = 3
     (pinned,) = [g for g in groups if g.key.strategy == "pinned"]   # one launch form
     assert pinned.runs == 12 and pinned.n_processes == 6 and not pinned.timing_profiled
     assert pinned.stat("wall_ms").ci is not None
+
+
+def test_fused_and_cpus_axes(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "resident"
+fused = ["on", "off"]
+cpus = ["all", "0", "2-3,5"]
+"""), describe)
+    assert len(m.cells) == 6
+    default = next(c for c in m.cells if c.fused is None and c.cpus is None)
+    assert "--fused" not in default.train_args() and "fused" not in default.key
+    off = next(c for c in m.cells if c.fused == "off" and c.cpus == "0")
+    assert off.train_args()[-2:] == ["--fused", "off"]
+    assert off.key.endswith("_fused-off_cpus0_seed1_r0")
+    runner = run_matrix.Runner(m, tmp_path / "out", Path("/bin/true"), 10.0, False, [None])
+    cmd = runner.command(off, tmp_path / "x.jsonl")
+    assert cmd[:3] == ["taskset", "-c", "0"] and cmd[3] == "/bin/true"
+    assert runner.command(default, tmp_path / "x.jsonl")[0] == "/bin/true"
+    odd = next(c for c in m.cells if c.cpus == "2-3,5")
+    assert "_cpus2-3+5_" in odd.key  # file-name safe
+
+
+@pytest.mark.parametrize("value", ["none", "0-", "a", 3])
+def test_cpus_axis_rejects_what_taskset_would_not_take(run_matrix, describe, tmp_path, value):
+    with pytest.raises(run_matrix.MatrixError, match="cpus"):
+        run_matrix.load_matrix(write(tmp_path, f"""
+[axes]
+strategy = "resident"
+cpus = {json.dumps(value)}
+"""), describe)
