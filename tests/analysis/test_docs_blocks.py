@@ -311,3 +311,27 @@ def test_repository_docs_are_current(capsys):
         pytest.skip(f"results set(s) {', '.join(missing)} named by generated blocks are not "
                     "committed yet")
     assert docs_blocks.main(["--check"]) == 0, capsys.readouterr()
+
+
+def test_primitives_and_cost_model_blocks(root, fixtures_dir):
+    import shutil
+    shutil.copy(fixtures_dir / "primitives.jsonl", root / SET / "records" / "primitives.jsonl")
+    path = write(root, block("primitives") + block("cost-model b256 u8 static"))
+    assert run(root) == 0
+    text = path.read_text()
+    prim = body(text, "primitives")
+    assert "| pinned-h2d | cuda-events |" in prim and "50% of peak at" in prim
+    model = body(text, "cost-model")
+    assert "| pinned |" in model and "predicted GPU ms" in model
+    assert "unexplained" in model          # the fixture's pageable is 30% off its prediction
+    assert run(root, "--check") == 0
+
+
+def test_primitives_block_without_primitive_records_says_not_measured(root):
+    for p in (root / SET / "records").glob("*.jsonl"):
+        lines = [l for l in p.read_text().splitlines() if '"record": "primitive"' not in l
+                 and '"record":"primitive"' not in l]
+        p.write_text("\n".join(lines) + "\n")
+    path = write(root, block("primitives"))
+    assert run(root) == 0
+    assert "not measured in this results set" in body(path.read_text(), "primitives")
