@@ -10,7 +10,8 @@ and report.html (one self-contained page, figures embedded). With ``--primitives
 (records of `memstrat primitives`) the report adds the "Transfer primitives" and "Cost model"
 sections (analysis/report_model.py), writes cost_model.csv, and takes the floors' pinned bulk
 bandwidth from the pinned-h2d peak (``--pinned-bandwidth`` overrides it). The report states the
-environment the runs came from, ranks the strategies per scenario and transfer by the
+environment the runs came from (and warns where the GPU's clocks were held down or moved:
+analysis/environment.py), ranks the strategies per scenario and transfer by the
 median over processes of ms per epoch (never ordering two whose 95% intervals overlap),
 lists failed runs, and says which values were null/unavailable and which runs had the
 profiler on. Runs of the stream scenario get their own section (analysis/stream.py: epoch
@@ -35,6 +36,7 @@ from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa:
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in, write_csv)
 from analysis.document import Doc, fmt_num  # noqa: E402
+from analysis.environment import environment_section  # noqa: E402
 from analysis.plots import PLOTS, SCENARIO_NOTE, context  # noqa: E402
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
@@ -89,74 +91,6 @@ NULL_METRICS = {
 # --------------------------------------------------------------------------------------
 # Sections
 # --------------------------------------------------------------------------------------
-def environment_rows(records: Sequence[dict]) -> tuple[list[list[str]], list[str]]:
-    """Rows for the environment table, and warnings when runs came from different set-ups."""
-    envs = [r.get("env") or {} for r in records if r.get("env")]
-
-    def values(fmt) -> list[str]:
-        seen: list[str] = []
-        for e in envs:
-            v = fmt(e)
-            if v is not None and v not in seen:
-                seen.append(v)
-        return seen
-
-    def gpu(e):
-        if not e.get("gpu_name"):
-            return None
-        extra = []
-        if e.get("compute_capability"):
-            extra.append(f"cc {e['compute_capability']}")
-        if e.get("sm_count"):
-            extra.append(f"{e['sm_count']} SMs")
-        if e.get("gpu_memory_bytes"):
-            extra.append(f"{e['gpu_memory_bytes'] / 2**30:.1f} GiB")
-        return e["gpu_name"] + (f" ({', '.join(extra)})" if extra else "")
-
-    def pcie(e):
-        g, w = e.get("pcie_gen"), e.get("pcie_width")
-        if g is None and w is None:
-            return None
-        return f"gen {g if g is not None else '?'} x{w if w is not None else '?'}"
-
-    def git(e):
-        if not e.get("git_sha"):
-            return None
-        return e["git_sha"] + (" (uncommitted changes)" if e.get("git_dirty") else "")
-
-    def um(e):
-        if "concurrent_managed_access" not in e:
-            return None
-        return (f"concurrentManagedAccess={int(bool(e['concurrent_managed_access']))}, "
-                f"pageableMemoryAccess={int(bool(e.get('pageable_memory_access')))}")
-
-    spec = [
-        ("GPU", gpu),
-        ("Driver / runtime", lambda e: (f"{e.get('driver_version') or 'n/a'} / "
-                                        f"{e.get('runtime_version') or 'n/a'}")
-         if (e.get("driver_version") or e.get("runtime_version")) else None),
-        ("PCIe link", pcie),
-        ("Copy engines", lambda e: None if e.get("async_engine_count") is None
-         else str(e["async_engine_count"])),
-        ("Managed memory", um),
-        ("Host", lambda e: e.get("host")),
-        ("memstrat", lambda e: e.get("memstrat_version")),
-        ("git revision", git),
-    ]
-    rows, warnings = [], []
-    for label, fmt in spec:
-        vals = values(fmt)
-        rows.append([label, ", ".join(vals) if vals else "n/a (not in the records)"])
-        if len(vals) > 1 and label in ("GPU", "Driver / runtime", "git revision", "PCIe link"):
-            warnings.append(f"The runs come from more than one {label}: {', '.join(vals)}. "
-                            "Groups are split by GPU; compare across the others with care.")
-    started = sorted(r["started_at"] for r in records if isinstance(r.get("started_at"), str))
-    if started:
-        rows.append(["Runs started", f"{started[0]} to {started[-1]}" if len(started) > 1
-                     else started[0]])
-    return rows, warnings
-
-
 def _n_cell(g: Group) -> str:
     """'5 (profiler off)': processes behind the timing and whether CUPTI was on in them."""
     return f"{g.n_processes} (profiler {'on' if g.timing_profiled else 'off'})"
@@ -384,10 +318,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
           "Per-configuration numbers are in `summary.csv` (empty cell = null/unavailable).")
 
     doc.h(2, "Environment")
-    env_rows, env_warn = environment_rows(records)
-    doc.table(["what", "value"], env_rows)
-    for w in env_warn:
-        doc.p("**Note:** " + w)
+    environment_section(doc, records, [r for g in groups for r in g.timing_records])
 
     doc.h(2, "How to read the numbers")
     doc.ul([

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.h"
+#include "common/json_optional.h"
 
 #ifndef MEMSTRAT_GIT_SHA
 #define MEMSTRAT_GIT_SHA "unknown"
@@ -33,42 +34,26 @@ std::string version_string(int v) {  // 13000 -> "13.0"
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
-
-// PCIe link from sysfs (absent when the platform does not expose it, e.g. some VMs).
-void add_pcie(GpuEnvironment& gpu, int device) {
-  char bus[64] = {0};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) {
-    cudaGetLastError();
-    return;
+// Fill the GPU's PCIe link and NUMA node from sysfs, the rest from NVML. pcie_gen/pcie_width
+// keep their source (sysfs, the link as trained now) and fall back to NVML's current link where
+// sysfs does not expose it; the maximum is NVML's only.
+void add_link_and_nvml(GpuEnvironment& gpu, const std::string& bus_id, GpuMonitor& monitor) {
+  if (!bus_id.empty()) {
+    const PciLink link = pci_current_link(bus_id);
+    gpu.pcie_gen = link.gen;
+    gpu.pcie_width = link.width;
+    gpu.numa_node = pci_numa_node(bus_id);
   }
-  std::string id(bus);
-  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
-  const std::string base = "/sys/bus/pci/devices/" + id + "/";
-  const std::string speed = read_first_line(base + "current_link_speed");
-  const std::string width = read_first_line(base + "current_link_width");
-  if (!speed.empty()) {
-    const double gts = std::atof(speed.c_str());
-    int gen = 0;
-    if (gts >= 60) gen = 6;
-    else if (gts >= 30) gen = 5;
-    else if (gts >= 15) gen = 4;
-    else if (gts >= 7.5) gen = 3;
-    else if (gts >= 4.5) gen = 2;
-    else if (gts > 0) gen = 1;
-    if (gen) gpu.pcie_gen = gen;
-  }
-  if (!width.empty() && std::atoi(width.c_str()) > 0) gpu.pcie_width = std::atoi(width.c_str());
-}
-
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  gpu.start = monitor.state();
+  const GpuLimits l = monitor.limits();
+  if (!gpu.pcie_gen) gpu.pcie_gen = l.pcie_gen;
+  if (!gpu.pcie_width) gpu.pcie_width = l.pcie_width;
+  gpu.pcie_max_gen = l.pcie_max_gen;
+  gpu.pcie_max_width = l.pcie_max_width;
+  gpu.sm_clock_max_mhz = l.sm_clock_max_mhz;
+  gpu.mem_clock_max_mhz = l.mem_clock_max_mhz;
+  gpu.persistence_mode = l.persistence_mode;
+  if (const std::string note = monitor.note(); !note.empty()) gpu.nvml_note = note;
 }
 }  // namespace
 
@@ -78,6 +63,11 @@ nlohmann::json Environment::to_json() const {
   env["git_sha"] = git_sha;
   env["git_dirty"] = git_dirty;
   env["memstrat_version"] = memstrat_version;
+  env["cpu_model"] = or_null(hardware.cpu_model);
+  env["cpu_count"] = or_null(hardware.cpu_count);
+  env["cpu_affinity"] = or_null(hardware.cpu_affinity);
+  env["cpu_affinity_count"] = or_null(hardware.cpu_affinity_count);
+  env["host_memory_bytes"] = or_null(hardware.memory_bytes);
   if (!gpu) return env;
   env["gpu_name"] = gpu->name;
   env["compute_capability"] = gpu->compute_capability;
@@ -92,6 +82,14 @@ nlohmann::json Environment::to_json() const {
   env["pageable_memory_access"] = gpu->pageable_memory_access;
   env["async_engine_count"] = gpu->async_engine_count;
   env["l2_bytes"] = gpu->l2_bytes;
+  env["gpu_numa_node"] = or_null(gpu->numa_node);
+  env["pcie_max_gen"] = or_null(gpu->pcie_max_gen);
+  env["pcie_max_width"] = or_null(gpu->pcie_max_width);
+  env["persistence_mode"] = or_null(gpu->persistence_mode);
+  env["sm_clock_max_mhz"] = or_null(gpu->sm_clock_max_mhz);
+  env["mem_clock_max_mhz"] = or_null(gpu->mem_clock_max_mhz);
+  env.update(gpu->start.to_json());  // sm_clock_mhz ... power_w, at the start
+  env["nvml_note"] = or_null(gpu->nvml_note);
   return env;
 }
 
@@ -103,10 +101,16 @@ Environment host_environment() {
   env.git_sha = MEMSTRAT_GIT_SHA;
   env.git_dirty = MEMSTRAT_GIT_DIRTY != 0;
   env.memstrat_version = MEMSTRAT_VERSION;
+  env.hardware = read_host_hardware();
   return env;
 }
 
 Environment device_environment(int device) {
+  GpuMonitor monitor = GpuMonitor::for_device(device);
+  return device_environment(device, monitor);
+}
+
+Environment device_environment(int device, GpuMonitor& monitor) {
   Environment env = host_environment();
   GpuEnvironment& gpu = env.gpu.emplace();
   cudaDeviceProp p{};
@@ -126,7 +130,7 @@ Environment device_environment(int device) {
   std::smatch m;
   if (std::regex_search(nv, m, std::regex(R"(\b(\d{2,4}\.\d{1,4}(\.\d{1,4})?)\b)")))
     gpu.driver_release = m[1].str();
-  add_pcie(gpu, device);
+  add_link_and_nvml(gpu, cuda_pci_bus_id(device), monitor);
   int v = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, device));
   gpu.concurrent_managed_access = v != 0;
@@ -137,8 +141,6 @@ Environment device_environment(int device) {
   gpu.l2_bytes = p.l2CacheSize;
   return env;
 }
-
-nlohmann::json environment_json(int device) { return device_environment(device).to_json(); }
 
 std::string iso_utc_now() {
   const std::time_t t = std::time(nullptr);

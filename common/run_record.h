@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_monitor.h"
+#include "common/host_info.h"
+
 namespace memstrat {
 
 inline constexpr int kSchemaVersion = 1;
@@ -28,6 +31,13 @@ struct GpuEnvironment {
   bool pageable_memory_access = false;
   int async_engine_count = 0;
   int l2_bytes = 0;
+  // From NVML (common/gpu_monitor.h): null where it is not loaded or the GPU does not say.
+  std::optional<int> pcie_max_gen, pcie_max_width;  // the fastest link the GPU and its slot allow
+  std::optional<int> sm_clock_max_mhz, mem_clock_max_mhz;
+  std::optional<bool> persistence_mode;
+  GpuState start;                        // clocks, reasons, temperature, power when read
+  std::optional<std::string> nvml_note;  // why NVML fields are null; none when all were read
+  std::optional<int> numa_node;          // gpu_numa_node (sysfs; -1: the kernel gives none)
 };
 
 /// Where a run ran: the host and the build always, the GPU once a device is known. to_json()
@@ -37,16 +47,18 @@ struct Environment {
   std::string git_sha;
   bool git_dirty = false;
   std::string memstrat_version;
+  HostHardware hardware;  // cpu_model, cpu_count, cpu_affinity, ..., host_memory_bytes
   std::optional<GpuEnvironment> gpu;
   nlohmann::json to_json() const;
 };
 
-/// Host, git revision and version only: needs no GPU.
+/// Host (CPU, affinity, memory), git revision and version only: needs no GPU.
 Environment host_environment();
-/// host_environment() plus GPU, driver/runtime, PCIe link. Needs a CUDA device.
+/// host_environment() plus GPU, driver/runtime, PCIe link, NUMA node, and what `monitor` reads
+/// from NVML now (the start of a run: read monitor.state() again at its end). Needs a CUDA device.
+Environment device_environment(int device, GpuMonitor& monitor);
+/// The same through a monitor of its own.
 Environment device_environment(int device);
-/// device_environment(device).to_json(), for records other than a training run's.
-nlohmann::json environment_json(int device);
 
 std::string iso_utc_now();
 /// "20261121T233012Z-4f3a9c1e": sortable, unique per run.

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -57,6 +59,50 @@ void describe_text(std::ostream& out) {
   }
   out << "\nrecords: schema version " << kSchemaVersion << " (docs/schema/run_record.schema.json)\n";
 }
+
+/// "n/a" for what the platform did not give.
+template <typename T>
+std::string shown(const std::optional<T>& v, const std::string& unit = "") {
+  if (!v) return "n/a";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << *v << unit;
+  return s.str();
+}
+
+/// What NVML and sysfs say beyond the CUDA properties: the link's maximum, NUMA node, clocks.
+void print_gpu_state(std::ostream& out, const GpuEnvironment& gpu) {
+  if (gpu.pcie_max_gen || gpu.pcie_max_width)
+    out << " (max gen " << shown(gpu.pcie_max_gen) << " x" << shown(gpu.pcie_max_width) << ")";
+  out << "\n  NUMA node of the GPU      "
+      << (!gpu.numa_node ? "not readable"
+          : *gpu.numa_node < 0 ? "none (the kernel gives the device no node)"
+                               : std::to_string(*gpu.numa_node));
+  const GpuState& s = gpu.start;
+  out << "\n  clocks now (max)          SM " << shown(s.sm_clock_mhz, " MHz") << " ("
+      << shown(gpu.sm_clock_max_mhz) << "), memory " << shown(s.mem_clock_mhz, " MHz") << " ("
+      << shown(gpu.mem_clock_max_mhz) << ")"
+      << "\n  clock-event reasons       ";
+  if (!s.clock_event_reasons) out << "n/a";
+  else if (s.clock_event_reasons->empty()) out << "none";
+  for (std::size_t i = 0; s.clock_event_reasons && i < s.clock_event_reasons->size(); ++i)
+    out << (i ? ", " : "") << (*s.clock_event_reasons)[i];
+  out << "\n  temperature / power       " << shown(s.temperature_c, " C") << " / "
+      << shown(s.power_w, " W")
+      << "\n  persistence mode          "
+      << (gpu.persistence_mode ? (*gpu.persistence_mode ? "on" : "off") : "n/a");
+  if (gpu.nvml_note) out << "\n  " << *gpu.nvml_note;
+}
+
+/// The host part of the environment; needs no GPU.
+void print_host(std::ostream& out, const Environment& env) {
+  const HostHardware& h = env.hardware;
+  out << "host " << env.host << "\n  CPU                       "
+      << h.cpu_model.value_or("not reported") << ", " << shown(h.cpu_count) << " online"
+      << "\n  CPU affinity              " << h.cpu_affinity.value_or("n/a") << " ("
+      << shown(h.cpu_affinity_count) << " CPUs)"
+      << "\n  memory                    "
+      << (h.memory_bytes ? std::to_string(*h.memory_bytes >> 20) + " MiB" : "n/a") << "\n";
+}
 }  // namespace
 
 int run_list(std::ostream& out) {
@@ -72,6 +118,7 @@ int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
   try {
     require_device(device, "`info` needs an NVIDIA GPU and driver.");
   } catch (const DeviceUnavailable& e) {
+    print_host(out, host_environment());
     err << "memstrat: " << e.what() << "\n";
     return kExitNoDevice;
   } catch (const std::invalid_argument& e) {
@@ -80,7 +127,8 @@ int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
   CUDA_CHECK(cudaSetDevice(device));
-  const GpuEnvironment gpu = *device_environment(device).gpu;
+  const Environment env = device_environment(device);
+  const GpuEnvironment& gpu = *env.gpu;
   const DeviceCaps caps = DeviceCaps::query(device);
   int pools = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
@@ -95,6 +143,7 @@ int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
   out << "\n  PCIe link                 ";
   if (!gpu.pcie_gen) out << "not reported by this platform";
   else out << "gen " << *gpu.pcie_gen << " x" << (gpu.pcie_width ? std::to_string(*gpu.pcie_width) : "?");
+  print_gpu_state(out, gpu);
   out << "\n  copy engines (async)      " << caps.async_engine_count
       << "\n  managedMemory             " << yn(caps.managed_memory)
       << "\n  concurrentManagedAccess   " << yn(caps.concurrent_managed_access)
@@ -102,7 +151,9 @@ int run_info(const CliRequest& req, std::ostream& out, std::ostream& err) {
       << "\n  pageableMemoryAccess      " << yn(gpu.pageable_memory_access)
       << "  (yes = GPU can read plain malloc memory, HMM/ATS)"
       << "\n  canMapHostMemory          " << yn(caps.can_map_host_memory) << "  (zero-copy)"
-      << "\n  memory pools              " << yn(pools != 0) << "\n\nstrategies on this device:\n";
+      << "\n  memory pools              " << yn(pools != 0) << "\n";
+  print_host(out, env);
+  out << "\nstrategies on this device:\n";
   for (const auto& e : strategy_registry()) {
     const std::string why = e.unsupported(caps);
     out << "  " << std::left << std::setw(15) << e.name << (why.empty() ? "supported" : "waived: " + why) << "\n";

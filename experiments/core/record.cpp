@@ -157,6 +157,7 @@ json RunRecord::to_json() const {
     j["api_totals"] = totals->api_totals ? json(totals->api_totals->calls) : json(nullptr);
     j["profiler_notes"] = totals->profiler_notes;
   }
+  if (env_end) j["env_end"] = env_end->to_json();
   return j;
 }
 

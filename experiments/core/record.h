@@ -90,6 +90,7 @@ struct RunRecord {
   std::optional<SetupRecord> setup;               // once set-up finished
   std::vector<EpochRecord> epochs;                // every epoch that finished
   std::optional<RunTotals> totals;                // once every epoch ran
+  std::optional<GpuState> env_end;                // NVML's clocks etc. after the last epoch
 
   /// A new record (status ok): run id, start time, argv and config from `cfg`, the dataset.
   static RunRecord start(const RunConfig& cfg, const HostDataset& data, Environment env);

@@ -56,13 +56,15 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
       !why.empty())
     throw DeviceUnavailable("strategy '" + name + "' is waived on this device: " + why);
 
-  RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device));
+  GpuMonitor monitor = GpuMonitor::for_device(cfg_.device);  // NVML, read now and at the end
+  RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device, monitor));
   if (!cfg_.quiet) print_run_header(out, rec);
   try {
     NvtxRange range(Phase::Run, "memstrat " + name);
     Pipeline p = set_up(rec, prof);
     if (!cfg_.export_init.empty()) export_init(cfg_.export_init, *p.mlp, data_, cfg_);
     run_epochs(p, rec, prof, out, err, sink);
+    rec.env_end = monitor.state();  // after the last epoch, outside every timed region
     RunTotals t;
     t.final_test = p.trainer->evaluate();
     t.summary = summarize(rec.epochs, data_.n_train());

@@ -66,6 +66,7 @@ json primitive_record(const PrimitiveOutcome& o, const PrimitivesConfig& c, int 
                       {"latency_4k_us", s.latency_4k_us ? json(*s.latency_4k_us) : json(nullptr)}};
   }
   rec["self_check"] = self_check_json(o);
+  rec["env_end"] = o.env_end ? o.env_end->to_json() : json(nullptr);
   return rec;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_monitor.h"
 #include "experiments/primitives/knees.h"
 #include "experiments/primitives/measure.h"
 #include "experiments/primitives/options.h"
@@ -32,6 +33,7 @@ struct PrimitiveOutcome {
   std::optional<CurveSummary> summary;  // when ok
   std::optional<SelfCheck> self_check;  // pinned-h2d only, when run
   std::string self_check_skipped;       // pinned-h2d only, why it was not run
+  std::optional<GpuState> env_end;      // NVML's clocks etc. once it finished; none when waived
 };
 
 nlohmann::json primitive_record(const PrimitiveOutcome& o, const PrimitivesConfig& c, int device,

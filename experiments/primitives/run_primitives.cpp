@@ -137,7 +137,8 @@ int run_primitives(const PrimitivesArgs& a, const std::vector<std::string>& argv
   const PrimitivesConfig c = make_primitives_config(a);
   CUDA_CHECK(cudaSetDevice(a.device));
   const DeviceCaps caps = DeviceCaps::query(a.device);
-  const nlohmann::json env = environment_json(a.device);
+  GpuMonitor monitor = GpuMonitor::for_device(a.device);  // NVML, read now and after each primitive
+  const nlohmann::json env = device_environment(a.device, monitor).to_json();
   Stream stream = Stream::create(), side = Stream::create();
   nvtx_name_stream(stream, "primitives");
   nvtx_name_stream(side, "primitives side");
@@ -153,6 +154,7 @@ int run_primitives(const PrimitivesArgs& a, const std::vector<std::string>& argv
   std::vector<PrimitiveOutcome> outcomes;
   for (const PrimitiveEntry* e : c.primitives) {
     outcomes.push_back(run_one(*e, c, ctx, caps, a.quiet, out, err));
+    if (outcomes.back().status != "waived") outcomes.back().env_end = monitor.state();
     if (!a.json.empty())
       append_jsonl(a.json, primitive_record(outcomes.back(), c, a.device, argv, env));
   }

@@ -330,3 +330,14 @@ TEST(CliBinary, NoGpuIsAOneLineExplanationNotACrash) {
   r = run_binary("info");
   EXPECT_EQ(r.code, 3) << r.output;
 }
+
+// Without a GPU `info` still shows what it can (the host: CPUs, affinity, memory), then says
+// why there is no more, with the no-device exit code.
+TEST(CliBinary, InfoWithoutAGpuShowsTheHost) {
+  std::string reason;
+  if (cuda_device_available(&reason)) GTEST_SKIP() << "a GPU is present; this test is for GPU-less machines";
+  const Ran r = run_binary("info");
+  EXPECT_EQ(r.code, 3) << r.output;
+  for (const char* text : {"CPU affinity", " online", "memory", "needs an NVIDIA GPU"})
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << " in:\n" << r.output;
+}

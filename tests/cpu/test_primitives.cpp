@@ -204,13 +204,16 @@ TEST(PrimitiveRecord, FollowsTheRunRecordConventionsWithEveryPointField) {
   }
   o.summary = summarize_curve({4 * KiB, 8 * KiB}, {3.0, 3.0});
   o.self_check_skipped = "largest size 8 KiB is below 16 MiB";
+  o.env_end = GpuState{1980, 3201, std::vector<std::string>{"sw_power_cap"}, 45, 420.5};
   const nlohmann::json env = {{"gpu_name", "test GPU"}};
   const std::vector<std::string> argv = {"memstrat", "primitives"};
   nlohmann::json r = primitive_record(o, c, 0, argv, env);
   for (const char* key : {"schema_version", "record", "run_id", "started_at", "status", "error",
                           "waived_reason", "argv", "env", "config", "primitive", "results",
-                          "summary", "self_check"})
+                          "summary", "self_check", "env_end"})
     EXPECT_TRUE(r.contains(key)) << key;
+  EXPECT_EQ(r["env_end"], o.env_end->to_json());
+  EXPECT_EQ(r["env_end"]["clock_event_reasons"], nlohmann::json::array({"sw_power_cap"}));
   EXPECT_EQ(r["schema_version"], kPrimitiveSchemaVersion);
   EXPECT_EQ(r["record"], "primitive");
   EXPECT_EQ(r["status"], "ok");
@@ -249,6 +252,7 @@ TEST(PrimitiveRecord, FollowsTheRunRecordConventionsWithEveryPointField) {
   EXPECT_EQ(r["waived_reason"], "no managed memory");
   EXPECT_TRUE(r["results"].empty());
   EXPECT_TRUE(r["self_check"].is_null());
+  EXPECT_TRUE(r["env_end"].is_null());  // nothing ran: no end state to read
 }
 
 // ---- options -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ Environment h200() {
   env.git_sha = "4f3a9c1e2b7d";
   env.git_dirty = false;
   env.memstrat_version = "0.1.0";
+  env.hardware = {"AMD EPYC 9654 96-Core Processor", 192, "0-15", 16, 1622535884800ull};
   GpuEnvironment& g = env.gpu.emplace();
   g.name = "NVIDIA H200";
   g.compute_capability = "9.0";
@@ -41,6 +42,13 @@ Environment h200() {
   g.pageable_memory_access = false;
   g.async_engine_count = 3;
   g.l2_bytes = 62914560;
+  g.numa_node = 0;
+  g.pcie_max_gen = 5;
+  g.pcie_max_width = 16;
+  g.sm_clock_max_mhz = 1980;
+  g.mem_clock_max_mhz = 3201;
+  g.persistence_mode = true;
+  g.start = {345, 3201, std::vector<std::string>{"gpu_idle"}, 31, 76.51};  // idle before the run
   return env;
 }
 
@@ -113,6 +121,7 @@ RunRecord finished_record() {
                            {"cudaMemcpyAsync", 1413}})
                      .api;
   r.totals = t;
+  r.env_end = GpuState{1980, 3201, std::vector<std::string>{}, 38, 312.207};
   return r;
 }
 
@@ -264,6 +273,12 @@ TEST(Record, KeysAndValuesOfAFinishedRun) {
   EXPECT_EQ(j["final"]["samples_per_s"], s["samples_per_s"]);
   EXPECT_EQ(j["api_totals"]["cudaFree"], 22);
   EXPECT_TRUE(j["profiler_notes"].is_array());
+  // NVML's state at the start in env, at the end in env_end, under the same keys.
+  EXPECT_EQ(j["env"]["sm_clock_mhz"], 345);
+  EXPECT_EQ(j["env"]["clock_event_reasons"], json::array({"gpu_idle"}));
+  EXPECT_EQ(j["env_end"]["sm_clock_mhz"], 1980);
+  EXPECT_EQ(j["env_end"]["clock_event_reasons"], json::array());
+  EXPECT_EQ(j["env_end"].size(), 5u);
 }
 
 // config.epoch_form names which of the two one-launch forms ran (config.epoch_launch is true for
@@ -298,7 +313,7 @@ TEST(Record, AFailedRunHasNoTotals) {
   const json j = failed_record().to_json();
   EXPECT_EQ(j["status"], "failed");
   EXPECT_TRUE(j["error"].is_string());
-  for (const char* k : {"setup", "summary", "final", "api_totals", "profiler_notes"})
+  for (const char* k : {"setup", "summary", "final", "api_totals", "profiler_notes", "env_end"})
     EXPECT_FALSE(j.contains(k)) << k;
   EXPECT_FALSE(j["config"].contains("epoch_launch"));
   EXPECT_FALSE(j["config"].contains("epoch_form"));

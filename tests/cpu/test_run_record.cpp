@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include "common/run_record.h"
@@ -78,8 +79,18 @@ TEST(RunRecord, HostEnvironmentNeedsNoGpu) {
   EXPECT_FALSE(env.git_sha.empty());
   EXPECT_FALSE(env.gpu.has_value());
   const auto j = env.to_json();
-  EXPECT_EQ(j.size(), 4u) << j.dump();  // host, git_sha, git_dirty, memstrat_version
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"cpu_affinity", "cpu_affinity_count", "cpu_count",
+                                            "cpu_model", "git_dirty", "git_sha", "host",
+                                            "host_memory_bytes", "memstrat_version"}))
+      << j.dump();
   EXPECT_TRUE(j["git_dirty"].is_boolean());
+  // Linux always tells these; a null here would be a broken reader, not a platform gap.
+  EXPECT_GT(j["cpu_count"].get<int>(), 0);
+  EXPECT_GT(j["host_memory_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_GE(j["cpu_count"].get<int>(), j["cpu_affinity_count"].get<int>());
+  EXPECT_FALSE(j["cpu_affinity"].get<std::string>().empty());
 }
 
 TEST(RunRecord, GpuEnvironmentFlattensIntoEnvWithNullsForWhatIsMissing) {
@@ -92,5 +103,10 @@ TEST(RunRecord, GpuEnvironmentFlattensIntoEnvWithNullsForWhatIsMissing) {
   EXPECT_EQ(j["pcie_gen"], 5);
   EXPECT_TRUE(j["pcie_width"].is_null());
   EXPECT_TRUE(j["driver_release"].is_null());
-  EXPECT_EQ(j.size(), 17u) << j.dump();
+  // Host 9 + CUDA 13 + NVML/sysfs 12; what nothing measured is null.
+  EXPECT_EQ(j.size(), 34u) << j.dump();
+  for (const char* k : {"sm_clock_mhz", "mem_clock_mhz", "clock_event_reasons", "temperature_c",
+                        "power_w", "sm_clock_max_mhz", "mem_clock_max_mhz", "pcie_max_gen",
+                        "pcie_max_width", "persistence_mode", "gpu_numa_node", "nvml_note"})
+    EXPECT_TRUE(j.contains(k) && j[k].is_null()) << k;
 }

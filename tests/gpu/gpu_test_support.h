@@ -24,10 +24,15 @@
 
 namespace memstrat::testing {
 
-#define MEMSTRAT_REQUIRE_GPU_AND_MNIST()                                              \
+#define MEMSTRAT_REQUIRE_GPU()                                                        \
   do {                                                                                \
     std::string why_;                                                                 \
     if (!::memstrat::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA device: " << why_; \
+  } while (0)
+
+#define MEMSTRAT_REQUIRE_GPU_AND_MNIST()                                              \
+  do {                                                                                \
+    MEMSTRAT_REQUIRE_GPU();                                                           \
     if (::memstrat::testing::mnist_dir().empty())                                     \
       GTEST_SKIP() << "MNIST not found: set MEMSTRAT_DATA to the MNIST directory";    \
   } while (0)

@@ -175,8 +175,15 @@ TEST(PrimitivesCommand, WritesOneCompleteRecordPerPrimitive) {
     EXPECT_FALSE(r["run_id"].get<std::string>().empty());
     if (r["status"] == "waived") {
       EXPECT_FALSE(r["waived_reason"].get<std::string>().empty());
+      EXPECT_TRUE(r["env_end"].is_null());
       continue;
     }
+    // NVML's state after the primitive: read where the driver's NVML is, null (with the start
+    // env's nvml_note saying why) where it is not.
+    ASSERT_TRUE(r["env_end"].is_object()) << line;
+    EXPECT_EQ(r["env_end"]["sm_clock_mhz"].is_null(), r["env"]["nvml_note"].is_string() &&
+                                                          r["env"]["sm_clock_mhz"].is_null())
+        << r["env"]["nvml_note"];
     ASSERT_EQ(r["status"], "ok") << line;
     ASSERT_EQ(r["results"].size(), 5u);  // 4, 8, 16, 32, 64 KiB
     for (std::size_t i = 0; i < 5; ++i) {
