@@ -7,7 +7,7 @@
 //   um-prefetch-coarse  the best form of um-prefetch: chunks of --prefetch-chunk MiB (whole
 //                       batches) prefetched one chunk ahead, and no prefetch at all of data the
 //                       strategy knows is resident (static data after the first epoch)
-// What is prefetched when is a PrefetchPlan (prefetch_plan.h): per batch, or coarse chunks.
+// What is prefetched when is a ChunkPlan (chunk_plan.h): per batch, or coarse chunks.
 #pragma once
 
 #include <optional>
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
-#include "memory_strategies/prefetch_plan.h"
 
 namespace memstrat {
 
@@ -54,7 +54,7 @@ class ManagedStrategy final : public MemoryStrategy {
   HostEpochSource source_;
   ManagedBuffer<std::uint8_t> images_;
   ManagedBuffer<std::int32_t> labels_;
-  std::optional<PrefetchPlan> plan_;  // with prefetch
+  std::optional<ChunkPlan> plan_;  // with prefetch
   Stream prefetch_stream_;
   std::vector<Event> ready_;  // per chunk: its prefetch is done
   CopyTimeline timeline_;     // per chunk

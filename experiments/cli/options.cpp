@@ -214,6 +214,9 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   const StrategyOption& chunk = strategy_option("prefetch-chunk");
   o.integer("--prefetch-chunk", c.prefetch_chunk_mib, chunk.min, chunk.max, "prefetch_chunk_mib",
             strategy_option_help(chunk));
+  const StrategyOption& copy_chunk = strategy_option("copy-chunk");
+  o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
+            strategy_option_help(copy_chunk));
   o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
             "Use only the first N training samples (0 = all)");

@@ -39,6 +39,7 @@ json config_json(const RunRecord& r) {
          {"streams", if_read(c, "copy-streams", c.copy_streams)},
          {"advise", if_read(c, "advise", c.advise.to_string())},
          {"prefetch_chunk_mib", if_read(c, "prefetch-chunk", c.prefetch_chunk_mib)},
+         {"copy_chunk_mib", if_read(c, "copy-chunk", c.copy_chunk_mib)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},

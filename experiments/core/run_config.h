@@ -70,6 +70,7 @@ struct RunConfig {
   int copy_streams = 1;
   AdviseSet advise;  // um-advise: the cudaMemAdvise hints
   int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch call
+  int copy_chunk_mib = 8;      // pinned-graph, double-buffer-graph: MiB per copy call
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
   std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null
