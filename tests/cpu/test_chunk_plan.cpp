@@ -42,6 +42,18 @@ void expect_whole_batches(const ChunkPlan& p, const BatchGeometry& g) {
   EXPECT_EQ(rows, g.samples);
 }
 
+// Chunk c's range (split or packed) holds the plan's batches of chunk c, and fits in the budget
+// when it holds more than one batch.
+template <typename Chunk>
+void expect_chunk_of_plan(const Chunk& k, std::uint64_t bytes, const ChunkPlan& p, int c,
+                          std::size_t budget) {
+  EXPECT_EQ(k.first_batch, p.first_batch(c));
+  EXPECT_EQ(k.end_batch, p.end_batch(c));
+  if (k.end_batch - k.first_batch > 1) {
+    EXPECT_LE(bytes, budget) << "a multi-batch chunk fits";
+  }
+}
+
 // The split plan's byte ranges cover both arrays once, within the budget.
 void expect_split_covers_the_epoch(const ChunkPlan& p, const BatchGeometry& g,
                                    std::size_t budget) {
@@ -50,17 +62,13 @@ void expect_split_covers_the_epoch(const ChunkPlan& p, const BatchGeometry& g,
   for (int c = 0; c < p.chunks(); ++c) {
     const SplitChunk k = p.split_chunk(c);
     SCOPED_TRACE("chunk " + std::to_string(c));
-    EXPECT_EQ(k.first_batch, p.first_batch(c));
-    EXPECT_EQ(k.end_batch, p.end_batch(c));
+    expect_chunk_of_plan(k, k.bytes(), p, c, budget);
     EXPECT_EQ(k.image_offset, next_image);
     EXPECT_EQ(k.label_offset, next_label);
     std::uint64_t batch_bytes = 0;
     for (int b = k.first_batch; b < k.end_batch; ++b) batch_bytes += g.bytes(b);
     EXPECT_EQ(k.bytes(), batch_bytes);
     EXPECT_EQ(k.image_offset, g.image_offset(k.first_batch));
-    if (k.end_batch - k.first_batch > 1) {
-      EXPECT_LE(k.bytes(), budget) << "a multi-batch chunk fits";
-    }
     next_image += k.image_bytes;
     next_label += k.label_bytes;
   }
@@ -81,8 +89,7 @@ void expect_packed_covers_the_epoch(const ChunkPlan& p, const BatchGeometry& g,
   for (int c = 0; c < p.chunks(); ++c) {
     const PackedChunk k = p.packed_chunk(c);
     SCOPED_TRACE("chunk " + std::to_string(c));
-    EXPECT_EQ(k.first_batch, p.first_batch(c));
-    EXPECT_EQ(k.end_batch, p.end_batch(c));
+    expect_chunk_of_plan(k, k.bytes, p, c, budget);
     EXPECT_EQ(k.offset, L.block_offset(k.first_batch));
     const int last = k.end_batch - 1;
     EXPECT_EQ(k.offset + k.bytes, L.block_offset(last) + L.block_bytes(last))
@@ -91,9 +98,6 @@ void expect_packed_covers_the_epoch(const ChunkPlan& p, const BatchGeometry& g,
       EXPECT_LE(k.offset + k.bytes, p.packed_chunk(c + 1).offset);
     }
     EXPECT_LE(k.bytes, p.packed_slot_bytes());
-    if (k.end_batch - k.first_batch > 1) {
-      EXPECT_LE(k.bytes, budget) << "a multi-batch chunk fits";
-    }
     for (int b = k.first_batch; b < k.end_batch; ++b) {
       EXPECT_EQ(p.packed_offset_in_chunk(b), L.block_offset(b) - k.offset) << b;
       EXPECT_EQ(p.packed_offset_in_chunk(b) % PackedLayout::kAlign, 0u) << b;
