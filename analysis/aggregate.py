@@ -55,8 +55,17 @@ COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_fa
                    "kernel_ms", "memcpy_ms")
 EPOCH_METRICS = TIMING_METRICS + COUNTER_METRICS
 # Config fields (besides the named key fields) that make two runs different experiments.
-_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_mib", "step",
-                 "fused")
+_OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_mib",
+                 "copy_chunk_mib", "step", "fused")
+# Among them, the strategies' own options, with their defaults (memory_strategies/registry.cpp;
+# a record has null where its strategy does not read one). They tell variants of one strategy
+# apart, never what a figure compares: a slice, and so a compute-only reference, ignores them,
+# and a variant's label names a value other than the default.
+STRATEGY_OPTION_DEFAULTS: dict[str, Any] = {
+    "advise": "read-mostly,preferred-device,accessed-by", "prefetch_chunk_mib": 8,
+    "copy_chunk_mib": 8}
+_STRATEGY_OPTION_LABELS = {"advise": "advise {}", "prefetch_chunk_mib": "{} MiB prefetch chunks",
+                           "copy_chunk_mib": "{} MiB copy chunks"}
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -91,6 +100,8 @@ class GroupKey:
                 ("s)" if self.streams != 1 else ")")
         elif self.depth is not None:
             label += f" (depth {self.depth})"
+        for name, value in self.custom_strategy_options():
+            label += f" ({_STRATEGY_OPTION_LABELS[name].format(value)})"
         if self.epoch_form == "kernel":
             label += " (one launch per epoch)"
         elif self.epoch_form == "graph":
@@ -99,9 +110,17 @@ class GroupKey:
             label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
         return label
 
+    def custom_strategy_options(self) -> list[tuple[str, Any]]:
+        """(name, value) of the strategy's own options it ran with other than the default."""
+        return [(k, v) for k, v in self.other
+                if k in STRATEGY_OPTION_DEFAULTS and v is not None
+                and v != STRATEGY_OPTION_DEFAULTS[k]]
+
     def slice_key(self) -> tuple:
-        """What must be equal for two groups to be compared in one figure."""
-        return (self.gpu, self.hidden, self.gemm, self.epochs, self.other)
+        """What must be equal for two groups to be compared in one figure (not the strategies'
+        own options: variants of a strategy, see STRATEGY_OPTION_DEFAULTS)."""
+        return (self.gpu, self.hidden, self.gemm, self.epochs,
+                tuple((k, v) for k, v in self.other if k not in STRATEGY_OPTION_DEFAULTS))
 
 
 @dataclasses.dataclass
@@ -319,9 +338,10 @@ def slices(groups: Sequence[Group]) -> list[list[Group]]:
 
 
 def representative(groups: Sequence[Group]) -> list[Group]:
-    """One group per (strategy, scenario, transfer, batch): for double-buffer the default
-    variant (depth 2, 1 copy stream) when it was run, else the smallest depth/streams; the
-    default epoch launch (one launch per epoch where the strategy allows it) when run."""
+    """One group per (strategy, scenario, transfer, batch): the strategy's own options at their
+    defaults when run; for double-buffer the default variant (depth 2, 1 copy stream) when it
+    was run, else the smallest depth/streams; the default epoch launch (one launch per epoch
+    where the strategy allows it) when run."""
     best: dict[tuple, Group] = {}
     for g in groups:
         k = (g.key.strategy, g.key.scenario, g.key.transfer, g.key.batch)
@@ -333,10 +353,11 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 
 def _variant_rank(key: GroupKey) -> tuple:
     launch = 0 if key.epoch_launch else 1
+    custom = len(key.custom_strategy_options())
     if key.depth is None:
-        return (0, 0, 0, launch)
+        return (custom, 0, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS
-    return (0 if is_default else 1, key.depth, key.streams or 0, launch)
+    return (custom, 0 if is_default else 1, key.depth, key.streams or 0, launch)
 
 
 def reference_batch(groups: Sequence[Group]) -> int | None:
@@ -376,7 +397,7 @@ TRANSFER_FORMS: dict[str, tuple[str, str]] = {
     "um": ("serial", "um_htod_bytes"),          # kernels wait on their own page faults
     "um-prefetch": ("overlapping", "um_htod_bytes"),
     "um-advise": ("overlapping", "um_htod_bytes"),
-    "pinned-graph": ("serial", "h2d_bytes"),            # one packed copy per batch, compute stream
+    "pinned-graph": ("serial", "h2d_bytes"),            # one copy per chunk, compute stream
     "double-buffer-graph": ("overlapping", "h2d_bytes"),
     "zero-copy-staged": ("overlapping", "h2d_bytes"),   # the staging kernels' bytes
     "um-prefetch-coarse": ("overlapping", "um_htod_bytes"),

@@ -35,6 +35,7 @@ from analysis.stats import Summary, median_with_interval  # noqa: E402
 
 UNEXPLAINED = 0.25            # |residual| above this: the model does not explain the time
 DEFAULT_PREFETCH_CHUNK_MIB = 8   # um-prefetch-coarse's --prefetch-chunk default (registry.cpp)
+DEFAULT_COPY_CHUNK_MIB = 8       # the graph forms' --copy-chunk default (registry.cpp)
 PIXEL_BYTES = {"u8": 1, "f32": 4}
 PACKED_ALIGN = 16             # the packed layout's alignment (batch_geometry.h, PackedLayout)
 # The kernel the in-kernel costs subtract the launch of: sm-copy-mapped and um-fault-h2d time
@@ -57,6 +58,8 @@ class Shape:
     transfer: str                # "u8" | "f32"
     step: str | None = None      # config.step: which training-step path ran (None: not recorded)
     prefetch_chunk_mib: int = DEFAULT_PREFETCH_CHUNK_MIB
+    # None: records written before --copy-chunk, when the graph forms copied one batch per copy
+    copy_chunk_mib: int | None = DEFAULT_COPY_CHUNK_MIB
 
     @property
     def image_bytes_per_sample(self) -> int:
@@ -70,17 +73,22 @@ class Shape:
         """Rows of every batch (the last one may be partial)."""
         return [min(self.batch, self.samples - b * self.batch) for b in range(self.batches)]
 
-    def batches_per_chunk(self) -> int:
-        """Whole batches per prefetch chunk, at least one (prefetch_plan.cpp, coarse)."""
-        full = min(self.batch, self.samples) * (self.image_bytes_per_sample + LABEL_BYTES)
-        return max(1, min((self.prefetch_chunk_mib << 20) // full, self.batches))
+    def batches_per_chunk(self, chunks: Chunks) -> int:
+        """Whole batches per chunk: as many as fit in the chunk option's MiB, at least one, at
+        most the epoch (memory_strategies/chunk_plan.cpp, ChunkPlan)."""
+        mib = getattr(self, chunks.option)
+        if mib is None:
+            return 1
+        full = chunks.batch_bytes(min(self.batch, self.samples), self)
+        return max(1, min((mib << 20) // full, self.batches))
 
-    def units(self, unit: str) -> list[tuple[int, int]]:
-        """(rows, batches) of every unit of work: each batch, or each chunk of whole batches."""
+    def units(self, chunks: Chunks | None) -> list[tuple[int, int]]:
+        """(rows, batches) of every unit of work: each batch (chunks None), or each chunk of
+        whole batches."""
         rows = self.batch_rows()
-        if unit == "batch":
+        if chunks is None:
             return [(r, 1) for r in rows]
-        per = self.batches_per_chunk()
+        per = self.batches_per_chunk(chunks)
         return [(sum(rows[i:i + per]), len(rows[i:i + per])) for i in range(0, len(rows), per)]
 
 
@@ -99,6 +107,21 @@ def images_and_labels(rows: int, s: Shape) -> int:
 def packed_block(rows: int, s: Shape) -> int:
     """One packed block: images, padded to 16 bytes, then labels (PackedLayout::block_bytes)."""
     return -(-images(rows, s) // PACKED_ALIGN) * PACKED_ALIGN + labels(rows, s)
+
+
+def packed_stride(rows: int, s: Shape) -> int:
+    """A block of `rows` rounded up to 16 bytes: the distance between consecutive blocks."""
+    return -(-packed_block(rows, s) // PACKED_ALIGN) * PACKED_ALIGN
+
+
+def packed_chunk(rows: int, s: Shape) -> int:
+    """One copy of the consecutive packed blocks that hold `rows` rows in whole batches (only
+    the epoch's last batch is partial): every block but the last at the block stride, so the
+    copy also moves the tail padding of all but the last block (ChunkPlan::packed_chunk)."""
+    full, rest = divmod(rows, s.batch)
+    if rest == 0:
+        return (full - 1) * packed_stride(s.batch, s) + packed_block(s.batch, s)
+    return full * packed_stride(s.batch, s) + packed_block(rest, s)
 
 
 # Reads of a batch's images from mapped host memory per training step, by (config.step,
@@ -140,6 +163,22 @@ class Move:
     in_kernel: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class Chunks:
+    """Units of whole batches as ChunkPlan cuts them: as many as fit in `option` MiB (a Shape
+    field, from the record's config key of that name), a full batch taking `batch_bytes(rows,
+    shape)` bytes in the layout the strategy chunks."""
+    option: str
+    batch_bytes: Callable[[int, Shape], int]
+
+
+# um-prefetch-coarse: the split layout (ChunkPlan::split), a batch is its images and labels.
+PREFETCH_CHUNKS = Chunks("prefetch_chunk_mib", images_and_labels)
+# pinned-graph, double-buffer-graph: the packed layout (ChunkPlan::packed), a batch is a block
+# stride.
+COPY_CHUNKS = Chunks("copy_chunk_mib", packed_stride)
+
+
 def two_calls(primitive: str) -> tuple[Move, ...]:
     """The split layout: one call for the images, one for the labels."""
     return (Move(primitive, "images", images), Move(primitive, "labels", labels))
@@ -151,15 +190,19 @@ class Semantics:
 
     form: SERIAL (the compute stream waits for every transfer: C + all transfers) or OVERLAP
     (unit u+1's transfers run while unit u computes: the first unit's transfers, then per unit
-    max(its step, the next unit's transfers)). per_unit: the transfers of each unit of work
-    (`unit`: a batch, or a prefetch chunk of whole batches). per_epoch: transfers before the
-    first batch, serial, with the epoch's rows.
+    max(its step, the next unit's transfers)). per_unit: the transfers of each unit of work (a
+    batch, or with `chunks` a chunk of whole batches). per_epoch: transfers before the first
+    batch, serial, with the epoch's rows.
     """
     form: str
     per_unit: tuple[Move, ...] = ()
     per_epoch: tuple[Move, ...] = ()
-    unit: str = "batch"
+    chunks: Chunks | None = None
     assumption: str = ""
+
+    @property
+    def unit(self) -> str:
+        return "batch" if self.chunks is None else "chunk"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,22 +261,24 @@ MODELS: dict[str, StrategyModel] = {
         OVERLAP, (Move("sm-copy-mapped", "packed block", packed_block),),
         assumption="one SM copy kernel per packed batch, overlapped with the previous step")),
     "pinned-graph": both(Semantics(
-        SERIAL, (Move("pinned-h2d", "packed block", packed_block),),
-        assumption="one packed copy per batch on the compute stream; the whole epoch is one "
-                   "CUDA graph (the launch overhead it saves is not in the model)")),
+        SERIAL, (Move("pinned-h2d", "chunk of packed blocks", packed_chunk),), chunks=COPY_CHUNKS,
+        assumption="one copy per chunk of whole packed batches (config.copy_chunk_mib MiB, "
+                   "default 8) on the compute stream, before the chunk's first step; the whole "
+                   "epoch is one CUDA graph (the launch overhead it saves is not in the model)")),
     "double-buffer-graph": both(Semantics(
-        OVERLAP, (Move("pinned-h2d", "packed block", packed_block),),
-        assumption="one packed copy per batch on a copy stream while the previous batch "
-                   "computes; the whole epoch is one CUDA graph")),
+        OVERLAP, (Move("pinned-h2d", "chunk of packed blocks", packed_chunk),), chunks=COPY_CHUNKS,
+        assumption="one copy per chunk of whole packed batches (config.copy_chunk_mib MiB, "
+                   "default 8) on a copy stream while the previous chunk computes; depth and "
+                   "copy streams are not in the model; the whole epoch is one CUDA graph")),
     "um-prefetch-coarse": StrategyModel(
         Semantics(SERIAL, assumption="static epochs after the first issue no prefetch: C"),
-        Semantics(OVERLAP, two_calls("um-prefetch-h2d"), unit="chunk",
+        Semantics(OVERLAP, two_calls("um-prefetch-h2d"), chunks=PREFETCH_CHUNKS,
                   assumption="chunks of whole batches (config.prefetch_chunk_mib MiB, default 8); "
                              "chunk c+1 is prefetched while chunk c computes")),
 }
 # Forms that move the same bytes the same way as another strategy and differ only in how the
-# step is launched, mapped to the entry they take (none today: the graph forms also pack each
-# batch into one copy). The launch overhead such a form saves is not in the model
+# step is launched, mapped to the entry they take (none today: the graph forms also copy whole
+# chunks of packed batches). The launch overhead such a form saves is not in the model
 # (docs/methodology.md, "Cost model"): its residual shows it.
 SAME_AS: dict[str, str] = {}
 MODELS.update({name: MODELS[naive] for name, naive in SAME_AS.items()})
@@ -313,7 +358,7 @@ def predict(strategy: str, scenario: str, shape: Shape, compute_ms: float,
             table: PrimitiveTable) -> Prediction:
     """The steady GPU ms per epoch of `strategy`; raises NoModel with the reason."""
     sem = semantics_of(strategy, scenario)
-    units = shape.units(sem.unit)
+    units = shape.units(sem.chunks)
     steps = [compute_ms * n / shape.batches for _, n in units]
     per_unit = [moves_ms(table, sem.per_unit, rows, shape) for rows, _ in units]
     epoch = moves_ms(table, sem.per_epoch, shape.samples, shape)
@@ -385,7 +430,8 @@ def _one(g: Group, key: str, default: Any = None) -> Any:
 
 def shape_of(g: Group) -> Shape:
     return Shape(g.train_samples, g.key.batch, g.key.transfer, _one(g, "step"),
-                 int(_one(g, "prefetch_chunk_mib", DEFAULT_PREFETCH_CHUNK_MIB)))
+                 int(_one(g, "prefetch_chunk_mib", DEFAULT_PREFETCH_CHUNK_MIB)),
+                 _one(g, "copy_chunk_mib"))
 
 
 def predict_group(groups: Sequence[Group], g: Group,

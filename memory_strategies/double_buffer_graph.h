@@ -1,17 +1,23 @@
 // double_buffer_graph.h: DoubleBufferGraphStrategy (`double-buffer-graph`), the best form of
 // `double-buffer`. The data lives in page-locked host memory in the packed layout
-// (PackedHostBlocks), so each batch is ONE cudaMemcpyAsync, on copy stream(s) (--copy-streams),
-// into one of K device slots (--depth), while the compute stream runs earlier batches. The slots
-// are a SlotRing: within an epoch a copy into a slot waits for the step that read it (consumed
-// event), the step for its copy (copied event); the copy streams fork from the compute stream in
-// acquire(0) and join it in end_epoch(), so no event crosses an epoch (between epochs the graph
-// launch boundary, or the fork, orders everything). It keeps the epoch-capture contract, so the
-// trainer captures the whole epoch into one CUDA graph and replays it.
-// What it removes from double-buffer: half the copies (images and labels in one block) and,
-// through the epoch graph, the host's per-batch enqueue (two copies, event records and waits, the
-// step's launch), which keeps a host-bound pipeline from hiding anything.
+// (PackedHostBlocks: consecutive batches' blocks are contiguous), so a chunk of whole batches
+// (--copy-chunk MiB; ChunkPlan) is ONE cudaMemcpyAsync, on copy stream(s) (--copy-streams,
+// round-robin over chunks), into one of K device chunk slots (--depth), while the compute stream
+// runs the steps of earlier chunks. The slots are a SlotRing over chunks: within an epoch a copy
+// into a slot waits for the last step that read it (consumed event, recorded after the last batch
+// of the chunk before), a chunk's first step for its copy (copied event); the copy streams fork
+// from the compute stream in acquire(0) and join it in end_epoch(), so no event crosses an epoch
+// (between epochs the graph launch boundary, or the fork, orders everything). It keeps the
+// epoch-capture contract, so the trainer captures the whole epoch into one CUDA graph and
+// replays it.
+// What it removes from double-buffer: all but one copy per chunk (double-buffer makes two per
+// batch, images and labels), each of which paid the copy's fixed cost and ran below the bus
+// bandwidth a larger copy reaches, and, through the epoch graph, the host's per-batch enqueue
+// (copies, event records and waits, the step's launch), which keeps a host-bound pipeline from
+// hiding anything.
 #pragma once
 
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/packed_host_blocks.h"
 #include "memory_strategies/slot_ring.h"
@@ -23,14 +29,15 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
   std::string_view name() const override { return "double-buffer-graph"; }
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
-  BatchView acquire(int b) override { return source_.packed_slot_view(ring_.acquire(b), b); }
-  void release(int b) override { ring_.release(b); }
+  BatchView acquire(int b) override;
+  void release(int b) override;
   void end_epoch() override { ring_.end_epoch(); }
-  /// h2d_bytes: every block, every epoch (from the geometry); copy_ms: the copies' GPU time
-  /// (events, re-recorded by a replayed epoch graph too).
+  /// h2d_bytes: every chunk, every epoch (from the geometry: images, labels and the packing
+  /// padding inside a chunk, if any); copy_ms: the copies' GPU time (events, re-recorded by a
+  /// replayed epoch graph too).
   StrategyStats stats() const override {
     StrategyStats s;
-    s.h2d_bytes = blocks_.epoch_bytes();
+    s.h2d_bytes = plan_.packed_epoch_bytes();
     s.copy_ms = ring_.copy_ms();
     return s;
   }
@@ -39,7 +46,8 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
  private:
   HostEpochSource source_;
   PackedHostBlocks blocks_;
-  SlotRing ring_;
+  ChunkPlan plan_;
+  SlotRing ring_;  // over chunks
 };
 
 }  // namespace memstrat

@@ -42,8 +42,8 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   }
   if (hints_.prefetch) {
     plan_ = hints_.chunked
-                ? PrefetchPlan::coarse(g, static_cast<std::size_t>(opt.prefetch_chunk_mib) << 20)
-                : PrefetchPlan::per_batch(g);
+                ? ChunkPlan::split(g, static_cast<std::size_t>(opt.prefetch_chunk_mib) << 20)
+                : ChunkPlan::per_batch(g);
     prefetch_stream_ = Stream::create();
     nvtx_name_stream(prefetch_stream_, "prefetch");
     // Per chunk; the stream scenario's host slots and per-batch gathers prefetch per batch.
@@ -83,7 +83,7 @@ void ManagedStrategy::compute_waits(int e) {
 }
 
 void ManagedStrategy::prefetch_chunk(int c) {
-  const PrefetchChunk k = plan_->chunk(c);
+  const SplitChunk k = plan_->split_chunk(c);
   NvtxRange r(Phase::Prefetch, "prefetch");
   timeline_.start(c, prefetch_stream_);
   prefetch_to_device(images_.data() + k.image_offset, k.image_bytes, device_, prefetch_stream_);

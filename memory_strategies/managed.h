@@ -7,7 +7,7 @@
 //   um-prefetch-coarse  the best form of um-prefetch: chunks of --prefetch-chunk MiB (whole
 //                       batches) prefetched one chunk ahead, and no prefetch at all of data the
 //                       strategy knows is resident (static data after the first epoch)
-// What is prefetched when is a PrefetchPlan (prefetch_plan.h): per batch, or coarse chunks.
+// What is prefetched when is a ChunkPlan (chunk_plan.h): per batch, or coarse chunks.
 //
 // Stream scenario, host workers: managed slots (stream_slots.h) that the workers write while
 // kernels run (hence concurrentManagedAccess); the step reads batch b's slot in place, the
@@ -17,8 +17,8 @@
 // Stream scenario, --augment none: the training set is managed memory written once in data-set
 // order, and the GPU gathers each batch from it (gather_input.h): um faults in the pages its
 // scattered rows live on; um-prefetch / um-advise prefetch each batch's rows (one call per run
-// of consecutive rows) and all labels once per epoch; um-prefetch-coarse prefetches the whole
-// set in chunks before the first batch, and never again (it stays resident).
+// of consecutive rows, row_runs.h) and all labels once per epoch; um-prefetch-coarse prefetches
+// the whole set in chunks before the first batch, and never again (it stays resident).
 #pragma once
 
 #include <optional>
@@ -26,10 +26,11 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/gather_input.h"
 #include "memory_strategies/host_epoch_source.h"
-#include "memory_strategies/prefetch_plan.h"
+#include "memory_strategies/row_runs.h"
 #include "memory_strategies/stream_slots.h"
 
 namespace memstrat {
@@ -72,7 +73,7 @@ class ManagedStrategy final : public MemoryStrategy {
   HostEpochSource source_;
   ManagedBuffer<std::uint8_t> images_;
   ManagedBuffer<std::int32_t> labels_;
-  std::optional<PrefetchPlan> plan_;  // with prefetch
+  std::optional<ChunkPlan> plan_;  // with prefetch
   Stream prefetch_stream_;
   std::vector<Event> ready_;  // per chunk: its prefetch is done
   CopyTimeline timeline_;     // per chunk

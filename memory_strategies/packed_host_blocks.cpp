@@ -18,11 +18,9 @@ const std::uint8_t* PackedHostBlocks::mapped_block(int b) const {
   return mapped_ == nullptr ? nullptr : mapped_ + layout_.block_offset(b);
 }
 
-std::size_t PackedHostBlocks::copy(int b, void* dst, cudaStream_t s) const {
-  const std::size_t bytes = layout_.block_bytes(b);
-  CUDA_CHECK(cudaMemcpyAsync(dst, host_.data() + layout_.block_offset(b), bytes,
-                             cudaMemcpyHostToDevice, s));
-  return bytes;
+std::size_t PackedHostBlocks::copy(const PackedChunk& k, void* dst, cudaStream_t s) const {
+  CUDA_CHECK(cudaMemcpyAsync(dst, host_.data() + k.offset, k.bytes, cudaMemcpyHostToDevice, s));
+  return k.bytes;
 }
 
 }  // namespace memstrat

@@ -1,14 +1,15 @@
 // packed_host_blocks.h: PackedHostBlocks, an epoch's data in page-locked host memory in the packed
 // layout (batch_geometry.h: one 16-byte-aligned block per batch, its images then its labels), the
 // host side of the best forms that move a batch in ONE transfer: pinned-graph and
-// double-buffer-graph (one cudaMemcpyAsync per block), zero-copy-staged (mapped, one SM copy per
-// block).
+// double-buffer-graph (one cudaMemcpyAsync per chunk of consecutive blocks, which are
+// contiguous), zero-copy-staged (mapped, one SM copy per block).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
@@ -27,8 +28,9 @@ class PackedHostBlocks {
   std::uint64_t epoch_bytes() const { return epoch_bytes_; }
   /// Block b's device address (mapped storage only; nullptr otherwise).
   const std::uint8_t* mapped_block(int b) const;
-  /// Enqueue ONE cudaMemcpyAsync of block b into device memory `dst` on `s`; returns its bytes.
-  std::size_t copy(int b, void* dst, cudaStream_t s) const;
+  /// Enqueue ONE cudaMemcpyAsync of chunk k's blocks (one range) into device memory `dst` on
+  /// `s`; returns its bytes.
+  std::size_t copy(const PackedChunk& k, void* dst, cudaStream_t s) const;
 
  private:
   PackedLayout layout_;

@@ -1,16 +1,20 @@
 // pinned_graph.h: PinnedGraphStrategy (`pinned-graph`), the best form of `pinned`. The data lives
 // in page-locked host memory as for pinned, but in the packed layout (PackedHostBlocks: per batch
-// one block, its images then its labels), so each batch is ONE cudaMemcpyAsync into one device
-// slot, on the compute stream: serial, exactly as pinned (the copy waits for the previous step,
-// the step for the copy). It keeps the epoch-capture contract (the same work every epoch, nothing
-// on another stream), so the trainer captures the whole epoch, copies and steps, into one CUDA
-// graph and replays it: no per-batch host enqueue at all.
-// What it removes from pinned: half the copies (one per batch instead of images + labels) and,
-// through the epoch graph, the host's per-batch enqueue cost (copy calls, step launch, events),
-// which at small batches is as long as the step itself.
+// one block, its images then its labels, consecutive blocks contiguous), so a chunk of whole
+// batches (--copy-chunk MiB; ChunkPlan) is ONE cudaMemcpyAsync into one device chunk slot, on the
+// compute stream, before the first step of the chunk: serial, exactly as pinned (a chunk's copy
+// waits for the previous chunk's last step, the chunk's steps for its copy). It keeps the
+// epoch-capture contract (the same work every epoch, nothing on another stream), so the trainer
+// captures the whole epoch, copies and steps, into one CUDA graph and replays it: no per-batch
+// host enqueue at all.
+// What it removes from pinned: all but one copy in every chunk (pinned makes two per batch,
+// images and labels), each of which paid the copy's fixed cost and ran below the bus bandwidth a
+// larger copy reaches, and, through the epoch graph, the host's per-batch enqueue cost (copy
+// calls, step launch, events), which at small batches is as long as the step itself.
 #pragma once
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/packed_host_blocks.h"
@@ -25,16 +29,18 @@ class PinnedGraphStrategy final : public MemoryStrategy {
   BatchView acquire(int b) override;
   void release(int) override {}
   void end_epoch() override {}
-  /// h2d_bytes: every block, every epoch (from the geometry); copy_ms: the copies' GPU time
-  /// (events, re-recorded by a replayed epoch graph too).
+  /// h2d_bytes: every chunk, every epoch (from the geometry: images, labels and the packing
+  /// padding inside a chunk, if any); copy_ms: the copies' GPU time (events, re-recorded by a
+  /// replayed epoch graph too).
   StrategyStats stats() const override;
   bool epoch_capturable() const override { return source_.written_before_epoch(); }
 
  private:
   HostEpochSource source_;
   PackedHostBlocks blocks_;
-  DeviceBuffer<std::uint8_t> slot_;  // one block
-  CopyTimeline timeline_;            // never reset: every epoch records every batch
+  ChunkPlan plan_;
+  DeviceBuffer<std::uint8_t> slot_;  // one chunk
+  CopyTimeline timeline_;            // per chunk; never reset: every epoch records every chunk
 };
 
 }  // namespace memstrat

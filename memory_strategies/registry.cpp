@@ -70,7 +70,8 @@ std::string not_in_stream(const StrategyOptions& o, const DeviceCaps&) {
 
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
-      "depth", "device batch buffers in flight", OptionKind::Integer, 2, 64, {}, "2",
+      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph)",
+      OptionKind::Integer, 2, 64, {}, "2",
       [](const StrategyOptions& o) { return std::to_string(o.depth); }};
   const StrategyOption copy_streams{
       "copy-streams", "copy streams, used round-robin", OptionKind::Integer, 1, 16, {}, "1",
@@ -85,6 +86,11 @@ std::vector<StrategyEntry> make_registry() {
       "prefetch-chunk", "MiB per prefetch chunk (whole batches, at least one)", OptionKind::Integer,
       1, 1024, {}, "8",
       [](const StrategyOptions& o) { return std::to_string(o.prefetch_chunk_mib); }};
+  // Default 8 MiB: past the knee of the pinned copy's bandwidth-versus-size curve, which
+  // `memstrat primitives` measures per GPU (docs/strategies.md, "Copies of whole chunks").
+  const StrategyOption copy_chunk{
+      "copy-chunk", "MiB per copy (whole packed batches, at least one)", OptionKind::Integer, 1,
+      1024, {}, "8", [](const StrategyOptions& o) { return std::to_string(o.copy_chunk_mib); }};
   return {
       {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, {}, false, stream_needs_gather},
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
@@ -97,8 +103,8 @@ std::vector<StrategyEntry> make_registry() {
       // Best forms: each names the naive form it improves.
       {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), overlapped with the previous step", needs_mapping, {depth}, make<ZeroCopyStagedStrategy>, "zero-copy", false, not_in_stream},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
-      {"pinned-graph", "pinned, but one packed copy per batch (images and labels in one block) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {}, make<PinnedGraphStrategy>, "pinned", false, not_in_stream},
-      {"double-buffer-graph", "double-buffer, but one packed copy per batch into K device slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams}, make<DoubleBufferGraphStrategy>, "double-buffer", false, not_in_stream},
+      {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, "pinned", false, not_in_stream},
+      {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and the whole epoch replayed as one CUDA graph", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, "double-buffer", false, not_in_stream},
   };
 }
 }  // namespace

@@ -10,29 +10,30 @@
 namespace memstrat {
 
 void SlotRing::allocate(int depth, std::size_t slot_bytes, std::vector<Stream> side_streams,
-                        int batches, cudaStream_t compute, Fill fill) {
+                        int units, cudaStream_t compute, Fill fill) {
   if (depth < 2) throw std::invalid_argument("SlotRing: depth must be >= 2");
   if (side_streams.empty()) throw std::invalid_argument("SlotRing: needs a side stream");
   depth_ = depth;
-  batches_ = batches;
+  units_ = units;
   compute_ = compute;
   fill_ = std::move(fill);
   side_ = std::move(side_streams);
-  for (int k = 0; k < depth_; ++k) {
+  // Unit b uses slot b % depth: with fewer units than slots, only the first `units` are used.
+  for (int k = 0; k < std::min(depth_, units_); ++k) {
     slots_.emplace_back(slot_bytes);
     copied_.push_back(Event::create_sync_only());
     consumed_.push_back(Event::create_sync_only());
   }
   for (std::size_t s = 0; s < side_.size(); ++s) join_.push_back(Event::create_sync_only());
   fork_ = Event::create_sync_only();
-  timeline_.allocate(batches);
+  timeline_.allocate(units);
 }
 
 void SlotRing::issue(int b) {
   const int slot = b % depth_;
   cudaStream_t s = side_[static_cast<std::size_t>(b) % side_.size()];
-  // Batches 0..depth-1 are ordered after the previous epoch's steps by the fork; a later batch
-  // waits until the step that read its slot (batch b - depth, this epoch) has finished.
+  // Units 0..depth-1 are ordered after the previous epoch's steps by the fork; a later unit
+  // waits until the last step that read its slot (unit b - depth, this epoch) has finished.
   if (b >= depth_) CUDA_CHECK(cudaStreamWaitEvent(s, consumed_[slot], 0));
   NvtxRange r(Phase::H2D, "h2d");
   timeline_.start(b, s);
@@ -47,8 +48,8 @@ void* SlotRing::acquire(int b) {
     CUDA_CHECK(cudaEventRecord(fork_, compute_));
     for (const Stream& s : side_) CUDA_CHECK(cudaStreamWaitEvent(s, fork_, 0));
   }
-  // Keep up to depth batches in flight: b (needed now) and the next depth-1.
-  const int last = std::min(batches_, b + depth_);
+  // Keep up to depth units in flight: b (needed now) and the next depth-1.
+  const int last = std::min(units_, b + depth_);
   while (issued_ < last) issue(issued_++);
   const int slot = b % depth_;
   CUDA_CHECK(cudaStreamWaitEvent(compute_, copied_[slot], 0));

@@ -1,16 +1,17 @@
-// slot_ring.h: SlotRing, the staging pipeline of a strategy that moves each batch into one of K
-// device slots on side streams while the compute stream works on earlier batches, keeping the
-// epoch-capture contract (MemoryStrategy::epoch_capturable). Batch b goes into slot b % K, on side
-// stream b % S, issued up to K-1 batches ahead of the batch the compute stream needs; events hand
-// each slot over in both directions:
-//   copied[slot]   side stream -> compute: the batch has arrived
-//   consumed[slot] compute -> side stream: the step that read the slot has finished
+// slot_ring.h: SlotRing, the staging pipeline of a strategy that moves each transfer unit (a
+// batch, or a chunk of whole batches) into one of K device slots on side streams while the
+// compute stream works on earlier units, keeping the epoch-capture contract
+// (MemoryStrategy::epoch_capturable). Unit b goes into slot b % K, on side stream b % S, issued
+// up to K-1 units ahead of the unit the compute stream needs; events hand each slot over in both
+// directions:
+//   copied[slot]   side stream -> compute: the unit has arrived
+//   consumed[slot] compute -> side stream: the last step that read the slot has finished
 // The side streams fork from the compute stream in acquire(0) and join it in end_epoch(), and only
-// batches b >= K wait for a consumed event (one recorded earlier in the same epoch): the first K
-// batches of an epoch are ordered after the previous epoch's steps by the fork (or, replayed as
+// units b >= K wait for a consumed event (one recorded earlier in the same epoch): the first K
+// units of an epoch are ordered after the previous epoch's steps by the fork (or, replayed as
 // one graph, by the graph launch boundary). So every epoch enqueues the same work, and an epoch
 // captured into a graph replays correctly. Used by zero-copy-staged (one SM copy per batch) and
-// double-buffer-graph (one cudaMemcpyAsync per batch).
+// double-buffer-graph (one cudaMemcpyAsync per chunk: ChunkPlan).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,32 +29,35 @@ namespace memstrat {
 
 class SlotRing {
  public:
-  /// Enqueues the transfer of batch b into device slot `slot` on side stream `s` (nothing else:
+  /// Enqueues the transfer of unit b into device slot `slot` on side stream `s` (nothing else:
   /// no wait, no record) and returns the bytes it moves.
   using Fill = std::function<std::size_t(int b, void* slot, cudaStream_t s)>;
 
-  /// From attach (allocates): `depth` (>= 2) slots of `slot_bytes`, the side streams the ring
-  /// uses round-robin (at least one; the caller creates and names them), events, and a
-  /// CopyTimeline for `batches` transfers per epoch.
-  void allocate(int depth, std::size_t slot_bytes, std::vector<Stream> side_streams, int batches,
+  /// From attach (allocates): `depth` (>= 2) slots of `slot_bytes` (no more than `units`: an
+  /// epoch of fewer units never reaches the others), the side streams the ring uses round-robin
+  /// (at least one; the caller creates and names them), events, and a CopyTimeline for `units`
+  /// transfers per epoch.
+  void allocate(int depth, std::size_t slot_bytes, std::vector<Stream> side_streams, int units,
                 cudaStream_t compute, Fill fill);
   /// From the strategy's begin_epoch: nothing of this epoch is issued yet.
   void begin_epoch() { issued_ = 0; }
-  /// Batch b's slot, once the compute stream waits for it: at b == 0 forks the side streams from
-  /// the compute stream; issues batches up to b + depth - 1 (those not issued yet).
+  /// Unit b's slot, once the compute stream waits for it: at b == 0 forks the side streams from
+  /// the compute stream; issues units up to b + depth - 1 (those not issued yet).
   void* acquire(int b);
-  /// The step that reads batch b has been enqueued on the compute stream.
+  /// The last step that reads unit b has been enqueued on the compute stream.
   void release(int b);
+  /// Unit b's slot (the address acquire(b) returned), for the steps of a unit's later batches.
+  void* slot(int b) const { return slots_[static_cast<std::size_t>(b % depth_)].data(); }
   /// The compute stream waits for every side stream's last work of the epoch.
   void end_epoch();
   /// GPU time of this epoch's transfers. Every epoch, enqueued or replayed, records every
-  /// batch's event pair (as external event nodes while captured), so the timeline is never reset.
+  /// unit's event pair (as external event nodes while captured), so the timeline is never reset.
   std::optional<double> copy_ms() const { return timeline_.total_ms(); }
 
  private:
   void issue(int b);
   int depth_ = 2;
-  int batches_ = 0;
+  int units_ = 0;
   cudaStream_t compute_ = nullptr;
   Fill fill_;
   std::vector<DeviceBuffer<std::uint8_t>> slots_;
@@ -61,7 +65,7 @@ class SlotRing {
   std::vector<Event> copied_, consumed_, join_;
   Event fork_;
   CopyTimeline timeline_;
-  int issued_ = 0;  // batches [0, issued_) of this epoch have their transfer enqueued
+  int issued_ = 0;  // units [0, issued_) of this epoch have their transfer enqueued
 };
 
 /// `n` copy streams named for NVTX "copy 0" .. "copy n-1" (double-buffer, double-buffer-graph).

@@ -248,6 +248,9 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "stream: per-sample augmentation on the host. none: a shuffled gather only (strategies "
            "whose data the GPU can address gather on the GPU); light: random +-2 px shift (the "
            "refresh scenario's); heavy: random affine warp (rotation, scale, shear, shift)");
+  const StrategyOption& copy_chunk = strategy_option("copy-chunk");
+  o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
+            strategy_option_help(copy_chunk));
   o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
             "Use only the first N training samples (0 = all)");

@@ -44,6 +44,7 @@ json config_json(const RunRecord& r) {
          {"workers", stream ? json(c.workers) : json(nullptr)},
          {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
          {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
+         {"copy_chunk_mib", if_read(c, "copy-chunk", c.copy_chunk_mib)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},

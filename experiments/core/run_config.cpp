@@ -25,6 +25,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.copy_streams = c.copy_streams;
   o.advise = c.advise;
   o.prefetch_chunk_mib = c.prefetch_chunk_mib;
+  o.copy_chunk_mib = c.copy_chunk_mib;
   o.seed = c.seed;
   o.workers = c.workers;
   o.prefetch = c.prefetch;

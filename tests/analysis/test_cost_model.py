@@ -54,15 +54,36 @@ def test_shape_batches_bytes_and_packed_blocks():
     assert M.images_and_labels(3, f32) == 3 * 3140
 
 
-def test_chunks_are_whole_batches_as_prefetch_plan_cuts_them():
+def test_chunks_are_whole_batches_as_chunk_plan_cuts_them():
     s = M.Shape(60000, 256, "u8")                                 # default 8 MiB
-    assert s.batches_per_chunk() == 41                            # 8388608 // 201728
-    units = s.units("chunk")
+    assert s.batches_per_chunk(M.PREFETCH_CHUNKS) == 41           # 8388608 // 201728
+    units = s.units(M.PREFETCH_CHUNKS)
     assert len(units) == 6 and units[0] == (41 * 256, 41)
     assert units[-1] == (60000 - 5 * 41 * 256, 30)
     assert sum(n for _, n in units) == 235
-    assert M.Shape(60000, 256, "u8", prefetch_chunk_mib=1).batches_per_chunk() == 5
-    assert M.Shape(1000, 256, "u8", prefetch_chunk_mib=1024).batches_per_chunk() == 4
+    assert s.units(None) == [(r, 1) for r in s.batch_rows()]
+    assert M.Shape(60000, 256, "u8", prefetch_chunk_mib=1).batches_per_chunk(M.PREFETCH_CHUNKS) == 5
+    assert M.Shape(1000, 256, "u8", prefetch_chunk_mib=1024).batches_per_chunk(
+        M.PREFETCH_CHUNKS) == 4
+    # Copy chunks read their own option, in block strides: f32 b1024's block (3215360 B) is
+    # more than 1 MiB, so one batch per copy; records from before the option: one batch too.
+    f32 = M.Shape(60000, 1024, "f32", copy_chunk_mib=1, prefetch_chunk_mib=1024)
+    assert f32.batches_per_chunk(M.COPY_CHUNKS) == 1 and len(f32.units(M.COPY_CHUNKS)) == 59
+    assert f32.batches_per_chunk(M.PREFETCH_CHUNKS) == 59
+    assert M.Shape(60000, 256, "u8", copy_chunk_mib=None).batches_per_chunk(M.COPY_CHUNKS) == 1
+    assert M.Shape(60000, 256, "u8", copy_chunk_mib=1024).units(M.COPY_CHUNKS) == [(60000, 235)]
+
+
+def test_a_packed_chunk_is_one_range_of_whole_blocks():
+    s = M.Shape(60000, 256, "u8")
+    assert M.packed_stride(256, s) == M.packed_block(256, s) == 201728   # no padding
+    assert M.packed_chunk(41 * 256, s) == 41 * 201728
+    assert M.packed_chunk(29 * 256 + 96, s) == 29 * 201728 + 96 * 788  # the epoch's last chunk
+    assert M.packed_chunk(96, s) == M.packed_block(96, s)
+    odd = M.Shape(60000, 1007, "u8")                              # 793516 B blocks, stride 793520
+    assert M.packed_stride(1007, odd) == 793520
+    assert M.packed_chunk(10 * 1007, odd) == 9 * 793520 + 793516     # tails of all but the last
+    assert odd.batches_per_chunk(M.COPY_CHUNKS) == 10
 
 
 # ---- the forms on hand values -----------------------------------------------------------------
@@ -165,6 +186,27 @@ def test_coarse_prefetch_moves_chunks_in_refresh_and_nothing_in_static():
     first_chunk = 41 * 256 * (784 + 4) / 20e3 / 1e3                # ms
     assert p.gpu_ms == pytest.approx(first_chunk + 10.0)
     assert p.transfer_ms == pytest.approx(60000 * 788 / 20e3 / 1e3)
+
+
+def test_graph_forms_copy_chunks_serially_or_overlapped():
+    t = table(pinned_h2d=[(4096, 4096 / 20e3), (2**28, 2**28 / 20e3)])     # 20 GB/s flat
+    shape = M.Shape(60000, 256, "u8")                              # 6 copies of 8 MiB or less
+    p = M.predict("pinned-graph", "static", shape, 10.0, t)
+    assert p.semantics.unit == "chunk" and p.semantics.form == M.SERIAL
+    assert p.transfer_ms == pytest.approx(60000 * 788 / 20e3 / 1e3)
+    assert p.gpu_ms == pytest.approx(10.0 + p.transfer_ms)
+    assert M.predict("pinned-graph", "refresh", shape, 10.0, t).gpu_ms == p.gpu_ms
+    q = M.predict("double-buffer-graph", "refresh", shape, 10.0, t)
+    first_chunk = 41 * 201728 / 20e3 / 1e3                         # ms, exposed
+    assert q.gpu_ms == pytest.approx(first_chunk + 10.0)
+    # The copies' fixed cost (10 us) is paid once per copy: 6 of them at 8 MiB, 235 at one batch
+    # each (records from before --copy-chunk); the curve is measured at every size they copy.
+    sizes = (96 * 788, 201728, 29 * 201728 + 96 * 788, 41 * 201728)
+    fixed = table(pinned_h2d=[(n, 10.0 + n / 20e3) for n in sizes])
+    per_batch = M.Shape(60000, 256, "u8", copy_chunk_mib=None)
+    gap = (M.predict("pinned-graph", "static", per_batch, 10.0, fixed).gpu_ms
+           - M.predict("pinned-graph", "static", shape, 10.0, fixed).gpu_ms)
+    assert gap == pytest.approx((235 - 6) * 0.010)
 
 
 def test_costs_come_from_the_interpolated_curve():

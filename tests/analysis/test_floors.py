@@ -4,7 +4,7 @@ import pytest
 
 from analysis.aggregate import (MIN_SHORTER_SHARE, REFERENCE_MISSING, aggregate,
                                 compute_reference, dataset_bytes, floor_of,
-                                overlap_efficiency, overlap_value)
+                                overlap_efficiency, overlap_value, representative, slices)
 from analysis.records import load_records
 
 U8_BYTES = 60000 * (784 + 4)       # 47,280,000: pixels + int32 labels
@@ -97,6 +97,34 @@ def test_graph_form_is_its_own_group_compared_with_per_batch_resident():
         assert compute_reference(groups, by[("double-buffer-graph", form)]) is \
             by[("resident", "per-batch")], form
     assert compute_reference(groups, by[("resident", "kernel")]) is by[("resident", "kernel")]
+
+
+def test_a_strategys_own_options_make_variants_not_slices():
+    # Records null the options their strategy does not read: resident has no copy chunk, the
+    # graph forms and um-prefetch-coarse have theirs. Each still finds the per-batch resident
+    # as its reference and sits in its slice; a non-default value is its own variant, named.
+    ref = rec("resident", gpu=10.0, epoch_launch=False)
+    runs = [ref]
+    for strategy, key, mib in (("pinned-graph", "copy_chunk_mib", 8),
+                               ("pinned-graph", "copy_chunk_mib", 1),
+                               ("double-buffer-graph", "copy_chunk_mib", 8),
+                               ("um-prefetch-coarse", "prefetch_chunk_mib", 8)):
+        r = rec(strategy, gpu=11.0, copy=1.0, h2d=U8_BYTES, epoch_launch=False)
+        r["config"].update({"copy_chunk_mib": None, "prefetch_chunk_mib": None, key: mib})
+        if strategy != "double-buffer-graph":
+            r["config"].update({"depth": None, "streams": None})
+        runs.append(r)
+    ref["config"].update({"copy_chunk_mib": None, "prefetch_chunk_mib": None, "depth": None,
+                          "streams": None})
+    groups = aggregate(runs)
+    assert len(groups) == 5 and len(slices(groups)) == 1
+    resident = next(g for g in groups if g.key.strategy == "resident")
+    for g in groups:
+        assert compute_reference(groups, g) is resident, g.key.variant_label
+    labels = sorted(g.key.variant_label for g in groups if g.key.strategy == "pinned-graph")
+    assert labels == ["pinned-graph", "pinned-graph (1 MiB copy chunks)"]
+    (pg,) = [g for g in representative(groups) if g.key.strategy == "pinned-graph"]
+    assert dict(pg.key.other)["copy_chunk_mib"] == 8   # the default variant represents it
 
 
 def test_no_reference_without_per_batch_resident():

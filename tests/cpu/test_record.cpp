@@ -208,11 +208,23 @@ TEST(Record, AStrategysOwnOptionsAreRecordedWhereItReadsThem) {
   EXPECT_EQ(c["streams"], 2);  // --copy-streams, under the key that predates the option's name
   EXPECT_TRUE(c["advise"].is_null());
   EXPECT_TRUE(c["prefetch_chunk_mib"].is_null());
+  EXPECT_TRUE(c["copy_chunk_mib"].is_null());
   r.config.strategy = find_strategy("um-prefetch-coarse");
   r.config.prefetch_chunk_mib = 16;
   const json u = r.to_json()["config"];
   EXPECT_EQ(u["prefetch_chunk_mib"], 16);
   EXPECT_TRUE(u["depth"].is_null());
+  EXPECT_TRUE(u["copy_chunk_mib"].is_null());
+  r.config.strategy = find_strategy("double-buffer-graph");
+  r.config.copy_chunk_mib = 32;
+  const json g = r.to_json()["config"];
+  EXPECT_EQ(g["copy_chunk_mib"], 32);
+  EXPECT_EQ(g["depth"], 3);
+  EXPECT_TRUE(g["prefetch_chunk_mib"].is_null());
+  r.config.strategy = find_strategy("pinned-graph");
+  const json p = r.to_json()["config"];
+  EXPECT_EQ(p["copy_chunk_mib"], 32);
+  EXPECT_TRUE(p["depth"].is_null());
 }
 
 TEST(Record, StreamRunIsTheCommittedExample) {

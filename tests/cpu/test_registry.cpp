@@ -132,7 +132,8 @@ TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
 TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
   const std::map<std::string, std::vector<std::string>> want = {
       {"double-buffer", {"depth", "copy-streams"}},
-      {"double-buffer-graph", {"depth", "copy-streams"}},
+      {"double-buffer-graph", {"depth", "copy-streams", "copy-chunk"}},
+      {"pinned-graph", {"copy-chunk"}},
       {"um-advise", {"advise"}},
       {"zero-copy-staged", {"depth"}},
       {"um-prefetch-coarse", {"prefetch-chunk"}}};
@@ -145,6 +146,7 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
   EXPECT_THROW(strategy_options("double_buffer"), std::invalid_argument);
   EXPECT_EQ(strategy_options("double-buffer")[0].allowed(), "2..64");
   EXPECT_EQ(strategy_options("um-prefetch-coarse")[0].allowed(), "1..1024");
+  EXPECT_EQ(strategy_options("pinned-graph")[0].allowed(), "1..1024");
   EXPECT_EQ(strategy_options("um-advise")[0].allowed(),
             "comma-separated subset of read-mostly,preferred-device,accessed-by, or none");
 }

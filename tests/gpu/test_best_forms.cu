@@ -5,12 +5,15 @@
 //                       and no GPU fault either: the pages did stay)
 //   zero-copy-staged    one staging kernel per batch (images and labels in one packed block),
 //                       no copy-engine copy
-//   pinned-graph,       one packed copy per batch (half of the naive form's); and with the
-//   double-buffer-graph epoch graph (as zero-copy-staged) no per-batch host enqueue at all: a
+//   pinned-graph,       one copy per chunk of k whole packed batches (--copy-chunk): ceil(batches
+//   double-buffer-graph / k) copies per epoch where the naive form makes two per batch; and with
+//                       the epoch graph (as zero-copy-staged) no per-batch host enqueue at all: a
 //                       replayed epoch is ONE cudaGraphLaunch, no copy, launch or event call
+#include <algorithm>
+
 #include "common/profiler/profiler.h"
 #include "gpu_test_support.h"
-#include "memory_strategies/prefetch_plan.h"
+#include "memory_strategies/chunk_plan.h"
 
 using namespace memstrat;
 using namespace memstrat::testing;
@@ -19,13 +22,9 @@ namespace {
 
 constexpr int kEpochs = 3;
 
-// One counter window per epoch of `strategy` at batch 256, u8.
-std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string& strategy,
-                                          Scenario sc, EpochLaunch launch = EpochLaunch::On) {
+// One counter window per epoch of the run `c` describes.
+std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const RunConfig& c) {
   const HostDataset& data = mnist();
-  RunConfig c = short_run(strategy);  // batch 256, u8, graphs as the CLI's
-  c.scenario = sc;
-  c.epoch_launch = launch;
   Stream compute = Stream::create();
   Mlp mlp(mlp_config(c, data.features(), data.classes), compute);
   auto st = c.strategy->make();
@@ -38,6 +37,26 @@ std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string
     w.push_back(prof.end_window());
   }
   return w;
+}
+
+// One counter window per epoch of `strategy` at batch 256, u8.
+std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string& strategy,
+                                          Scenario sc, EpochLaunch launch = EpochLaunch::On) {
+  RunConfig c = short_run(strategy);  // batch 256, u8, graphs as the CLI's
+  c.scenario = sc;
+  c.epoch_launch = launch;
+  return epoch_windows(prof, c);
+}
+
+// Copies of one epoch of a graph form: whole MNIST blocks of `batch` rows of 784 (or 3136) + 4
+// bytes (at a batch that is a multiple of 4 also the block stride: no packing padding), k = max(1,
+// chunk bytes / block) of them per copy, the last copy maybe fewer.
+std::uint64_t chunk_copies(int batch, Transfer t, int chunk_mib) {
+  const std::int64_t per_sample = (t == Transfer::U8 ? 784 : 3136) + 4;
+  const std::int64_t block = static_cast<std::int64_t>(batch) * per_sample;
+  const std::int64_t k = std::max<std::int64_t>(1, (std::int64_t{chunk_mib} << 20) / block);
+  const std::int64_t batches = batch_count(mnist().n_train(), batch);
+  return static_cast<std::uint64_t>((batches + k - 1) / k);
 }
 
 std::uint64_t launches(const WindowCounters& w) {
@@ -65,7 +84,7 @@ class BestForms : public ::testing::Test {
 TEST_F(BestForms, UmPrefetchCoarsePrefetchesChunksAndNothingThatIsResident) {
   if (const std::string why = waived("um-prefetch-coarse"); !why.empty()) GTEST_SKIP() << why;
   const BatchGeometry g{mnist().n_train(), 256, 784};
-  const int chunks = PrefetchPlan::coarse(g, std::size_t{8} << 20).chunks();
+  const int chunks = ChunkPlan::split(g, std::size_t{8} << 20).chunks();
   ASSERT_LT(chunks, g.batches());
 
   // The naive form: two calls per batch, every epoch, static or not.
@@ -109,10 +128,13 @@ TEST_F(BestForms, ZeroCopyStagedIsOneStagingKernelPerBatchAndNoCopyEngineCopy) {
   }
 }
 
-// Packed: one copy per batch where the naive form makes two (images, labels), both enqueued batch
-// by batch to count them.
-TEST_F(BestForms, GraphBestFormsCopyEachBatchOnce) {
-  const int batches = batch_count(mnist().n_train(), 256);
+// Packed and chunked: one copy per chunk of whole batches where the naive form makes two per batch
+// (images, labels), both enqueued batch by batch to count them (the trainer's own copies are the
+// same in both).
+TEST_F(BestForms, GraphBestFormsCopyChunksOfWholeBatches) {
+  const std::uint64_t batches = batch_count(mnist().n_train(), 256);
+  const std::uint64_t chunks = chunk_copies(256, Transfer::U8, 8);  // the default --copy-chunk
+  ASSERT_EQ(chunks, 6u) << "8 MiB holds 41 blocks of 201728 B: 235 batches in 6 copies";
   for (const auto& [naive, best] : {std::pair{"pinned", "pinned-graph"},
                                     std::pair{"double-buffer", "double-buffer-graph"}}) {
     for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
@@ -120,8 +142,44 @@ TEST_F(BestForms, GraphBestFormsCopyEachBatchOnce) {
       const std::vector<WindowCounters> b = epoch_windows(*prof_, best, sc, EpochLaunch::Off);
       for (int e = 1; e < kEpochs; ++e)
         EXPECT_EQ(n[e].api.count("cudaMemcpyAsync") - b[e].api.count("cudaMemcpyAsync"),
-                  static_cast<std::uint64_t>(batches))
+                  2 * batches - chunks)
             << best << " " << to_string(sc) << " epoch " << e + 1;
+    }
+  }
+}
+
+// The epoch graph holds ceil(batches / k) copies: counted where they are issued, while epoch 1 is
+// captured (the copies of a replayed epoch are graph nodes, issued by no call). A replayed epoch
+// makes the trainer's own copies only, so epoch 1's count less epoch 2's is the captured copies.
+// From one copy per batch (a block larger than the chunk) to one for the whole epoch.
+TEST_F(BestForms, EpochGraphOfTheGraphFormsHoldsOneCopyPerChunk) {
+  struct Case {
+    int batch;
+    Transfer transfer;
+    int chunk_mib;
+  };
+  for (const char* s : {"pinned-graph", "double-buffer-graph"}) {
+    for (const Case c : {Case{256, Transfer::U8, 1}, Case{256, Transfer::U8, 8},
+                         Case{256, Transfer::U8, 1024}, Case{256, Transfer::F32, 8},
+                         Case{1024, Transfer::F32, 1}, Case{1024, Transfer::F32, 8}}) {
+      for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
+        RunConfig r = short_run(s);
+        r.batch = c.batch;
+        r.transfer = c.transfer;
+        r.copy_chunk_mib = c.chunk_mib;
+        r.scenario = sc;
+        const std::vector<WindowCounters> w = epoch_windows(*prof_, r);
+        const std::uint64_t want = chunk_copies(c.batch, c.transfer, c.chunk_mib);
+        const std::string what = std::string(s) + " batch " + std::to_string(c.batch) + " " +
+                                 std::string(to_string(c.transfer)) + " --copy-chunk " +
+                                 std::to_string(c.chunk_mib) + " " + std::string(to_string(sc));
+        ASSERT_EQ(w[0].api.count("cudaStreamBeginCapture"), 1u) << what;
+        EXPECT_EQ(w[0].api.count("cudaMemcpyAsync") - w[1].api.count("cudaMemcpyAsync"), want)
+            << what;
+        for (int e = 2; e < kEpochs; ++e)
+          EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"), w[1].api.count("cudaMemcpyAsync"))
+              << what << " epoch " << e + 1;
+      }
     }
   }
 }

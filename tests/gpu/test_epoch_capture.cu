@@ -5,9 +5,11 @@
 // stream that forks without joining), then the graph is replayed for later epochs with only
 // begin_epoch called in between. Every epoch, enqueued or replayed, must deliver exactly the bytes
 // EpochWriter wrote for it: static and refresh, u8 and f32, a ragged last batch, odd batch sizes,
-// a 25-byte sample. The consumer waits before it reads its batch, so a staging copy that
-// overwrote a slot too early would be seen. stats() after a replay must equal stats() after an
-// enqueued epoch: it may not depend on acquire() being called.
+// a 25-byte sample, copy chunks (the graph forms) of one batch, of several with a short last
+// chunk, and of the whole epoch, over one to three copy streams. The consumer waits before it
+// reads its batch, so a staging copy that overwrote a slot too early would be seen. stats() after
+// a replay must equal stats() after an enqueued epoch: it may not depend on acquire() being
+// called.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -42,6 +44,12 @@ __global__ void consume(const unsigned char* x, const std::int32_t* y, int rows,
 struct Case {
   int side;   // image side: 28 (784 B per u8 sample) or 5 (25 B)
   int batch;  // 3001 samples: ragged last batch for every size here
+  int depth;  // slots (the graph forms: chunk slots)
+  int copy_streams;
+  int copy_chunk_mib;  // the graph forms' chunks (3001 samples: 2.4 MB u8, 9.4 MB f32):
+                       // 28/256/1: u8 3 chunks of 5, 5, 2 batches, f32 one batch each;
+                       // 28/256/8: u8 one chunk, f32 10 + 2; 28/1007/1: one batch each;
+                       // 28/64/1: u8 20 + 20 + 7, f32 9 of 5 + 2; side 5: one chunk
 };
 
 // Enqueues one epoch the way a trainer does, with `consume` as the step.
@@ -73,11 +81,15 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
       continue;
     }
     ++tested;
-    for (const Case c : {Case{28, 256}, Case{28, 1007}, Case{5, 3}, Case{5, 100}})
+    for (const Case c : {Case{28, 256, 2, 2, 1}, Case{28, 256, 2, 1, 8}, Case{28, 1007, 2, 1, 1},
+                         Case{28, 64, 3, 2, 1}, Case{5, 3, 5, 3, 1}, Case{5, 100, 2, 2, 1}})
       for (const Transfer t : {Transfer::U8, Transfer::F32})
         for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
           const std::string what = std::string(e.name) + " side " + std::to_string(c.side) +
-                                   " batch " + std::to_string(c.batch) + " " +
+                                   " batch " + std::to_string(c.batch) + " depth " +
+                                   std::to_string(c.depth) + " streams " +
+                                   std::to_string(c.copy_streams) + " chunk " +
+                                   std::to_string(c.copy_chunk_mib) + " MiB " +
                                    std::string(to_string(t)) + " " + std::string(to_string(sc));
           SCOPED_TRACE(what);
           const HostDataset data = synthetic_dataset(3001, c.side, 11);
@@ -85,10 +97,11 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
           so.batch = c.batch;
           so.transfer = t;
           so.scenario = sc;
-          so.depth = c.batch == 3 ? 5 : 2;
+          so.depth = c.depth;
           // Several copy streams where a strategy reads the option (double-buffer-graph): each
           // must fork and join, and slots handed over across streams.
-          so.copy_streams = c.batch == 3 ? 3 : c.batch == 100 ? 2 : 1;
+          so.copy_streams = c.copy_streams;
+          so.copy_chunk_mib = c.copy_chunk_mib;
           const EpochWriter ref(data, so);
           const std::size_t row_bytes = ref.image_bytes_per_sample();
           const int batches = batch_count(ref.samples(), c.batch);

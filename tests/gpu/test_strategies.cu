@@ -2,10 +2,12 @@
 // they must produce bitwise-identical per-sample loss curves to `resident` running the same step
 // implementation (--fused on takes the layer-by-layer step for zero-copy, whose batches the step
 // reads in place from host memory; the step implementations differ in fp32 summation order).
+#include <algorithm>
 #include <cstring>
 
 #include "gpu_test_support.h"
-#include "memory_strategies/um_hints.h"  // check_managed_fits
+#include "memory_strategies/batch_geometry.h"  // batch_count
+#include "memory_strategies/um_hints.h"        // check_managed_fits
 
 using namespace memstrat;
 using namespace memstrat::testing;
@@ -177,6 +179,47 @@ TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
   }
 }
 
+// The graph forms' copy chunks change how many batches one copy moves, never the math: from one
+// batch per copy (1 MiB is less than a block of f32 at batch 1007) to the whole epoch in one
+// (1024 MiB), 1-2 copy streams and 2-3 chunk slots, static and refresh, u8 and f32, batch 256
+// and the odd batch 1007 (a ragged last batch, and packing padding between blocks inside a
+// chunk). Two epochs: the first captured, the second a replay of the epoch graph.
+TEST(Strategies, GraphFormChunkOptionsAreBitwiseIdentical) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const Scenario sc : {Scenario::Static, Scenario::Refresh})
+    for (const Transfer t : {Transfer::U8, Transfer::F32})
+      for (const int batch : {256, 1007}) {
+        RunConfig ref = short_run();
+        ref.scenario = sc;
+        ref.transfer = t;
+        ref.batch = batch;
+        ResidentReference resident(ref);
+        for (const int mib : {1, 8, 1024}) {
+          const std::string what = std::string(to_string(sc)) + " " + std::string(to_string(t)) +
+                                   " batch " + std::to_string(batch) + " --copy-chunk " +
+                                   std::to_string(mib);
+          RunConfig p = ref;
+          p.strategy = find_strategy("pinned-graph");
+          p.copy_chunk_mib = mib;
+          const RunOutput pg = train_run(p);
+          EXPECT_EQ(pg.epoch_form, EpochForm::Graph) << what;
+          EXPECT_EQ(first_difference(resident.for_step_of(pg), pg), "") << "pinned-graph " << what;
+          for (const int depth : {2, 3})
+            for (const int streams : {1, 2}) {
+              RunConfig d = ref;
+              d.strategy = find_strategy("double-buffer-graph");
+              d.copy_chunk_mib = mib;
+              d.depth = depth;
+              d.copy_streams = streams;
+              const RunOutput db = train_run(d);
+              EXPECT_EQ(first_difference(resident.for_step_of(db), db), "")
+                  << "double-buffer-graph " << what << " depth " << depth << " streams "
+                  << streams;
+            }
+        }
+      }
+}
+
 TEST(Strategies, TiledGemmBackendIsAlsoStrategyIndependent) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   RunConfig ref = short_run();
@@ -229,10 +272,13 @@ TEST(Strategies, ReportTheBytesTheyMove) {
   EXPECT_EQ(train_run(r).epochs[1].strategy.h2d_bytes, 0u);
 
   const DeviceCaps caps = DeviceCaps::query(0);
-  // The packed best forms move every batch's block every epoch, static or not (one transfer per
-  // batch): for MNIST the packed blocks have no gap, so exactly the images and labels (odd batch
-  // 1007 included). Their epochs run as one replayed graph, so every epoch after the first is a
-  // replay: its figures may not depend on acquire() having been called.
+  // The packed best forms move every batch's block every epoch, static or not: for MNIST a block
+  // has no gap before its labels, so zero-copy-staged (one transfer per block) moves exactly the
+  // images and labels. The graph forms copy chunks of whole blocks (--copy-chunk, 8 MiB), one
+  // range per chunk, which also holds the tail of every block but the chunk's last, up to the
+  // 16-byte block stride: none at batch 256 (201728 B blocks), 4 B at batch 1007 (793516 B u8,
+  // 3161980 B f32 blocks). Their epochs run as one replayed graph, so every epoch after the first
+  // is a replay: its figures may not depend on acquire() having been called.
   for (const char* s : {"zero-copy-staged", "pinned-graph", "double-buffer-graph"}) {
     if (const std::string why = find_strategy(s)->unsupported(caps); !why.empty()) {
       std::cout << "[ WAIVED ] " << s << ": " << why << "\n";
@@ -249,8 +295,15 @@ TEST(Strategies, ReportTheBytesTheyMove) {
           const RunOutput o = train_run(z);
           EXPECT_EQ(o.epoch_form, EpochForm::Graph) << s;
           const std::uint64_t per = t == Transfer::U8 ? 784 + 4 : 4 * 784 + 4;
+          std::uint64_t padding = 0;
+          if (std::string(s) != "zero-copy-staged") {
+            const std::uint64_t block = per * batch, stride = (block + 15) / 16 * 16;
+            const std::uint64_t k = std::max<std::uint64_t>(1, (std::uint64_t{8} << 20) / stride);
+            const std::uint64_t batches = batch_count(d.n_train(), batch);
+            padding = (stride - block) * (batches - (batches + k - 1) / k);
+          }
           for (const EpochResult& e : o.epochs) {
-            EXPECT_EQ(e.strategy.h2d_bytes, static_cast<std::uint64_t>(d.n_train()) * per)
+            EXPECT_EQ(e.strategy.h2d_bytes, static_cast<std::uint64_t>(d.n_train()) * per + padding)
                 << s << " " << to_string(t) << " " << to_string(sc) << " batch " << batch
                 << " epoch " << e.epoch;
             ASSERT_TRUE(e.strategy.copy_ms.has_value());

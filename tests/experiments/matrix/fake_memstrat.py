@@ -60,7 +60,8 @@ def record(a, argv, failed):
         "strategy": a.strategy, "scenario": a.scenario, "transfer": a.transfer,
         "batch": a.batch, "hidden": hidden, "epochs": a.epochs, "seed": a.seed,
         "gemm": a.gemm, "depth": a.depth, "streams": a.copy_streams,
-        "prefetch_chunk_mib": a.prefetch_chunk, "profile": a.profile, "run_tag": a.run_tag})
+        "prefetch_chunk_mib": a.prefetch_chunk, "copy_chunk_mib": a.copy_chunk,
+        "profile": a.profile, "run_tag": a.run_tag})
     if "epoch_launch" in rec["config"]:
         # What the run decided, as experiments/core/trainer.cu decides it: one launch per
         # epoch needs --epoch-launch on and a strategy that acquires every batch ahead of
