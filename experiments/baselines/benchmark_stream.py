@@ -2,9 +2,10 @@
 """memstrat's stream scenario against PyTorch's DataLoader, on one GPU, with the same
 augmentation, batch, data and sample order.
 
+    python3 experiments/baselines/benchmark_stream.py --reproduce     # the results set's preset
     python3 experiments/baselines/benchmark_stream.py                 # the full default run
     python3 experiments/baselines/benchmark_stream.py --quick         # 1 and 4 workers, light
-    python3 experiments/baselines/benchmark_stream.py --dry-run       # the plan, nothing run
+    python3 experiments/baselines/benchmark_stream.py --dry-run       # plan, estimate, order
     python3 experiments/baselines/benchmark_stream.py --from-records results/vs_dataloader/records.jsonl
 
 For every augmentation (--augments, default light,heavy) and worker count (--workers,
@@ -16,38 +17,47 @@ default 0,1,2,4,8) it runs
       and off (--pin-memory), --fetch (default batch: one __getitem__ per batch, the fastest
       pure-PyTorch form; add sample for the per-sample form users write), persistent workers
       and prefetch_factor 2 (the DataLoader's default) when W > 0,
-each in its own process, with batch --batch (256), u8 transfer (both normalise on the GPU),
---epochs (5) epochs. Both sides keep 2 batches per worker ahead (memstrat's --prefetch = 2W
-slots).
+with batch --batch (256), u8 transfer (both normalise on the GPU), --epochs (5) epochs. Both
+sides keep 2 batches per worker ahead (memstrat's --prefetch = 2W slots). Strategies that do
+not run host-produced batches are not offered: resident serves the stream scenario with
+--augment none only, and zero-copy-staged, pinned-graph and double-buffer-graph stage a fixed
+layout (memory_strategies/registry.cpp refuses them; memstrat info lists it per device).
 
-The table: per augmentation and worker count, memstrat's fastest strategy against the
-DataLoader's fastest setting, by the median wall ms of epochs 2..N (epoch 1 is warm-up on both
-sides), their starvation (the share of an epoch the training loop waited for a batch, the
-first batch's wait left out: docs/methodology.md), and the ratio DataLoader / memstrat. The
-ratio includes the training step itself, which is faster in memstrat than in PyTorch eager
-(docs/results/vs_pytorch.md); the starvation columns compare the input pipelines alone. With
---repeats N every configuration runs N times and the median of the N medians is compared.
+Every configuration runs as --repeats (default 3) processes of its own, all runs of all
+configurations in one seeded shuffled order (--shuffle-seed, default 1; the matrix runner's
+order). A process's value is the median wall ms of its epochs 2..N (epoch 1 is warm-up on both
+sides) and its starvation (the share of an epoch the training loop waited for a batch, the
+first batch's wait left out: docs/methodology.md); a configuration's, the median over its
+processes with a bootstrap 95% interval. The table pairs, per augmentation and worker count,
+every memstrat strategy with every DataLoader setting: both sides' values, the ratio
+DataLoader / memstrat of the medians with the interval of a bootstrap of the ratio, and
+whether the two intervals overlap (then neither is called faster). Below it, each side's
+fastest tier (no member slower than another with intervals apart). The ratio includes the
+training step itself, which is faster in memstrat than in PyTorch eager
+(docs/results/vs_pytorch.md); the starvation columns compare the input pipelines alone.
+
+--reproduce is the results set's preset (experiments/scripts/reproduce.sh): augment
+light,heavy; the DataLoader with 0,1,2,4,8 workers, pin_memory on, fetch batch, persistent
+workers, prefetch_factor 2 (its best documented settings; pin_memory off stays available with
+--pin-memory); memstrat pinned and double-buffer with 1,2,4,8 workers; batch 256, 3 epochs, 3
+processes per configuration. It leaves out the DataLoader with heavy at 0 and 1 workers: the
+numpy warp costs ~110 us per sample in one process, ~7 s per epoch, which alone would take
+over a minute per configuration; with them left out the preset is 48 memstrat + 24 DataLoader
+processes, estimated at 3.7 min on a 16-core H200 host (6.0 min with them).
 
 Output: a progress line per run; the table printed and written as Markdown to --out-md
 (default OUT_DIR/benchmark_stream.md); every record (memstrat's and the DataLoader's, schema
-1) appended to --out-jsonl (default OUT_DIR/records.jsonl), from which --from-records rebuilds
-the table without running anything.
+1) and a plan record (command, seed, run order, notes) appended to --out-jsonl (default
+OUT_DIR/records.jsonl), from which --from-records rebuilds the same table, running nothing.
 
-Exit codes: 0 every run ok; 2 bad option or missing memstrat/torch/data; 3 some runs failed or
-were waived (the table says which; strategies waived on this GPU are left out of "best").
+Exit codes: 0 every run ok; 2 bad option or missing memstrat/torch/data (before any run); 3
+some runs failed (the report lists which).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shlex
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -56,18 +66,43 @@ DATALOADER = REPO_ROOT / "experiments" / "baselines" / "pytorch_dataloader.py"
 sys.path.insert(0, str(DATALOADER.parent))
 sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402  (the data-dir search)
+import process_runs as pr  # noqa: E402  (processes, order, plan record)
+from analysis.stats import Summary, summarize  # noqa: E402
 from analysis.stream import process_starvation  # noqa: E402  (the one definition)
-from benchmark_vs_pytorch import Runner, add_runner_options  # noqa: E402
-from comparison import RunResult  # noqa: E402
+from process_stats import (fastest_tier, ms_cell, overlap_cell, pct_cell,  # noqa: E402
+                           process_values, ratio_cell, side_by_side, tally)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
-# Every strategy that runs host-produced batches (resident serves the stream scenario only
-# with --augment none, by a GPU gather).
-STRATEGIES = ("pageable", "pinned", "double-buffer", "zero-copy", "zero-copy-staged", "um",
-              "um-prefetch", "um-advise", "um-prefetch-coarse")
+PROG = "benchmark_stream.py"
+TAG = "vs-dataloader"
+# Every strategy that runs host-produced batches (memory_strategies/registry.cpp: resident
+# gathers on the GPU, --augment none only; zero-copy-staged and the graph forms refuse the
+# stream scenario).
+STRATEGIES = ("pageable", "pinned", "double-buffer", "zero-copy", "um", "um-prefetch",
+              "um-advise", "um-prefetch-coarse")
 AUGMENTS = ("none", "light", "heavy")
 PREFETCH_PER_WORKER = 2  # the DataLoader's default prefetch_factor
 DATALOADER_NAME = "pytorch-dataloader"
+# For the time estimate only. Augmentation, us per sample in one thread/process: numpy heavy
+# (the batch form) ~110 us on the H200 host; numpy none/light by the ratios measured in one
+# process (0.17 / 3.6 / 23.6 us); memstrat's C++ (experiments/tools/augment_bench, rounded up:
+# 0.07 / 0.44 / 7.7 us). The per-sample form (--fetch sample) costs ~6x the batch form. A
+# training step's ms per epoch at batch 256 (PyTorch eager; memstrat). Seconds per process
+# besides its epochs, and per DataLoader worker started.
+NUMPY_US = {"none": 1.0, "light": 17.0, "heavy": 110.0}
+MEMSTRAT_US = {"none": 0.1, "light": 0.5, "heavy": 8.0}
+FETCH_SAMPLE_FACTOR = 6.0
+STEP_MS = {"memstrat": 12.0, "dataloader": 190.0}
+PROCESS_S = {"memstrat": 0.8, "dataloader": 3.0}
+WORKER_START_S = 0.1
+TRAIN_SAMPLES = 60000
+REPRODUCE_TARGET_S = 240.0
+REPRODUCE = {"augments": ["light", "heavy"], "workers": [0, 1, 2, 4, 8],
+             "strategies": ["pinned", "double-buffer"], "pin_memory": ["on"],
+             "fetch": ["batch"], "batch": 256, "epochs": 3, "repeats": 3,
+             "dataloader_skip": [("heavy", 0), ("heavy", 1)]}
+REPRODUCE_WHY = ("--reproduce: with 0 or 1 workers the numpy warp takes ~7 s per epoch; left "
+                 "out so that the preset fits about 4 minutes on a 16-core H200 host")
 
 
 def name_list(choices: Sequence[str]):
@@ -91,10 +126,20 @@ def worker_list(s: str) -> list[int]:
     return sorted(set(v))
 
 
+def skip_item(s: str) -> tuple[str, int]:
+    parts = s.split(":")
+    if len(parts) != 2 or parts[0] not in AUGMENTS or not parts[1].isdigit():
+        raise argparse.ArgumentTypeError(f"{s!r}: expected AUGMENT:WORKERS, e.g. heavy:0")
+    return parts[0], int(parts[1])
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="benchmark_stream.py", description=__doc__,
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_runner_options(p, "python for the DataLoader runs (default: this one)")
+    pr.add_process_options(p, "python for the DataLoader runs (default: this one)")
+    p.add_argument("--reproduce", action="store_true",
+                   help="the results set's preset (see above); takes no option that changes "
+                        "the plan")
     p.add_argument("--strategies", type=name_list(STRATEGIES), default=list(STRATEGIES),
                    help="memstrat strategies (default: all that run host-produced batches)")
     p.add_argument("--workers", type=worker_list, default=[0, 1, 2, 4, 8],
@@ -106,22 +151,95 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fetch", type=name_list(("batch", "sample")), default=["batch"],
                    help="DataLoader fetch forms (default batch; batch,sample adds the "
                         "per-sample form)")
+    p.add_argument("--dataloader-skip", type=skip_item, action="append", default=[],
+                   metavar="A:W", help="leave out the DataLoader with augmentation A and W "
+                   "workers (repeatable), e.g. heavy:0")
     p.add_argument("--batch", type=int, default=256, help="batch size (default %(default)s)")
     p.add_argument("--epochs", type=int, default=5,
                    help="epochs per run (default %(default)s; median over epochs 2..N)")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="processes per configuration (default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="workers 1,4, light only, pinned and double-buffer, pin_memory on, "
                         "3 epochs")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "vs_dataloader"),
                    help="where records and the table go (default %(default)s)")
     p.add_argument("--out-md", help="Markdown table (default OUT_DIR/benchmark_stream.md)")
-    p.add_argument("--out-jsonl", help="run records, appended (default OUT_DIR/records.jsonl)")
-    p.add_argument("--from-records", nargs="+", metavar="JSONL",
-                   help="build the table from these records; run nothing")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    p.add_argument("--out-jsonl", help="records, appended (default OUT_DIR/records.jsonl)")
     return p
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan
+
+@dataclass
+class Plan:
+    strategies: list[str]
+    workers: list[int]
+    augments: list[str]
+    pins: list[str]
+    fetches: list[str]
+    batch: int
+    epochs: int
+    skip: list[tuple[str, int]] = field(default_factory=list)   # DataLoader (augment, workers)
+    why: str = ""
+
+    def memstrat_runs(self) -> list[tuple[str, str, int]]:
+        return [(s, a, w) for a in self.augments for w in self.workers if w > 0
+                for s in self.strategies]
+
+    def dataloader_runs(self) -> list[tuple[str, int, str, str]]:
+        return [(a, w, pin, fetch) for a in self.augments for w in self.workers
+                if (a, w) not in self.skip for pin in self.pins for fetch in self.fetches]
+
+    def specs(self, repeats: int) -> list[pr.RunSpec]:
+        out = []
+        for s, aug, w in self.memstrat_runs():
+            out += pr.repeated(TAG, "memstrat", (s, aug, w), f"{s}-{aug}-w{w}",
+                               f"memstrat {s} {aug} w={w}", repeats)
+        for aug, w, pin, fetch in self.dataloader_runs():
+            out += pr.repeated(TAG, "dataloader", (aug, w, pin, fetch),
+                               f"torch-{aug}-w{w}-pin{pin}-{fetch}",
+                               f"DataLoader {aug} w={w} pin_memory {pin}, fetch {fetch}",
+                               repeats)
+        return out
+
+    def notes(self) -> list[str]:
+        why = f" ({self.why})" if self.why else ""
+        out = []
+        for aug in self.augments:
+            ws = [str(w) for w in self.workers if (aug, w) in self.skip]
+            if ws:
+                out.append(f"DataLoader with --augment {aug} and {', '.join(ws)} workers: not "
+                           f"run{why}")
+        return out
+
+
+def make_plan(a: argparse.Namespace) -> Plan:
+    if a.quick:
+        return Plan(["pinned", "double-buffer"], [1, 4], ["light"], ["on"], ["batch"], a.batch,
+                    3)
+    if a.epochs < 2:
+        raise ValueError("--epochs must be >= 2 (epoch 1 is warm-up)")
+    if a.batch < 1:
+        raise ValueError("--batch must be >= 1")
+    return Plan(a.strategies, a.workers, a.augments, a.pin_memory, a.fetch, a.batch, a.epochs,
+                list(a.dataloader_skip), REPRODUCE_WHY if a.reproduce else "")
+
+
+def estimate_seconds(plan: Plan, repeats: int, samples: int = TRAIN_SAMPLES) -> float:
+    """The plan's time on the H200 host (NUMPY_US, MEMSTRAT_US, STEP_MS, PROCESS_S): a process's
+    start plus its epochs; an epoch takes the longer of the workers' production and the
+    training steps (0 workers: both, one after the other)."""
+    scale = 256 / plan.batch
+    total = PROCESS_S["dataloader"]  # the check before the first run
+    for _, aug, w in plan.memstrat_runs():
+        epoch = max(samples * MEMSTRAT_US[aug] / 1e6 / w, STEP_MS["memstrat"] * scale / 1e3)
+        total += repeats * (PROCESS_S["memstrat"] + plan.epochs * epoch)
+    for aug, w, _, fetch in plan.dataloader_runs():
+        make = samples * NUMPY_US[aug] / 1e6 * (FETCH_SAMPLE_FACTOR if fetch == "sample" else 1)
+        step = STEP_MS["dataloader"] * scale / 1e3
+        epoch = make + step if w == 0 else max(make / w, step)
+        total += repeats * (PROCESS_S["dataloader"] + w * WORKER_START_S + plan.epochs * epoch)
+    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,14 +247,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class Entry:
-    """One configuration's result: the median over its processes."""
-    side: str          # "memstrat" | "dataloader"
+    """One configuration over its processes."""
+    side: str                 # "memstrat" | "dataloader"
     augment: str
+    batch: int
     workers: int
-    setting: str       # the strategy, or the DataLoader's settings
-    ms: float          # median wall ms of epochs 2..N (median over processes)
-    starvation: float | None
-    processes: int
+    setting: str              # the strategy, or the DataLoader's settings
+    wall: list[float]         # per process: median wall ms of epochs 2..N
+    starvation: list[float]   # per process: median starvation of epochs 2..N
+
+    @property
+    def ms(self) -> Summary | None:
+        return summarize(self.wall)
+
+    @property
+    def starving(self) -> Summary | None:
+        return summarize(self.starvation)
+
+    @property
+    def name(self) -> str:
+        return f"{self.setting}, {self.workers} worker{'' if self.workers == 1 else 's'}"
 
 
 def _setting(rec: dict) -> tuple[str, str]:
@@ -150,212 +280,172 @@ def _setting(rec: dict) -> tuple[str, str]:
 def entries(records: Iterable[dict]) -> list[Entry]:
     """Ok stream records (memstrat's and the DataLoader's) -> one Entry per configuration."""
     runs: dict[tuple, list[dict]] = {}
-    for r in records:
-        c = r.get("config") or {}
-        if r.get("status") != "ok" or c.get("scenario") != "stream" or not r.get("summary"):
+    for r in pr.run_records(records):
+        c = r["config"]
+        if r.get("status") != "ok" or c.get("scenario") != "stream" or not r.get("epochs"):
             continue
         side, setting = _setting(r)
-        runs.setdefault((side, c["augment"], int(c["workers"]), setting), []).append(r)
-    out = []
-    for (side, aug, w, setting), recs in runs.items():
-        starv = [v for v in map(process_starvation, recs) if v is not None]
-        out.append(Entry(side, aug, w, setting,
-                         statistics.median(r["summary"]["wall_ms_median"] for r in recs),
-                         statistics.median(starv) if starv else None, len(recs)))
-    return out
+        runs.setdefault((side, c["augment"], int(c["batch"]), int(c["workers"]), setting),
+                        []).append(r)
+    return [Entry(*key, process_values(recs),
+                  [v for v in map(process_starvation, recs) if v is not None])
+            for key, recs in runs.items()]
 
 
-def best(items: Iterable[Entry]) -> Entry | None:
-    return min(items, key=lambda e: e.ms, default=None)
+def _row(m: Entry | None, d: Entry | None) -> str:
+    p = side_by_side(m.wall if m else [], d.wall if d else [])
+    return (f"| {(m or d).workers} | {m.setting if m else '-'} | {ms_cell(p.memstrat, '-')} | "
+            f"{pct_cell(m.starving) if m else '-'} | {d.setting if d else '-'} | "
+            f"{ms_cell(p.other)} | {pct_cell(d.starving) if d else '-'} | {ratio_cell(p)} | "
+            f"{overlap_cell(p, 'DataLoader')} |")
 
 
-def _fmt_pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}%"
+def _fastest(mine: Sequence[Entry], side: str) -> tuple[str, Entry | None]:
+    tier = fastest_tier([e for e in mine if e.side == side], lambda e: e.ms)
+    if not tier:
+        return "no configuration with an interval (n<3): none named", None
+    text = "; ".join(f"{e.name}: {ms_cell(e.ms)}" for e in tier)
+    return text + (" (intervals overlap: not ordered among them)" if len(tier) > 1 else ""), \
+        tier[0]
 
 
 def ratio_markdown(all_entries: Sequence[Entry]) -> str:
-    """Per augmentation: one row per worker count, memstrat's best against the DataLoader's."""
+    """Per augmentation and batch: every memstrat strategy against every DataLoader setting at
+    each worker count, then each side's fastest tier."""
+    order = {s: i for i, s in enumerate(STRATEGIES)}
     lines = []
-    for aug in [a for a in AUGMENTS if any(e.augment == a for e in all_entries)]:
-        mine = [e for e in all_entries if e.augment == aug]
-        lines += [f"### --augment {aug}", "",
-                  "| workers | memstrat best | ms/epoch | starvation | DataLoader best | "
-                  "ms/epoch | starvation | DataLoader / memstrat |",
-                  "|---:|---|---:|---:|---|---:|---:|---:|"]
+    for aug, batch in sorted({(e.augment, e.batch) for e in all_entries},
+                             key=lambda k: (AUGMENTS.index(k[0]), k[1])):
+        mine = [e for e in all_entries if e.augment == aug and e.batch == batch]
+        lines += [f"### --augment {aug}, batch {batch}", "",
+                  "| workers | memstrat | ms/epoch [95% CI] n | starvation | DataLoader | "
+                  "ms/epoch [95% CI] n | starvation | DataLoader / memstrat [95% CI] | "
+                  "intervals |", "|---:|---|---:|---:|---|---:|---:|---:|---|"]
+        pairs = []
         for w in sorted({e.workers for e in mine}):
-            m = best(e for e in mine if e.side == "memstrat" and e.workers == w)
-            d = best(e for e in mine if e.side == "dataloader" and e.workers == w)
-            ratio = f"{d.ms / m.ms:.2f}x" if m and d else "-"
-            lines.append(
-                f"| {w} | {m.setting if m else '-'} | {f'{m.ms:.2f}' if m else '-'} | "
-                f"{_fmt_pct(m.starvation) if m else '-'} | {d.setting if d else '-'} | "
-                f"{f'{d.ms:.2f}' if d else '-'} | {_fmt_pct(d.starvation) if d else '-'} | "
-                f"{ratio} |")
-        m = best(e for e in mine if e.side == "memstrat")
-        d = best(e for e in mine if e.side == "dataloader")
-        if m and d:
-            lines += ["", f"Best of each side with --augment {aug}: memstrat {m.setting} with "
-                          f"{m.workers} workers, {m.ms:.2f} ms/epoch; DataLoader "
-                          f"{d.setting} with {d.workers} workers, {d.ms:.2f} ms/epoch: "
-                          f"DataLoader / memstrat = {d.ms / m.ms:.2f}x."]
+            ms = sorted((e for e in mine if e.side == "memstrat" and e.workers == w),
+                        key=lambda e: order.get(e.setting, len(order)))
+            ds = sorted((e for e in mine if e.side == "dataloader" and e.workers == w),
+                        key=lambda e: e.setting)
+            for m in ms or [None]:
+                for d in ds or [None]:
+                    lines.append(_row(m, d))
+                    if m and d:
+                        pairs.append(side_by_side(m.wall, d.wall))
+        m_text, m_best = _fastest(mine, "memstrat")
+        d_text, d_best = _fastest(mine, "dataloader")
+        lines += ["", f"- same worker count: {tally(pairs, 'DataLoader')}" if pairs else
+                  "- no worker count with both sides",
+                  f"- memstrat's fastest: {m_text}", f"- DataLoader's fastest: {d_text}"]
+        if m_best and d_best:
+            p = side_by_side(m_best.wall, d_best.wall)
+            lines.append(f"- DataLoader / memstrat, the lowest medians of the fastest ("
+                         f"{d_best.name} / {m_best.name}): {ratio_cell(p)}, "
+                         f"{overlap_cell(p, 'DataLoader')}")
         lines.append("")
     return "\n".join(lines).rstrip()
 
 
-def read_records(paths: Iterable[str | Path]) -> list[dict]:
-    out = []
-    for p in paths:
-        for line in Path(p).read_text().splitlines():
-            if line.strip():
-                out.append(json.loads(line))
-    return out
+def report(records: Sequence[dict]) -> str:
+    md = ["# memstrat stream scenario vs PyTorch DataLoader", "", pr.provenance_line(records),
+          ""]
+    md += [f"- {ln}" for ln in pr.environment_lines(records)]
+    md += ["- ms/epoch: per process the median wall ms of its epochs 2..N, per configuration "
+           "the median over processes with a bootstrap 95% interval (n = processes; no "
+           "interval with fewer than 3); starvation: the share of an epoch the loop waited for "
+           "a batch, the first batch's wait left out, the same statistics (docs/methodology.md)."
+           " DataLoader / memstrat: the ratio of the medians with the interval of a bootstrap "
+           "of the ratio; where the two intervals overlap, neither side is called faster. The "
+           "ratio includes the training step, which memstrat runs faster than PyTorch eager; "
+           "the starvation columns compare the input pipelines alone. u8 transfer, "
+           "memstrat --prefetch = 2 x workers, the DataLoader with persistent workers and "
+           "prefetch_factor 2.", ""]
+    md += [ratio_markdown(entries(records)), ""]
+    md += [f"- {n}" for p in pr.plans(records) for n in p.get("notes", [])] + [""]
+    missing = pr.missing_runs(records)
+    if missing:
+        md += ["## Runs without an ok record", ""] + [f"- {m}" for m in missing] + [""]
+    md += pr.order_lines(records)
+    return "\n".join(md).rstrip() + "\n"
+
+
+def write_report(records: Sequence[dict], out_md: Path) -> None:
+    text = report(records)
+    print("\n" + text, flush=True)
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    out_md.write_text(text)
 
 
 # ---------------------------------------------------------------------------------------------
 # runs
 
-class StreamRunner(Runner):
-    """benchmark_vs_pytorch's Runner (memstrat runs, records, progress) plus DataLoader runs."""
-
-    def stream(self, strategy: str, augment: str, workers: int) -> RunResult:
-        a = self.a
-        tag = f"vs-dataloader-{strategy}-{augment}-w{workers}"
-        return self.memstrat(strategy, "u8", a.batch, 256, a.epochs, tag,
-                             ["--scenario", "stream", "--augment", augment,
-                              "--workers", str(workers),
-                              "--prefetch", str(PREFETCH_PER_WORKER * workers)])
-
-    def dataloader(self, augment: str, workers: int, pin: str, fetch: str) -> RunResult:
-        a = self.a
-        setting = f"pin_memory {pin}, fetch {fetch}"
-        r = RunResult(DATALOADER_NAME, setting, "u8", a.batch, 256, a.epochs)
-        tag = f"vs-dataloader-torch-{augment}-w{workers}-pin{pin}-{fetch}"
-        tmp = self.work / f"{tag}.jsonl"
-        tmp.unlink(missing_ok=True)
-        cmd = [a.python, str(DATALOADER), "--augment", augment, "--workers", str(workers),
-               "--pin-memory", pin, "--fetch", fetch, "--transfer", "u8",
-               "--batch", str(a.batch), "--epochs", str(a.epochs), "--data", str(self.data_dir),
-               "--quiet", "--run-tag", tag, "--json", str(tmp), *self._samples()]
-        if workers > 0:
-            cmd += ["--persistent-workers", "on", "--prefetch-factor", str(PREFETCH_PER_WORKER)]
-        return self.run_command(r, cmd, tmp, f"DataLoader {augment} w={workers} {setting}")
+def run_spec(runner: pr.Runner, plan: Plan, s: pr.RunSpec) -> pr.RunResult:
+    b, e = str(plan.batch), str(plan.epochs)
+    if s.side == "memstrat":
+        strategy, aug, w = s.config
+        return runner.memstrat(s.tag, s.label,
+                               ["--strategy", strategy, "--transfer", "u8", "--batch", b,
+                                "--hidden", "256", "--epochs", e, "--graphs", "on",
+                                "--no-profile", "--scenario", "stream", "--augment", aug,
+                                "--workers", str(w), "--prefetch", str(PREFETCH_PER_WORKER * w)])
+    aug, w, pin, fetch = s.config
+    args = ["--augment", aug, "--workers", str(w), "--pin-memory", pin, "--fetch", fetch,
+            "--transfer", "u8", "--batch", b, "--epochs", e]
+    if w > 0:
+        args += ["--persistent-workers", "on", "--prefetch-factor", str(PREFETCH_PER_WORKER)]
+    return runner.script(DATALOADER, s.tag, s.label, args)
 
 
-@dataclass
-class Plan:
-    strategies: list[str]
-    workers: list[int]
-    augments: list[str]
-    pins: list[str]
-    fetches: list[str]
-
-    def counts(self, repeats: int) -> tuple[int, int]:
-        mem = len(self.strategies) * len([w for w in self.workers if w > 0]) * len(self.augments)
-        dl = len(self.workers) * len(self.augments) * len(self.pins) * len(self.fetches)
-        return mem * repeats, dl * repeats
-
-
-def make_plan(a: argparse.Namespace) -> Plan:
-    if a.quick:
-        a.epochs = 3
-        return Plan(["pinned", "double-buffer"], [1, 4], ["light"], ["on"], ["batch"])
-    if a.epochs < 2:
-        raise ValueError("--epochs must be >= 2 (epoch 1 is warm-up)")
-    if a.repeats < 1 or a.batch < 1:
-        raise ValueError("--repeats and --batch must be >= 1")
-    return Plan(a.strategies, a.workers, a.augments, a.pin_memory, a.fetch)
-
-
-def preflight(a: argparse.Namespace) -> Path:
-    """Everything that can fail before the first run; returns the data directory."""
-    data_dir = memstrat_inputs.resolve_data_dir(a.data)
-    exe = Path(a.memstrat)
-    if not (exe.is_file() and os.access(exe, os.X_OK)):
-        raise memstrat_inputs.UsageError(f"--memstrat {a.memstrat}: not an executable file; "
-                                         "build it first or pass --memstrat PATH")
-    check = subprocess.run([a.python, "-c", "import torch,sys; sys.exit(0 if "
-                            "torch.cuda.is_available() else 3)"], capture_output=True,
-                           text=True, check=False)
-    if check.returncode != 0:
-        raise memstrat_inputs.UsageError(f"{a.python}: torch with CUDA is not available "
-                                         f"({check.stderr.strip()[-200:]})")
-    return data_dir
-
-
-def write_report(a: argparse.Namespace, records: list[dict], failed: list[RunResult],
-                 out_md: Path, argv: Sequence[str]) -> str:
-    env = next((r["env"] for r in records if r.get("env") and r["config"]["strategy"]
-                != DATALOADER_NAME), None) or {}
-    md = [f"# memstrat stream scenario vs PyTorch DataLoader ({time.strftime('%Y-%m-%d %H:%M %Z')})",
-          "", f"- GPU: {env.get('gpu_name', 'n/a')} (driver {env.get('driver_release') or env.get('driver_version', 'n/a')}), "
-          f"host {env.get('host', 'n/a')}, memstrat {env.get('git_sha', 'n/a')}",
-          "- command: `" + shlex.join(["python3", "experiments/baselines/benchmark_stream.py",
-                                        *argv]) + "`",
-          "- ms/epoch: median wall ms of epochs 2..N; starvation: the share of an epoch the "
-          "loop waited for a batch, the first batch's wait left out (docs/methodology.md). "
-          "The ratio includes the training step, which memstrat runs faster than PyTorch "
-          "eager; the starvation columns compare the input pipelines alone.", "",
-          ratio_markdown(entries(records))]
-    if failed:
-        md += ["", "## Failed or waived runs", ""] + [f"- {r.kind} {r.strategy}: {r.error}"
-                                                     for r in failed]
-    text = "\n".join(md) + "\n"
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    out_md.write_text(text)
-    return text
+def usage(message: str) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    a = parser.parse_args(argv)
     out_dir = Path(a.out_dir)
     out_md = Path(a.out_md) if a.out_md else out_dir / "benchmark_stream.md"
     out_jsonl = Path(a.out_jsonl) if a.out_jsonl else out_dir / "records.jsonl"
     if a.from_records:
         try:
-            records = read_records(a.from_records)
+            write_report(pr.load_records(a.from_records), out_md)
         except (OSError, ValueError) as e:
-            print(f"benchmark_stream.py: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        print(write_report(a, records, [], out_md, argv))
+            return usage(str(e))
         return EXIT_OK
     try:
+        if a.reproduce:
+            pr.apply_preset(a, parser, REPRODUCE, [*REPRODUCE, "quick"])
         plan = make_plan(a)
+        order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
     except ValueError as e:
-        print(f"benchmark_stream.py: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    n_mem, n_dl = plan.counts(a.repeats)
-    print(f"plan: augments {plan.augments}, workers {plan.workers}, memstrat strategies "
-          f"{plan.strategies}, DataLoader pin_memory {plan.pins} x fetch {plan.fetches}; "
-          f"{n_mem} memstrat + {n_dl} DataLoader runs of {a.epochs} epochs, batch {a.batch}, "
-          f"u8", flush=True)
-    if a.dry_run:
-        return EXIT_OK
+        return usage(str(e))
+    est = estimate_seconds(plan, a.repeats, a.train_samples or TRAIN_SAMPLES)
+    n_mem = sum(s.side == "memstrat" for s in order)
+    print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on a 16-core H200 host; augments "
+          f"{plan.augments}, workers {plan.workers}, memstrat strategies {plan.strategies}, "
+          f"DataLoader pin_memory {plan.pins} x fetch {plan.fetches}; {a.repeats} processes per "
+          f"configuration: {n_mem} memstrat + {len(order) - n_mem} DataLoader runs of "
+          f"{plan.epochs} epochs, batch {plan.batch}, u8, in one shuffled order (seed "
+          f"{a.shuffle_seed})" + "".join(f"; {n}" for n in plan.notes()), flush=True)
     try:
-        data_dir = preflight(a)
+        data_dir = memstrat_inputs.resolve_data_dir(a.data)
+        if a.dry_run:
+            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
+            return EXIT_OK
+        pr.check_memstrat(a.memstrat, plan.strategies)
+        pr.check_torch(a.python, "cuda")
     except memstrat_inputs.UsageError as e:
-        print(f"benchmark_stream.py: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    out_dir.mkdir(parents=True, exist_ok=True)
-    # Runner's options that this benchmark fixes: per-batch graphs on, no CUPTI.
-    a.graphs, a.profile = "on", False
-    work = Path(tempfile.mkdtemp(prefix="vs_dataloader_", dir=out_dir))
-    runner = StreamRunner(a, data_dir, out_jsonl, work)
-    runner.total = n_mem + n_dl
-    results: list[RunResult] = []
-    for _ in range(a.repeats):
-        for aug in plan.augments:
-            for w in plan.workers:
-                if w > 0:
-                    results += [runner.stream(s, aug, w) for s in plan.strategies]
-                results += [runner.dataloader(aug, w, pin, fetch)
-                            for pin in plan.pins for fetch in plan.fetches]
-    failed = [r for r in results if not r.ok]
-    print("\n" + write_report(a, [r.record for r in results if r.record], failed, out_md, argv))
+        return usage(str(e))
+    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est,
+                           plan.notes())
+    failed = [r for r in (run_spec(runner, plan, s) for s in order) if not r.ok]
+    runner.close()
+    write_report(runner.records, out_md)
     print(f"wrote {out_md} and {out_jsonl}")
-    for f in work.iterdir():
-        f.unlink()
-    work.rmdir()
+    for r in failed:
+        print(f"failed: {r.label}: {r.error}", file=sys.stderr)
     return EXIT_RUNS_FAILED if failed else EXIT_OK
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Time memstrat against the PyTorch eager baseline on one GPU, and check their loss curves.
 
+    python3 experiments/baselines/benchmark_vs_pytorch.py --reproduce    # the results set's preset
     python3 experiments/baselines/benchmark_vs_pytorch.py                # the full default run
     python3 experiments/baselines/benchmark_vs_pytorch.py --quick        # a few configurations
-    python3 experiments/baselines/benchmark_vs_pytorch.py --dry-run      # the plan + a time estimate
+    python3 experiments/baselines/benchmark_vs_pytorch.py --dry-run      # plan, estimate, order
+    python3 experiments/baselines/benchmark_vs_pytorch.py --from-records results/vs_pytorch/records.jsonl
 
 Part 1, speed. For every batch size (--batches, default 8,64,256,1024) and hidden size
 (--hiddens, default 256,1024) it runs `memstrat train` and
@@ -18,12 +20,24 @@ equivalent):
 
 memstrat runs with every --transfers value (default f32,u8; f32 moves the same float32
 bytes as the PyTorch pipeline, so f32 is the nearest equivalent; u8 moves 4x fewer bytes).
-The figure compared is the median wall ms per epoch over epochs 2..N from each run's JSON
-record (epoch 1 is warm-up on both sides). Speed-up = PyTorch ms / memstrat ms. memstrat
-runs with --no-profile unless --profile (the baseline has no profiler either). The
-PyTorch runs happen in this process by default (one torch import and data load for all of
-them; each run builds its own model, optimiser and data tensors); --pytorch-subprocess
-runs each in its own process instead.
+Every configuration runs as --repeats (default 3) separate processes on each side: N
+`memstrat train` processes and N python processes of pytorch_mlp.py (each imports torch and
+initialises CUDA: part of what independent processes cost), all runs of all configurations in
+one seeded shuffled order (--shuffle-seed, default 1; the matrix runner's order: every
+configuration's first process in a random order, then every second one, ...). A process's
+value is the median wall ms of its epochs 2..N (epoch 1 is warm-up on both sides); a
+configuration's is the median over its processes with a bootstrap 95% interval
+(docs/methodology.md, "Statistics over processes"). Speed-up = PyTorch / memstrat of the two
+medians, with the interval of a bootstrap of the ratio; the last column says whether the two
+sides' intervals overlap, in which case neither is called faster. memstrat runs with
+--no-profile unless --profile (the baseline has no profiler either).
+
+--reproduce is the results set's preset (experiments/scripts/reproduce.sh): batches
+64,256,1024, hidden 256, transfers f32,u8, 4 epochs, 3 processes per configuration, the curve
+check at hidden 256 and batch 256. It leaves out memstrat `pageable` with u8 (pageable runs
+f32 only), so that it fits about 3 minutes on an H200: 63 memstrat + 27 PyTorch processes and
+the curve check's 2, estimated at 177 s (185 s with pageable u8). The estimate is printed
+before anything runs (also with --dry-run).
 
 Part 2, loss curves. `memstrat train --strategy resident --transfer f32 --epochs 1
 --batch 256 --gemm cublas` (no TF32) exports its initial weights and sample order
@@ -33,27 +47,22 @@ epoch, over its first --early-batches batches, and at the first and the last bat
 fails (exit 1) when the first batch differs by more than --first-batch-rtol (1e-5 relative:
 it depends only on the forward pass from identical weights), any of the first 20 batches
 by more than --early-atol (1e-4), or any batch by more than --curve-atol (5e-3); the
-report explains these numbers (measured rounding drift vs. semantic differences).
+report explains these numbers (measured rounding drift vs. semantic differences). One
+process on each side (a comparison of two curves), after the speed runs.
 
-Output: a progress line per run with its elapsed time, then the speed table and the curve
-report, printed and written as Markdown to --out-md; every run record (memstrat's and the
-baseline's, schema 1) is appended to --out-jsonl. Defaults go under results/vs_pytorch/.
+Output: a progress line per run with its elapsed time, then the report (speed table, curve
+check), printed and written as Markdown to --out-md; every run record (memstrat's and the
+baseline's, schema 1), a plan record (the command, the seed, the run order) and the curve
+check's result record are appended to --out-jsonl. --from-records FILE... rebuilds the same
+report from such a file, running nothing. Defaults go under results/vs_pytorch/.
 
 Exit codes: 0 all runs ok and curves agree; 1 the curve check failed; 2 bad option or
-missing memstrat/torch/data; 3 some runs failed (the table shows which).
+missing memstrat/torch/data (before any run); 3 some runs failed (the report lists which).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
-import os
-import shlex
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -61,19 +70,27 @@ from typing import Sequence
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASELINE = REPO_ROOT / "experiments" / "baselines" / "pytorch_mlp.py"
 sys.path.insert(0, str(BASELINE.parent))
-import baseline_record  # noqa: E402  (the record writer)
 import memstrat_inputs  # noqa: E402  (the data-dir search, usage errors)
-import pytorch_mlp  # noqa: E402  (the baseline)
-import pytorch_run  # noqa: E402  (torch, imported when needed)
-from comparison import (PAIRINGS, CurveComparison, RunResult, Tolerance,  # noqa: E402
-                        build_rows, compare_curves, curve_markdown, read_curve,
-                        speed_markdown, speed_verdict)
+import process_runs as pr  # noqa: E402  (processes, order, plan record)
+from comparison import (CURVE_TAG, PAIRINGS, Tolerance, build_rows,  # noqa: E402
+                        compare_curves, curve_markdown, curve_record, curve_sections,
+                        read_curve, speed_markdown, speed_verdict)
 
 EXIT_OK, EXIT_CURVE, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 1, 2, 3
-# PyTorch 2.11 eager on an H200, 784-256-10, ms per epoch (measured; docs/results/vs_pytorch.md);
-# only used for --dry-run's time estimate.
-PYTORCH_MS_GUESS = {8: 4600.0, 64: 610.0, 256: 160.0, 1024: 45.0}
-RUN_OVERHEAD_S_GUESS = {"memstrat": 2.0, "pytorch": 1.0, "pytorch-subprocess": 4.0}
+PROG = "benchmark_vs_pytorch.py"
+TAG = "vs-pytorch"
+# For the time estimate only, on an H200, 784-256-10: PyTorch eager ms per epoch (64/256/1024
+# measured with this benchmark, 8 from docs/results/data); memstrat ms per epoch, the mean of
+# its four strategies with f32 (docs/results/data); seconds per process besides its epochs
+# (a torch import + CUDA init; memstrat's start, data load and set-up).
+PYTORCH_MS = {8: 6000.0, 64: 660.0, 256: 190.0, 1024: 70.0}
+MEMSTRAT_MS = {8: 182.0, 64: 28.0, 256: 15.0, 1024: 12.0}
+PROCESS_S = {"memstrat": 0.8, "pytorch": 3.0}
+REPRODUCE_TARGET_S = 180.0
+REPRODUCE_WHY = "--reproduce: so that the preset fits about 3 minutes on an H200"
+REPRODUCE = {"batches": [64, 256, 1024], "hiddens": [256], "transfers": ["f32", "u8"],
+             "epochs": 4, "repeats": 3, "curve_hiddens": [256], "curve_batch": 256,
+             "leave_out": [("pageable", "u8")]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,27 +122,22 @@ def skip_item(s: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"{s!r}: expected BATCH:HIDDEN, e.g. 8:1024") from None
 
 
-def add_runner_options(p: argparse.ArgumentParser, python_help: str) -> None:
-    """What Runner reads: the binary, the data, the python of PyTorch processes, the time limit
-    of a run and the smoke-test sample limits."""
-    p.add_argument("--memstrat", default=str(REPO_ROOT / "build" / "memstrat"),
-                   help="the memstrat binary (default: %(default)s)")
-    p.add_argument("--data", help="MNIST directory for both (default: $MEMSTRAT_DATA, "
-                   "data/mnist)")
-    p.add_argument("--python", default=sys.executable, help=python_help)
-    p.add_argument("--timeout", type=int, default=900, help="seconds per run (default "
-                   "%(default)s)")
-    p.add_argument("--train-samples", type=int, default=0,
-                   help="both sides use only the first N training samples (0 = all; for "
-                        "smoke tests, not for figures)")
-    p.add_argument("--test-samples", type=int, default=0,
-                   help="both sides use only the first N test samples (0 = all)")
+def leave_out_item(s: str) -> tuple[str, str]:
+    strategies = [m for m, _ in PAIRINGS]
+    parts = s.split(":")
+    if len(parts) != 2 or parts[0] not in strategies or parts[1] not in ("f32", "u8"):
+        raise argparse.ArgumentTypeError(f"{s!r}: expected STRATEGY:TRANSFER, e.g. pageable:u8 "
+                                         f"(strategies {', '.join(strategies)})")
+    return parts[0], parts[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="benchmark_vs_pytorch.py", description=__doc__,
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_runner_options(p, "python for --pytorch-subprocess (default: this one)")
+    pr.add_process_options(p, "python of the PyTorch processes (default: this one)")
+    p.add_argument("--reproduce", action="store_true",
+                   help="the results set's preset (see above); takes no option that changes "
+                        "the plan")
     p.add_argument("--batches", type=int_list, default=[8, 64, 256, 1024],
                    help="batch sizes, comma separated (default 8,64,256,1024)")
     p.add_argument("--hiddens", type=int_list, default=[256, 1024],
@@ -143,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "equivalent of the PyTorch pipeline)")
     p.add_argument("--skip", type=skip_item, action="append", default=[], metavar="B:H",
                    help="leave out batch B with hidden H (repeatable), e.g. --skip 8:1024")
+    p.add_argument("--leave-out", type=leave_out_item, action="append", default=[],
+                   metavar="S:T", help="leave out memstrat strategy S with transfer T "
+                   "(repeatable), e.g. --leave-out pageable:u8")
     p.add_argument("--quick", action="store_true",
                    help="batches 64,1024, hidden 256, 3 epochs, f32 only, curve check at "
                         "hidden 256 only")
@@ -150,8 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memstrat --graphs (default %(default)s)")
     p.add_argument("--profile", action="store_true",
                    help="keep memstrat's CUPTI counters on (default: --no-profile)")
-    p.add_argument("--pytorch-subprocess", action="store_true",
-                   help="run each PyTorch configuration in its own python process")
     p.add_argument("--no-speed", action="store_true", help="skip part 1 (speed)")
     p.add_argument("--no-curve-check", action="store_true", help="skip part 2 (loss curves)")
     p.add_argument("--curve-hiddens", type=int_list, default=None,
@@ -170,35 +183,55 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest allowed relative difference of the first batch's loss "
                         "(same weights, forward only; default %(default)g)")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "vs_pytorch"),
-                   help="where records, curves and the table go (default %(default)s)")
+                   help="where records, curves and the report go (default %(default)s)")
     p.add_argument("--out-md", help="Markdown report (default OUT_DIR/benchmark.md)")
-    p.add_argument("--out-jsonl", help="run records, appended (default OUT_DIR/records.jsonl)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan and a time estimate")
+    p.add_argument("--out-jsonl", help="records, appended (default OUT_DIR/records.jsonl)")
     p.add_argument("--pytorch-device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: the baseline runs on the CPU (self-test of this script only)")
     return p
 
 
+# options --reproduce fixes: giving one of them with it is a usage error
+PRESET_OPTIONS = ("batches", "hiddens", "transfers", "epochs", "repeats", "skip", "leave_out",
+                  "quick", "curve_hiddens", "curve_batch", "no_speed", "no_curve_check",
+                  "small_batch", "small_batch_epochs")
+
+
 # ---------------------------------------------------------------------------------------------
-# runs
+# the plan
 
 @dataclass
 class Plan:
     configs: list[tuple[int, int, int]]          # (batch, hidden, epochs)
     transfers: list[str]
     curve_hiddens: list[int]
+    leave_out: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[int, int]] = field(default_factory=list)
+    why: str = ""                                 # why runs were left out, for the notes
 
-    def memstrat_strategies(self) -> list[str]:
-        return list(dict.fromkeys(m for m, _ in PAIRINGS))
+    def memstrat_runs(self) -> list[tuple[str, str, int, int, int]]:
+        return [(s, t, b, h, e) for b, h, e in self.configs
+                for s in dict.fromkeys(m for m, _ in PAIRINGS) for t in self.transfers
+                if (s, t) not in self.leave_out]
 
-    def pytorch_modes(self) -> list[str]:
-        return list(dict.fromkeys(p for _, p in PAIRINGS))
+    def pytorch_runs(self) -> list[tuple[str, int, int, int]]:
+        return [(m, b, h, e) for b, h, e in self.configs
+                for m in dict.fromkeys(p for _, p in PAIRINGS)]
 
-    def run_count(self) -> tuple[int, int]:
-        n = len(self.configs)
-        return (n * len(self.memstrat_strategies()) * len(self.transfers) + len(self.curve_hiddens),
-                n * len(self.pytorch_modes()) + len(self.curve_hiddens))
+    def specs(self, repeats: int) -> list[pr.RunSpec]:
+        out = []
+        for s, t, b, h, e in self.memstrat_runs():
+            out += pr.repeated(TAG, "memstrat", (s, t, b, h, e), f"{s}-{t}-b{b}-h{h}-e{e}",
+                               f"memstrat {s} {t} b={b} h={h} e={e}", repeats)
+        for m, b, h, e in self.pytorch_runs():
+            out += pr.repeated(TAG, "pytorch", (m, b, h, e), f"pytorch-{m}-b{b}-h{h}-e{e}",
+                               f"pytorch  {m} f32 b={b} h={h} e={e}", repeats)
+        return out
+
+    def notes(self) -> list[str]:
+        why = f" ({self.why})" if self.why else ""
+        out = [f"left out (--leave-out): memstrat {s} with {t}{why}" for s, t in self.leave_out]
+        return out + [f"left out (--skip): batch {b} hidden {h}" for b, h in self.skipped]
 
 
 def make_plan(a: argparse.Namespace) -> Plan:
@@ -210,6 +243,8 @@ def make_plan(a: argparse.Namespace) -> Plan:
             curve_hiddens = [256]
     if epochs < 2 or a.small_batch_epochs < 2:
         raise ValueError("--epochs and --small-batch-epochs must be >= 2 (epoch 1 is warm-up)")
+    if a.curve_batch < 1:
+        raise ValueError("--curve-batch must be >= 1")
     configs, skipped = [], []
     for b in batches:
         for h in hiddens:
@@ -217,342 +252,199 @@ def make_plan(a: argparse.Namespace) -> Plan:
                 skipped.append((b, h))
                 continue
             configs.append((b, h, a.small_batch_epochs if b <= a.small_batch else epochs))
-    if a.no_speed:
-        configs = []
-    if a.no_curve_check:
-        curve_hiddens = []
-    return Plan(configs, transfers, curve_hiddens, skipped)
+    return Plan([] if a.no_speed else configs, transfers,
+                [] if a.no_curve_check else curve_hiddens, list(a.leave_out), skipped,
+                REPRODUCE_WHY if a.reproduce else "")
 
 
-def estimate_seconds(plan: Plan, subprocess_pytorch: bool) -> float:
-    """A rough guess from the DEVICE.md figures, for --dry-run only."""
-    total = 0.0
-    over = RUN_OVERHEAD_S_GUESS["pytorch-subprocess" if subprocess_pytorch else "pytorch"]
-    for b, h, e in plan.configs:
-        base = PYTORCH_MS_GUESS.get(b, 160.0 * 256 / b) / 1000.0
-        scale = 1.0 if b <= 64 else max(1.0, h / 256 * 0.6)
-        total += len(plan.pytorch_modes()) * (e * base * scale * 1.1 + over)
-        total += len(plan.memstrat_strategies()) * len(plan.transfers) * \
-            (RUN_OVERHEAD_S_GUESS["memstrat"] + e * 0.15)
-    total += len(plan.curve_hiddens) * (RUN_OVERHEAD_S_GUESS["memstrat"] + over + 1.0)
+def _epoch_s(table: dict[int, float], batch: int, hidden: int) -> float:
+    """Seconds per epoch from the nearest batch of `table` (an epoch's steps scale as 1/batch);
+    wider hidden layers cost more once the batch is large enough to fill the GPU."""
+    near = min(table, key=lambda b: abs(b - batch))
+    scale = 1.0 if batch <= 64 else max(1.0, hidden / 256 * 0.6)
+    return table[near] * near / batch * scale / 1000.0
+
+
+def estimate_seconds(plan: Plan, repeats: int) -> float:
+    """The plan's time on an H200 (PYTORCH_MS, MEMSTRAT_MS, PROCESS_S): every process's start
+    plus its epochs, the two checks before the first run, and the curve check."""
+    total = PROCESS_S["pytorch"] + PROCESS_S["memstrat"]  # the checks before the first run
+    for _, _, b, h, e in plan.memstrat_runs():
+        total += repeats * (PROCESS_S["memstrat"] + e * _epoch_s(MEMSTRAT_MS, b, h))
+    for _, b, h, e in plan.pytorch_runs():
+        total += repeats * (PROCESS_S["pytorch"] + e * _epoch_s(PYTORCH_MS, b, h))
+    for h in plan.curve_hiddens:
+        total += PROCESS_S["memstrat"] + PROCESS_S["pytorch"] + _epoch_s(PYTORCH_MS, 256, h)
     return total
 
 
-class Runner:
-    def __init__(self, a: argparse.Namespace, data_dir: Path, out_jsonl: Path, work: Path):
-        self.a, self.data_dir, self.out_jsonl, self.work = a, data_dir, out_jsonl, work
-        self.t0 = time.monotonic()
-        self.done = 0
-        self.total = 0
+# ---------------------------------------------------------------------------------------------
+# runs
 
-    def _progress(self, r: RunResult, label: str) -> None:
-        self.done += 1
-        what = f"{r.median_ms:10.2f} ms/epoch" if r.ok else f"FAILED: {r.error[:160]}"
-        print(f"[{self.done:3d}/{self.total}] {label:<44s} {what}  ({r.seconds:6.1f} s; "
-              f"total {time.monotonic() - self.t0:7.1f} s)", flush=True)
-
-    def _samples(self) -> list[str]:
-        out = []
-        if self.a.train_samples:
-            out += ["--train-samples", str(self.a.train_samples)]
-        if self.a.test_samples:
-            out += ["--test-samples", str(self.a.test_samples)]
-        return out
-
-    def _append(self, rec: dict) -> None:
-        baseline_record.append_jsonl(str(self.out_jsonl), rec)
-
-    def memstrat(self, strategy: str, transfer: str, batch: int, hidden: int, epochs: int,
-                 tag: str, extra: Sequence[str] = ()) -> RunResult:
-        r = RunResult("memstrat", strategy, transfer, batch, hidden, epochs)
-        tmp = self.work / f"{tag}.jsonl"
-        tmp.unlink(missing_ok=True)
-        cmd = [self.a.memstrat, "train", "--strategy", strategy, "--transfer", transfer,
-               "--batch", str(batch), "--hidden", str(hidden), "--epochs", str(epochs),
-               "--graphs", self.a.graphs, "--data", str(self.data_dir), "--quiet",
-               "--json", str(tmp), "--run-tag", tag, *self._samples(), *extra]
-        if not self.a.profile:
-            cmd.append("--no-profile")
-        return self.run_command(r, cmd, tmp,
-                                f"memstrat {strategy} {transfer} b={batch} h={hidden} e={epochs}")
-
-    def run_command(self, r: RunResult, cmd: Sequence[str], tmp: Path, label: str) -> RunResult:
-        """Runs `cmd`, which writes its record to `tmp`; the record goes to the results file
-        and into `r` (ok, or the error with the command's last lines), and a progress line."""
-        t = time.monotonic()
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.a.timeout,
-                               cwd=REPO_ROOT, stdin=subprocess.DEVNULL, check=False)
-            rc, stderr = p.returncode, p.stderr
-        except subprocess.TimeoutExpired:
-            rc, stderr = None, f"timed out after {self.a.timeout} s"
-        except OSError as e:
-            rc, stderr = None, f"could not start {cmd[0]}: {e}"
-        r.seconds = time.monotonic() - t
-        rec = _last_record(tmp)
-        if rec is not None:
-            self._append(rec)
-        if rc == 0 and rec is not None and rec.get("status") == "ok":
-            r.ok, r.record = True, rec
-        else:
-            tail = (stderr or "").strip().splitlines()[-3:]
-            r.error = f"exit {rc}: " + " | ".join(tail) if tail else f"exit {rc}"
-            if rec is not None and rec.get("error"):
-                r.error += f" ({rec['error']})"
-            r.error += "; command: " + shlex.join(cmd)
-        self._progress(r, label)
-        return r
-
-    def pytorch(self, mode: str, batch: int, hidden: int, epochs: int, tag: str,
-                extra: Sequence[str] = (), transfer: str = "f32") -> RunResult:
-        r = RunResult("pytorch", mode, transfer, batch, hidden, epochs)
-        args = ["--mode", mode, "--transfer", transfer, "--epochs", str(epochs),
-                "--data", str(self.data_dir), "--quiet", "--run-tag", tag,
-                "--device", self.a.pytorch_device, *self._samples(), *extra]
-        if not any(x == "--init" for x in extra):
-            args += ["--batch", str(batch), "--hidden", str(hidden)]
-        t = time.monotonic()
-        if self.a.pytorch_subprocess:
-            tmp = self.work / f"{tag}.jsonl"
-            tmp.unlink(missing_ok=True)
-            cmd = [self.a.python, str(BASELINE), *args, "--json", str(tmp)]
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.a.timeout,
-                                   cwd=REPO_ROOT, stdin=subprocess.DEVNULL, check=False)
-                rc, errtext = p.returncode, p.stderr
-            except subprocess.TimeoutExpired:
-                rc, errtext = None, f"timed out after {self.a.timeout} s"
-            rec = _last_record(tmp)
-        else:
-            out, err = io.StringIO(), io.StringIO()
-            try:
-                rc, rec = pytorch_mlp.run(args, out=out, err=err)
-            except Exception as e:  # noqa: BLE001 -- one failed configuration, not the benchmark
-                rc, rec = None, None
-                err.write(f"{type(e).__name__}: {e}")
-            errtext = err.getvalue()
-            _free_cuda_cache()
-        r.seconds = time.monotonic() - t
-        if rec is not None:
-            self._append(rec)
-        if rc == 0 and rec is not None and rec.get("status") == "ok":
-            r.ok, r.record = True, rec
-        else:
-            tail = (errtext or "").strip().splitlines()[-3:]
-            r.error = f"exit {rc}: " + " | ".join(tail)
-            r.error += "; args: " + shlex.join(args)
-        self._progress(r, f"pytorch  {mode} {transfer} b={batch} h={hidden} e={epochs}")
-        return r
+def memstrat_args(a: argparse.Namespace, strategy: str, transfer: str, batch: int,
+                  hidden: int, epochs: int) -> list[str]:
+    return ["--strategy", strategy, "--transfer", transfer, "--batch", str(batch), "--hidden",
+            str(hidden), "--epochs", str(epochs), "--graphs", a.graphs] + \
+        ([] if a.profile else ["--no-profile"])
 
 
-def _last_record(path: Path) -> dict | None:
-    try:
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-        return json.loads(lines[-1]) if lines else None
-    except (OSError, ValueError):
-        return None
+def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunResult:
+    if s.side == "memstrat":
+        return runner.memstrat(s.tag, s.label, memstrat_args(a, *s.config))
+    mode, b, h, e = s.config
+    return runner.script(BASELINE, s.tag, s.label,
+                         ["--mode", mode, "--transfer", "f32", "--batch", str(b), "--hidden",
+                          str(h), "--epochs", str(e), "--device", a.pytorch_device])
 
 
-def _free_cuda_cache() -> None:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-
-
-def run_curve_check(runner: Runner, hidden: int, batch: int, curves_dir: Path,
-                    runs: list[RunResult], early: int) -> tuple[CurveComparison | None, str, dict]:
+def run_curve_check(runner: pr.Runner, a: argparse.Namespace, hidden: int, curves_dir: Path,
+                    tol: Tolerance) -> dict:
+    """One memstrat and one PyTorch process from the same initial weights; the check's record."""
+    batch = a.curve_batch
     d = curves_dir / f"h{hidden}_b{batch}"
     d.mkdir(parents=True, exist_ok=True)
     init, a_csv, b_csv = d / "init", d / "memstrat.csv", d / "pytorch.csv"
     for f in (a_csv, b_csv):
         f.unlink(missing_ok=True)
-    m = runner.memstrat("resident", "f32", batch, hidden, 1, f"vs-pytorch-curve-h{hidden}",
-                        extra=["--gemm", "cublas", "--export-init", str(init),
-                               "--loss-curve", str(a_csv)])
-    runs.append(m)
+    m = runner.memstrat(f"{CURVE_TAG}memstrat-h{hidden}", f"curve memstrat b={batch} h={hidden}",
+                        [*memstrat_args(a, "resident", "f32", batch, hidden, 1), "--gemm",
+                         "cublas", "--export-init", str(init), "--loss-curve", str(a_csv)])
     if not m.ok:
-        return None, "memstrat: " + m.error, {}
-    p = runner.pytorch("resident", batch, hidden, 1, f"vs-pytorch-curve-h{hidden}",
-                       extra=["--init", str(init), "--loss-curve", str(b_csv)])
-    runs.append(p)
+        return curve_record(hidden, batch, None, "memstrat: " + m.error, "", tol)
+    p = runner.script(BASELINE, f"{CURVE_TAG}pytorch-h{hidden}",
+                      f"curve pytorch  b={batch} h={hidden}",
+                      ["--mode", "resident", "--epochs", "1", "--init", str(init), "--device",
+                       a.pytorch_device, "--loss-curve", str(b_csv)])
     if not p.ok:
-        return None, "pytorch: " + p.error, {}
+        return curve_record(hidden, batch, None, "pytorch: " + p.error, "", tol)
     try:
-        c = compare_curves(read_curve(a_csv), read_curve(b_csv), early)
+        c = compare_curves(read_curve(a_csv), read_curve(b_csv), tol.early)
     except (OSError, ValueError) as e:
-        return None, str(e), {}
+        return curve_record(hidden, batch, None, str(e), "", tol)
     acc = f"{100 * m.record['final']['test_acc']:.2f}% / {100 * p.record['final']['test_acc']:.2f}%"
-    return c, "", {"acc": acc, "dir": str(d)}
+    return curve_record(hidden, batch, c, "", acc, tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# the report, from records alone
+
+def _memstrat_settings(records: Sequence[dict]) -> str:
+    cfgs = [r["config"] for r in pr.run_records(records)
+            if r["config"].get("framework") in (None, "memstrat")]
+    graphs = sorted({"on" if c.get("graphs") else "off" for c in cfgs})
+    profile = sorted({"CUPTI on" if c.get("profile") else "`--no-profile`" for c in cfgs})
+    return f"memstrat `--graphs {'/'.join(graphs)}`, {', '.join(profile)}"
+
+
+def report(records: Sequence[dict]) -> tuple[str, bool, bool]:
+    """(Markdown, memstrat faster in every row with f32, curves agree) from the records."""
+    md = ["# memstrat vs PyTorch eager", "", pr.provenance_line(records), ""]
+    md += [f"- {ln}" for ln in pr.environment_lines(records)] + [""]
+    rows = build_rows(records)
+    rows_ok = True
+    if rows:
+        verdict, rows_ok = speed_verdict(rows)
+        md += ["## Speed: ms per epoch, speed-up = PyTorch / memstrat", "",
+               "Per process the median wall ms of its epochs 2..N (epoch 1 is warm-up); per "
+               "configuration the median over its processes with a bootstrap 95% interval "
+               "(n = processes; no interval with fewer than 3); the speed-up's interval is a "
+               "bootstrap of the ratio (docs/methodology.md, \"Statistics over processes\"). "
+               "Where the two intervals overlap, neither side is called faster. "
+               f"{_memstrat_settings(records)}, static scenario; PyTorch: its own process per "
+               "run, the data set held in epoch order as float32 (f32), per-batch slices, "
+               "labels int64.", "", speed_markdown(rows), ""]
+        md += [f"- {v}" for v in verdict]
+        md += [f"- {n}" for p in pr.plans(records) for n in p.get("notes", [])] + [""]
+    curves_ok = True
+    for batch, tol, results in curve_sections(records):
+        text, ok = curve_markdown(results, tol, batch)
+        curves_ok &= ok
+        md += ["## Loss curves: memstrat vs PyTorch from the same initial weights", "", text, ""]
+    missing = pr.missing_runs(records)
+    if missing:
+        md += ["## Runs without an ok record", ""] + [f"- {m}" for m in missing] + [""]
+    md += pr.order_lines(records)
+    return "\n".join(md).rstrip() + "\n", rows_ok, curves_ok
+
+
+def write_report(records: Sequence[dict], out_md: Path) -> tuple[bool, bool]:
+    text, rows_ok, curves_ok = report(records)
+    print("\n" + text, flush=True)
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    out_md.write_text(text)
+    return rows_ok, curves_ok
 
 
 # ---------------------------------------------------------------------------------------------
 
-def preflight(a: argparse.Namespace, plan: Plan) -> Path:
-    """Everything that can fail before the first run; returns the data directory."""
-    data_dir = memstrat_inputs.resolve_data_dir(a.data)
-    if a.dry_run:
-        return data_dir
-    exe = Path(a.memstrat)
-    if not (exe.is_file() and os.access(exe, os.X_OK)):
-        raise memstrat_inputs.UsageError(
-            f"--memstrat {a.memstrat}: not an executable file; build it first (cmake -S . -B "
-            "build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j) or pass --memstrat PATH")
-    try:
-        listed = subprocess.run([str(exe), "list"], capture_output=True, text=True, timeout=60,
-                                check=False).stdout.split()
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise memstrat_inputs.UsageError(f"`{exe} list` failed: {e}") from None
-    missing = [s for s in plan.memstrat_strategies() if s not in listed]
-    if missing:
-        raise memstrat_inputs.UsageError(f"`{exe} list` does not offer {missing}")
-    if a.pytorch_device == "cpu":
-        pytorch_run.import_torch()
-    elif a.pytorch_subprocess:
-        check = subprocess.run([a.python, "-c", "import torch,sys; sys.exit(0 if "
-                                "torch.cuda.is_available() else 3)"], capture_output=True,
-                               text=True, check=False)
-        if check.returncode != 0:
-            raise memstrat_inputs.UsageError(f"{a.python}: torch with CUDA is not available "
-                                             f"({check.stderr.strip()[-200:]})")
-    else:
-        if _gpu_exclusive():
-            print("note: the GPU is in an exclusive compute mode, so this process must not hold "
-                  "a CUDA context while memstrat runs: using --pytorch-subprocess", flush=True)
-            a.pytorch_subprocess = True
-            return preflight(a, plan)
-        torch = pytorch_run.import_torch()
-        if not torch.cuda.is_available():
-            raise memstrat_inputs.UsageError("torch.cuda.is_available() is False: this "
-                                             "benchmark needs the GPU")
-    return data_dir
-
-
-def _gpu_exclusive() -> bool:
-    """True when nvidia-smi reports an exclusive/prohibited compute mode (then two processes
-    cannot both hold a context, and the in-process PyTorch runs would lock memstrat out)."""
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=compute_mode", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    modes = r.stdout.lower() if r.returncode == 0 else ""
-    return "exclusive" in modes or "prohibited" in modes
-
-
-def environment_lines(results: list[RunResult]) -> list[str]:
-    mem = next((r.record for r in results if r.kind == "memstrat" and r.record), None)
-    pt = next((r.record for r in results if r.kind == "pytorch" and r.record), None)
-    lines = []
-    if mem:
-        e = mem["env"]
-        lines.append(f"GPU: {e.get('gpu_name')} (cc {e.get('compute_capability')}, driver "
-                     f"{e.get('driver_release') or e.get('driver_version')}, CUDA runtime "
-                     f"{e.get('runtime_version')}, PCIe gen {e.get('pcie_gen')} x"
-                     f"{e.get('pcie_width')}), host {e.get('host')}")
-        lines.append(f"memstrat {e.get('memstrat_version')} git {e.get('git_sha')}"
-                     f"{' (dirty)' if e.get('git_dirty') else ''}")
-    if pt:
-        e = pt["env"]
-        lines.append(f"PyTorch {e.get('torch_version')} (CUDA {e.get('runtime_version')}), "
-                     f"Python {e.get('python_version')}, eager, fp32 (TF32 off), "
-                     "torch.optim.SGD defaults")
-    return lines
+def usage(message: str) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    a = build_parser().parse_args(argv)
-    try:
-        plan = make_plan(a)
-    except ValueError as e:
-        print(f"benchmark_vs_pytorch.py: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    a = parser.parse_args(argv)
     out_dir = Path(a.out_dir)
     out_md = Path(a.out_md) if a.out_md else out_dir / "benchmark.md"
     out_jsonl = Path(a.out_jsonl) if a.out_jsonl else out_dir / "records.jsonl"
-    n_mem, n_pt = plan.run_count()
-    est = estimate_seconds(plan, a.pytorch_subprocess)
-    print(f"plan: {len(plan.configs)} configurations (batch, hidden, epochs): "
-          f"{plan.configs}; memstrat transfers {plan.transfers}; curve check hidden "
-          f"{plan.curve_hiddens} at batch {a.curve_batch}; {n_mem} memstrat + {n_pt} PyTorch "
-          f"runs; rough estimate {est / 60:.1f} min on an H200"
-          + (f"; skipped {plan.skipped}" if plan.skipped else ""), flush=True)
-    try:
-        data_dir = preflight(a, plan)
-    except memstrat_inputs.UsageError as e:
-        print(f"benchmark_vs_pytorch.py: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    if a.dry_run:
-        print(f"data: {data_dir}; would write {out_md} and {out_jsonl}")
+    if a.from_records:
+        try:
+            write_report(pr.load_records(a.from_records), out_md)
+        except (OSError, ValueError) as e:
+            return usage(str(e))
+        print(f"wrote {out_md}")
         return EXIT_OK
-    for p in (out_md.parent, out_jsonl.parent, out_dir):
-        p.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="vs_pytorch_", dir=out_dir))
-    runner = Runner(a, data_dir, out_jsonl, work)
-    runner.total = n_mem + n_pt
-    results: list[RunResult] = []
-    for b, h, e in plan.configs:
-        for s in plan.memstrat_strategies():
-            for t in plan.transfers:
-                results.append(runner.memstrat(s, t, b, h, e, f"vs-pytorch-{s}-{t}-b{b}-h{h}"))
-        for mode in plan.pytorch_modes():
-            results.append(runner.pytorch(mode, b, h, e, f"vs-pytorch-pytorch-{mode}-b{b}-h{h}"))
+    try:
+        if a.reproduce:
+            pr.apply_preset(a, parser, REPRODUCE, PRESET_OPTIONS)
+        plan = make_plan(a)
+        order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
+    except ValueError as e:
+        return usage(str(e))
+    est = estimate_seconds(plan, a.repeats)
+    n_mem = sum(s.side == "memstrat" for s in order)
+    print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on an H200; {len(plan.configs)} "
+          f"configurations (batch, hidden, epochs) {plan.configs}; memstrat transfers "
+          f"{plan.transfers}; "
+          f"{a.repeats} processes per configuration on each side: {n_mem} memstrat + "
+          f"{len(order) - n_mem} PyTorch processes in one shuffled order (seed "
+          f"{a.shuffle_seed}); curve check hidden {plan.curve_hiddens} at batch "
+          f"{a.curve_batch} (+{2 * len(plan.curve_hiddens)} processes)"
+          + "".join(f"; {n}" for n in plan.notes()), flush=True)
+    try:
+        data_dir = memstrat_inputs.resolve_data_dir(a.data)
+        if a.dry_run:
+            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
+            print(f"data: {data_dir}; would write {out_md} and {out_jsonl}")
+            return EXIT_OK
+        pr.check_memstrat(a.memstrat, [m for m, _ in PAIRINGS])
+        pr.check_torch(a.python, a.pytorch_device)
+    except memstrat_inputs.UsageError as e:
+        return usage(str(e))
 
-    curve_results, curve_runs = [], []
+    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est,
+                           plan.notes(), extra_runs=2 * len(plan.curve_hiddens))
+    failed = [r for r in (run_spec(runner, a, s) for s in order) if not r.ok]
+    tol = Tolerance(a.first_batch_rtol, a.early_atol, a.early_batches, a.curve_atol)
     for h in plan.curve_hiddens:
-        c, error, extra = run_curve_check(runner, h, a.curve_batch, out_dir / "curves",
-                                          curve_runs, a.early_batches)
-        curve_results.append((h, c, error, extra))
+        runner.append(run_curve_check(runner, a, h, out_dir / "curves", tol))
+    runner.close()
 
-    # ---- report -------------------------------------------------------------------------
-    md = [f"# memstrat vs PyTorch eager ({time.strftime('%Y-%m-%d %H:%M %Z')})", ""]
-    command = shlex.join(["python3", "experiments/baselines/benchmark_vs_pytorch.py",
-                          *(argv if argv is not None else sys.argv[1:])])
-    md += [f"- {ln}" for ln in environment_lines(results + curve_runs)]
-    md += [f"- command: `{command}`", f"- records: `{out_jsonl}`", ""]
-    rows_ok = True
-    if plan.configs:
-        rows = build_rows(results, plan.transfers)
-        verdict, rows_ok = speed_verdict(rows, plan.transfers)
-        md += ["## Speed: median wall ms per epoch (epochs 2..N), speed-up = PyTorch / memstrat",
-               "", "Epochs per run: " + ", ".join(f"batch {b}: {e}" for b, e in
-                                                  dict.fromkeys((b, e) for b, _, e in
-                                                                plan.configs)) +
-               f". memstrat `--graphs {a.graphs}`, " +
-               ("CUPTI on" if a.profile else "`--no-profile`") + ", static scenario; "
-               "PyTorch: the data set held in epoch order as float32 (f32), per-batch slices, "
-               "labels int64.", "", speed_markdown(rows, plan.transfers), ""]
-        md += [f"- {v}" for v in verdict]
-        if plan.skipped:
-            left = ", ".join(f"batch {b} hidden {h}" for b, h in plan.skipped)
-            md.append(f"- left out (--skip): {left}")
-        md.append("")
-    curves_ok = True
-    if curve_results:
-        tol = Tolerance(a.first_batch_rtol, a.early_atol, a.early_batches, a.curve_atol)
-        text, curves_ok = curve_markdown(curve_results, tol, a.curve_batch)
-        md += ["## Loss curves: memstrat vs PyTorch from the same initial weights", "", text, ""]
-    failed = [r for r in results if not r.ok]
-    if failed:
-        md += ["## Failed runs", ""] + [f"- {r.kind} {r.strategy} {r.transfer} batch "
-                                        f"{r.batch} hidden {r.hidden}: {r.error}"
-                                        for r in failed] + [""]
-    report = "\n".join(md)
-    print("\n" + report, flush=True)
-    out_md.write_text(report + "\n")
+    rows_ok, curves_ok = write_report(runner.records, out_md)
     print(f"\nwrote {out_md} and {out_jsonl}; curves under {out_dir / 'curves'}")
-    with contextlib.suppress(OSError):
-        for f in work.iterdir():
-            f.unlink()
-        work.rmdir()
+    for r in failed:
+        print(f"failed: {r.label}: {r.error}", file=sys.stderr)
     if not curves_ok:
-        print("benchmark_vs_pytorch.py: the loss curves differ beyond the tolerance",
+        print(f"{PROG}: the loss curves differ beyond the tolerance (or the check failed)",
               file=sys.stderr)
         return EXIT_CURVE
     if failed:
         return EXIT_RUNS_FAILED
     if not rows_ok:
-        print("note: memstrat was not faster in every configuration (see the table)")
+        print("note: memstrat was not faster, with intervals apart, in every f32 configuration "
+              "(see the table)")
     return EXIT_OK
 
 

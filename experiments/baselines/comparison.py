@@ -1,128 +1,108 @@
-"""What benchmark_vs_pytorch.py compares, apart from how it runs things: the result of one run,
-the speed table (memstrat strategy against its nearest PyTorch feeding mode) with its verdict,
-and the batch-by-batch loss-curve comparison with its tolerances."""
+"""What benchmark_vs_pytorch.py compares, apart from how it runs things, all of it from records
+so that a saved records file gives the same report: the speed table (memstrat strategy against
+its nearest PyTorch feeding mode, statistics over processes: process_stats.py) with its verdict,
+and the batch-by-batch loss-curve comparison with its tolerances, kept as a record of its own
+({"record": "loss-curve-check", ...}) beside the runs."""
 from __future__ import annotations
 
 import csv
-import statistics
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+
+from baseline_record import iso_utc_now
+from process_runs import run_records, tag_of
+from process_stats import (MEMSTRAT_FASTER, SideBySide, ms_cell, overlap_cell, process_values,
+                           ratio_cell, side_by_side, tally)
 
 # memstrat strategy -> the PyTorch mode it is compared with (double-buffer: pinned is PyTorch's
 # nearest; it has no built-in double buffering).
 PAIRINGS = (("resident", "resident"), ("pinned", "pinned"), ("double-buffer", "pinned"),
             ("pageable", "pageable"))
-
-
-@dataclass
-class RunResult:
-    kind: str                  # "memstrat" | "pytorch"
-    strategy: str              # memstrat strategy or pytorch mode
-    transfer: str
-    batch: int
-    hidden: int
-    epochs: int
-    ok: bool = False
-    error: str = ""
-    record: dict | None = None
-    seconds: float = 0.0
-
-    @property
-    def median_ms(self) -> float | None:
-        if not self.ok or not self.record:
-            return None
-        return float(self.record["summary"]["wall_ms_median"])
-
-    @property
-    def spread(self) -> tuple[float, float] | None:
-        if not self.ok or not self.record:
-            return None
-        s = self.record["summary"]
-        return float(s["wall_ms_min"]), float(s["wall_ms_max"])
+TRANSFER_ORDER = ("f32", "u8")
+SPEED_TAG = "vs-pytorch-"             # run tags of the speed runs ...
+CURVE_TAG = "vs-pytorch-curve-"       # ... and of the loss-curve check's runs
+CURVE_KIND = "loss-curve-check"
+PYTORCH = "PyTorch"
 
 
 # ---------------------------------------------------------------------------------------------
 # speed table
 
+def _hidden(cfg: dict) -> tuple[int, ...]:
+    h = cfg["hidden"]
+    return tuple(h) if isinstance(h, list) else (int(h),)
+
+
+def speed_groups(records: Sequence[dict]) -> dict[tuple, list[dict]]:
+    """Ok speed runs by configuration: ("memstrat", strategy, transfer, batch, hidden, epochs)
+    or ("pytorch", mode, transfer, batch, hidden, epochs)."""
+    out: dict[tuple, list[dict]] = {}
+    for r in run_records(records):
+        c, tag = r["config"], tag_of(r) or ""
+        if r.get("status") != "ok" or not tag.startswith(SPEED_TAG) or tag.startswith(CURVE_TAG):
+            continue
+        side, name = ("pytorch", c["mode"]) if c.get("framework") == "pytorch" else \
+            ("memstrat", c["strategy"])
+        key = (side, name, c["transfer"], int(c["batch"]), _hidden(c), int(c["epochs"]))
+        out.setdefault(key, []).append(r)
+    return out
+
+
 @dataclass
 class Row:
     batch: int
-    hidden: int
+    hidden: tuple[int, ...]
+    epochs: int
     memstrat: str
+    transfer: str
     pytorch: str
-    memstrat_ms: dict[str, float | None]   # transfer -> median ms
-    pytorch_ms: float | None
-
-    def speedup(self, transfer: str) -> float | None:
-        m = self.memstrat_ms.get(transfer)
-        if m is None or self.pytorch_ms is None or m <= 0:
-            return None
-        return self.pytorch_ms / m
+    pair: SideBySide
 
 
-def build_rows(results: list[RunResult], transfers: Sequence[str]) -> list[Row]:
-    mem = {(r.strategy, r.transfer, r.batch, r.hidden): r for r in results
-           if r.kind == "memstrat"}
-    pt = {(r.strategy, r.batch, r.hidden): r for r in results if r.kind == "pytorch"}
-    configs = list(dict.fromkeys((r.batch, r.hidden) for r in results))
+def build_rows(records: Sequence[dict]) -> list[Row]:
+    """One row per configuration, pairing and memstrat transfer that has runs on either side;
+    PyTorch's side is its f32 pipeline (the data set held as float32)."""
+    g = speed_groups(records)
+    configs = sorted({(k[3], k[4], k[5]) for k in g})
+    transfers = [t for t in TRANSFER_ORDER if any(k[0] == "memstrat" and k[2] == t for k in g)]
     rows = []
-    for b, h in configs:
+    for b, h, e in configs:
         for m, p in PAIRINGS:
-            ms = {t: (mem[(m, t, b, h)].median_ms if (m, t, b, h) in mem else None)
-                  for t in transfers}
-            pr = pt.get((p, b, h))
-            rows.append(Row(b, h, m, p, ms, pr.median_ms if pr else None))
+            pt = process_values(g.get(("pytorch", p, "f32", b, h, e), []))
+            for t in transfers:
+                mine = process_values(g.get(("memstrat", m, t, b, h, e), []))
+                if mine or pt:
+                    rows.append(Row(b, h, e, m, t, p, side_by_side(mine, pt)))
     return rows
 
 
-def _fmt_ms(v: float | None) -> str:
-    return "failed" if v is None else f"{v:.2f}"
-
-
-def _fmt_x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
-def speed_markdown(rows: list[Row], transfers: Sequence[str]) -> str:
-    head = ["batch", "hidden", "memstrat", "PyTorch eager"]
-    for t in transfers:
-        head.append(f"memstrat {t} ms")
-    head.append("PyTorch f32 ms")
-    for t in transfers:
-        head.append(f"speed-up ({t})")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def speed_markdown(rows: Sequence[Row]) -> str:
+    head = ["batch", "hidden", "epochs", "memstrat", "transfer",
+            "memstrat ms/epoch [95% CI] n", "PyTorch eager", "PyTorch f32 ms/epoch [95% CI] n",
+            "speed-up PyTorch / memstrat [95% CI]", "intervals"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * 3 + "---|---|---:|---|---:|---:|---|"]
     for r in rows:
-        cells = [str(r.batch), str(r.hidden), r.memstrat, r.pytorch]
-        cells += [_fmt_ms(r.memstrat_ms.get(t)) for t in transfers]
-        cells.append(_fmt_ms(r.pytorch_ms))
-        cells += [_fmt_x(r.speedup(t)) for t in transfers]
+        cells = [str(r.batch), "x".join(map(str, r.hidden)), str(r.epochs), r.memstrat,
+                 r.transfer, ms_cell(r.pair.memstrat), r.pytorch, ms_cell(r.pair.other),
+                 ratio_cell(r.pair), overlap_cell(r.pair, PYTORCH)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def speed_verdict(rows: list[Row], transfers: Sequence[str]) -> tuple[list[str], bool]:
-    """Lines of verdict; True when memstrat is faster in every row with the transfer that is
-    PyTorch's nearest equivalent (f32, else the first one given)."""
+def speed_verdict(rows: Sequence[Row]) -> tuple[list[str], bool]:
+    """Lines of verdict per transfer; True when, with the transfer that is PyTorch's nearest
+    equivalent (f32, else the first present), memstrat is faster with intervals apart in every
+    row."""
+    transfers = list(dict.fromkeys(r.transfer for r in rows))
+    nearest = "f32" if "f32" in transfers else (transfers[0] if transfers else None)
     lines, all_faster = [], True
-    nearest = "f32" if "f32" in transfers else transfers[0]
     for t in transfers:
-        ups = [(r.speedup(t), r) for r in rows]
-        known = [(u, r) for u, r in ups if u is not None]
-        if not known:
-            continue
-        faster = sum(1 for u, _ in known if u > 1.0)
-        u_min, r_min = min(known, key=lambda x: x[0])
-        u_max, r_max = max(known, key=lambda x: x[0])
-        geo = statistics.geometric_mean([u for u, _ in known])
-        lines.append(
-            f"memstrat --transfer {t}: faster than PyTorch's nearest equivalent in {faster} of "
-            f"{len(known)} configurations; speed-up {u_min:.2f}x (batch {r_min.batch}, hidden "
-            f"{r_min.hidden}, {r_min.memstrat} vs {r_min.pytorch}) to {u_max:.2f}x (batch "
-            f"{r_max.batch}, hidden {r_max.hidden}, {r_max.memstrat} vs {r_max.pytorch}), "
-            f"geometric mean {geo:.2f}x" + ("" if len(known) == len(ups) else
-                                            f"; {len(ups) - len(known)} rows lack a result"))
-        if t == nearest and (faster < len(known) or len(known) < len(ups)):
+        mine = [r for r in rows if r.transfer == t]
+        lines.append(f"memstrat --transfer {t} against PyTorch's nearest equivalent: "
+                     + tally([r.pair for r in mine], PYTORCH))
+        if t == nearest and any(r.pair.order != MEMSTRAT_FASTER for r in mine):
             all_faster = False
     return lines, all_faster
 
@@ -176,7 +156,7 @@ def compare_curves(a: dict[tuple[int, int], float], b: dict[tuple[int, int], flo
         last_loss=a[last])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tolerance:
     first_rtol: float = 1e-5   # first batch, relative: forward pass from identical weights
     early_atol: float = 1e-4   # first `early` batches, absolute
@@ -231,3 +211,29 @@ def curve_markdown(results: list[tuple[int, CurveComparison | None, str, dict]],
             f"{c.mean_abs:.3g} | {c.last_abs:.3g} | {extra.get('acc', '-')} | "
             f"{'agree' if ok else 'DIFFER'} |")
     return "\n".join(lines), ok_all
+
+
+def curve_record(hidden: int, batch: int, c: CurveComparison | None, error: str, acc: str,
+                 tol: Tolerance) -> dict:
+    """The check's result as a record of its own, so that the report can be rebuilt from the
+    records file without the curve files."""
+    return {"record": CURVE_KIND, "schema_version": 1,
+            "status": "ok" if c is not None else "failed", "started_at": iso_utc_now(),
+            "hidden": hidden, "batch": batch,
+            "comparison": dataclasses.asdict(c) if c is not None else None,
+            "error": error or None, "test_acc": acc or None, "tolerance": dataclasses.asdict(tol)}
+
+
+def curve_sections(records: Sequence[dict]) -> list[tuple[int, Tolerance, list]]:
+    """(batch, tolerance, [(hidden, comparison or None, error, extra)]) per batch and tolerance
+    of the loss-curve-check records, as curve_markdown takes them."""
+    out: dict[tuple, list] = {}
+    for r in records:
+        if r.get("record") != CURVE_KIND:
+            continue
+        c = r.get("comparison")
+        comp = CurveComparison(**{**c, "max_abs_at": tuple(c["max_abs_at"])}) if c else None
+        key = (int(r["batch"]), Tolerance(**r["tolerance"]))
+        out.setdefault(key, []).append((int(r["hidden"]), comp, r.get("error") or "",
+                                        {"acc": r["test_acc"]} if r.get("test_acc") else {}))
+    return [(b, tol, results) for (b, tol), results in out.items()]

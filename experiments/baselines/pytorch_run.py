@@ -185,6 +185,10 @@ class RunLog:
             "h2d_bytes": h2d_bytes, "um_htod_bytes": None,
             "um_dtoh_bytes": None, "um_gpu_faults": None, "um_cpu_faults": None,
             "kernel_ms": None, "memcpy_ms": None, "api_calls": None,
+            # memstrat's input-pipeline keys; `extra` fills those a baseline measures.
+            "input_wait_ms": None, "input_wait_first_ms": None, "slot_wait_ms": None,
+            "producer_busy_ms": None, "producer_samples_per_s": None,
+            "producer_worker_samples_per_s": None,
             "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
             "test_acc": test_acc, **(extra or {})})
         if self.curve is not None:

@@ -1,11 +1,11 @@
-"""experiments/baselines/benchmark_stream.py without a GPU: its options and plan, and the ratio
-table built from records (memstrat's stream record as the writer makes it,
-tests/experiments/fixtures/run_record_stream.json, and DataLoader records of the same shape as
-pytorch_dataloader.py writes: config.strategy "pytorch-dataloader", its loader settings)."""
+"""experiments/baselines/benchmark_stream.py without a GPU or torch: its options and plan, the
+--reproduce preset and its estimate, the table built from records (memstrat's stream record as
+the writer makes it, tests/experiments/fixtures/run_record_stream.json, and DataLoader records
+of the same shape as pytorch_dataloader.py writes), usage errors before any run, and a whole run
+with stand-ins (fake_runs.py) whose table --from-records rebuilds unchanged."""
 from __future__ import annotations
 
-import copy
-import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,100 +13,184 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "experiments" / "baselines"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_stream as bs  # noqa: E402
-
-TEMPLATE = json.loads((REPO / "tests/experiments/fixtures/run_record_stream.json").read_text())
-
-
-def rec(strategy, augment, workers, ms, wait=0.0, first=0.5, status="ok", **loader):
-    r = copy.deepcopy(TEMPLATE)
-    r["status"] = status
-    r["config"].update(strategy=strategy, augment=augment, workers=workers, **loader)
-    for e in r["epochs"]:
-        e.update(wall_ms=ms, input_wait_ms=wait + first, input_wait_first_ms=first)
-    r["summary"]["wall_ms_median"] = ms
-    return r
+import fake_runs  # noqa: E402
+import process_runs as pr  # noqa: E402
 
 
-def dl(augment, workers, ms, pin=True, fetch="batch", wait=0.0):
-    return rec("pytorch-dataloader", augment, workers, ms, wait=wait, pin_memory=pin,
-               fetch=fetch, persistent_workers=workers > 0)
+def rec(strategy, augment, workers, values, wait=0.0, status="ok"):
+    out = []
+    for i, ms in enumerate(values):
+        r = fake_runs.stream_record(strategy, augment, workers,
+                                    f"vs-dataloader-{strategy}-{augment}-w{workers}-r{i}", ms,
+                                    wait=wait * ms)
+        r["status"] = status
+        out.append(r)
+    return out
+
+
+def dl(augment, workers, values, pin=True, wait=0.0):
+    return [fake_runs.dataloader_record(augment, workers, f"vs-dataloader-torch-{augment}-w"
+                                        f"{workers}-pin{'on' if pin else 'off'}-batch-r{i}", ms,
+                                        pin=pin, wait=wait * ms)
+            for i, ms in enumerate(values)]
 
 
 @pytest.fixture
 def records():
     return [
-        # light: memstrat's best is double-buffer at every worker count
-        rec("pinned", "light", 1, 30.0, wait=15.0), rec("double-buffer", "light", 1, 28.0,
-                                                        wait=14.0),
-        rec("pinned", "light", 4, 16.0), rec("double-buffer", "light", 4, 14.0),
-        dl("light", 0, 900.0, wait=600.0), dl("light", 0, 950.0, pin=False, wait=600.0),
-        dl("light", 1, 700.0, wait=400.0), dl("light", 1, 650.0, pin=False, wait=400.0),
-        dl("light", 4, 210.0, wait=20.0), dl("light", 4, 240.0, pin=False),
-        # heavy: one strategy, a second process of it, and a failed run that must not count
-        rec("pinned", "heavy", 4, 100.0, wait=80.0), rec("pinned", "heavy", 4, 110.0, wait=90.0),
-        rec("pinned", "heavy", 4, 1.0, status="failed"),
-        dl("heavy", 4, 2000.0, wait=1800.0),
+        # light: 1 worker, memstrat starves half of the time (wait = 0.5 of the epoch)
+        *rec("pinned", "light", 1, [30.0, 31.0, 32.0], wait=0.5),
+        *rec("double-buffer", "light", 1, [28.0, 29.0, 30.0], wait=0.5),
+        *dl("light", 0, [900.0, 910.0, 920.0], wait=0.6),
+        *dl("light", 1, [700.0, 710.0, 720.0], wait=0.5),
+        *dl("light", 1, [650.0, 660.0, 670.0], pin=False),
+        # heavy: two processes of pinned (no interval), a failed run that must not count, and
+        # the DataLoader only at 4 workers
+        *rec("pinned", "heavy", 4, [100.0, 110.0]),
+        *rec("pinned", "heavy", 4, [1.0], status="failed"),
+        *rec("double-buffer", "heavy", 4, [95.0, 100.0, 105.0]),
+        *rec("double-buffer", "heavy", 1, [400.0, 410.0, 420.0]),
+        *dl("heavy", 4, [2000.0, 2100.0, 2200.0]),
         # another scenario is not part of the comparison
-        dict(rec("pinned", "light", 1, 5.0), config=dict(TEMPLATE["config"],
-                                                         scenario="static")),
+        dict(rec("pinned", "light", 1, [5.0])[0],
+             config=dict(fake_runs.STREAM["config"], scenario="static")),
     ]
+
+
+def table(md: str, augment: str) -> list[list[str]]:
+    part = md.split(f"### --augment {augment}")[1].split("###")[0]
+    return [[c.strip() for c in ln.strip().strip("|").split("|")]
+            for ln in part.splitlines() if re.match(r"\| \d", ln)]
 
 
 def test_entries_are_one_per_configuration(records):
     es = {(e.side, e.augment, e.workers, e.setting): e for e in bs.entries(records)}
-    assert len(es) == 4 + 6 + 1 + 1
+    assert len(es) == 2 + 3 + 3 + 1
     heavy = es[("memstrat", "heavy", 4, "pinned")]
-    assert heavy.processes == 2 and heavy.ms == 105.0      # the median of the two processes
-    # starvation leaves the first batch's wait out: 85 ms of 105
-    assert heavy.starvation == pytest.approx(((80 / 100) + (90 / 110)) / 2)
-    assert es[("dataloader", "light", 1, "pin_memory off, fetch batch")].ms == 650.0
+    assert heavy.wall == [100.0, 110.0] and heavy.ms.median == 105.0 and heavy.ms.ci is None
+    light = es[("memstrat", "light", 1, "pinned")]
+    # starvation leaves the first batch's wait out: 0.5 of every epoch
+    assert light.starving.median == pytest.approx(0.5)
+    assert es[("dataloader", "light", 1, "pin_memory off, fetch batch")].ms.median == 660.0
 
 
-def test_ratio_table(records):
+def test_table_pairs_every_strategy_with_every_setting(records):
     md = bs.ratio_markdown(bs.entries(records))
-    light = md.split("### --augment heavy")[0]
-    rows = {int(l.split("|")[1]): [c.strip() for c in l.split("|")[1:-1]]
-            for l in light.splitlines() if l.startswith("| ") and l[2].isdigit()}
-    assert set(rows) == {0, 1, 4}
-    # 0 workers: the DataLoader alone
-    assert rows[0][1] == "-" and rows[0][4] == "pin_memory on, fetch batch" and rows[0][7] == "-"
-    # 1 worker: double-buffer 28 ms vs the DataLoader's best (pin_memory off) 650 ms
-    assert rows[1][1:4] == ["double-buffer", "28.00", "50.0%"]
-    assert rows[1][4:7] == ["pin_memory off, fetch batch", "650.00", "61.5%"]
-    assert rows[1][7] == f"{650 / 28:.2f}x"
-    assert rows[4][7] == f"{210 / 14:.2f}x"
-    assert "memstrat double-buffer with 4 workers, 14.00 ms/epoch" in light
-    assert "DataLoader / memstrat = 15.00x" in light
-    heavy = md.split("### --augment heavy")[1]
-    assert f"{2000 / 105:.2f}x" in heavy
+    light = table(md, "light")
+    # 0 workers: the DataLoader alone; 1 worker: 2 strategies x 2 DataLoader settings
+    assert [r[0] for r in light] == ["0", "1", "1", "1", "1"]
+    assert light[0][1:3] == ["-", "-"] and light[0][4] == "pin_memory on, fetch batch"
+    assert light[0][5] == "910.00 [900.00-920.00] n=3" and light[0][7:] == ["-", "-"]
+    row = next(r for r in light if r[1] == "double-buffer" and r[4].startswith("pin_memory off"))
+    assert row[2:4] == ["29.00 [28.00-30.00] n=3", "50.0% [50.0%-50.0%] n=3"]
+    assert row[5:7] == ["660.00 [650.00-670.00] n=3", "0.0% [0.0%-0.0%] n=3"]
+    assert row[7:] == [f"{660 / 29:.2f}x [{650 / 30:.2f}-{670 / 28:.2f}]",
+                       "apart: memstrat faster"]
+    heavy = table(md, "heavy")
+    # memstrat at 1 worker has no DataLoader partner; pinned at 4 has 2 processes
+    assert heavy[0][1] == "double-buffer" and heavy[0][4:6] == ["-", "not run"]
+    pinned4 = next(r for r in heavy if r[1] == "pinned")
+    assert pinned4[2] == "105.00 (n=2)" and pinned4[8] == "no interval (n<3)"
+    # the fastest tiers: double-buffer 4 workers against the DataLoader at 4 workers
+    assert "- memstrat's fastest: double-buffer, 4 workers: 100.00 [95.00-105.00] n=3" in md
+    assert ("- DataLoader / memstrat, the lowest medians of the fastest (pin_memory on, fetch "
+            f"batch, 4 workers / double-buffer, 4 workers): {2100 / 100:.2f}x") in md
 
 
-def test_from_records_writes_the_table(records, tmp_path):
-    src = tmp_path / "records.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in records))
-    out = tmp_path / "table.md"
-    assert bs.main(["--from-records", str(src), "--out-md", str(out)]) == bs.EXIT_OK
-    text = out.read_text()
-    assert "### --augment light" in text and "### --augment heavy" in text
-    assert "NVIDIA H200" in text
+def test_fastest_tier_does_not_order_overlapping_intervals():
+    es = bs.entries([*rec("pinned", "light", 4, [10.0, 11.0, 12.0]),
+                     *rec("double-buffer", "light", 4, [11.5, 12.5, 13.5]),
+                     *rec("pinned", "light", 8, [20.0, 21.0, 22.0])])
+    md = bs.ratio_markdown(es)
+    assert ("- memstrat's fastest: pinned, 4 workers: 11.00 [10.00-12.00] n=3 UNSTABLE; "
+            "double-buffer, 4 workers: 12.50 [11.50-13.50] n=3 UNSTABLE (intervals overlap: not "
+            "ordered among them)") in md
+    assert "- DataLoader's fastest: no configuration with an interval" in md
 
 
-def test_plan_and_options(capsys):
+def test_strategies_are_those_the_registry_lets_run_host_produced_batches():
+    """memory_strategies/registry.cpp refuses the stream scenario with host augmentation for the
+    entries whose scenario check is not_in_stream or stream_needs_gather; every other strategy
+    runs it (tests/cpu/test_registry.cpp)."""
+    src = (REPO / "memory_strategies" / "registry.cpp").read_text()
+    entries = re.findall(r'^\s*\{"([a-z-]+)", "(.*)$', src, flags=re.M)
+    assert len(entries) >= 12
+    refused = {n for n, rest in entries if "not_in_stream" in rest or "stream_needs_gather" in rest}
+    assert refused == {"resident", "zero-copy-staged", "pinned-graph", "double-buffer-graph"}
+    assert set(bs.STRATEGIES) == {n for n, _ in entries} - refused
+    assert set(bs.REPRODUCE["strategies"]) <= set(bs.STRATEGIES)
+
+
+def test_plan_and_options(capsys, data):
     a = bs.build_parser().parse_args([])
     plan = bs.make_plan(a)
     assert plan.workers == [0, 1, 2, 4, 8] and plan.augments == ["light", "heavy"]
-    assert "resident" not in plan.strategies and len(plan.strategies) == 9
+    assert a.repeats == 3 and len(plan.strategies) == 8
     # memstrat has no "0 workers"; the DataLoader runs every worker count, pin on and off
-    assert plan.counts(1) == (9 * 4 * 2, 5 * 2 * 2)
-    assert plan.counts(3) == (3 * 9 * 4 * 2, 3 * 5 * 2 * 2)
-    assert bs.main(["--dry-run", "--quick"]) == bs.EXIT_OK
-    assert "4 memstrat + 2 DataLoader runs" in capsys.readouterr().out
-    for bad in (["--workers", "1,-2"], ["--augments", "medium"], ["--strategies", "resident"],
-                ["--pin-memory", "maybe"]):
-        with pytest.raises(SystemExit) as e:
-            bs.build_parser().parse_args(bad)
-        assert e.value.code == 2
-    a = bs.build_parser().parse_args(["--epochs", "1"])
-    with pytest.raises(ValueError, match="warm-up"):
-        bs.make_plan(a)
+    assert len(plan.memstrat_runs()) == 8 * 4 * 2 and len(plan.dataloader_runs()) == 5 * 2 * 2
+    assert len(plan.specs(3)) == 3 * (64 + 20)
+    assert bs.main(["--dry-run", "--quick", "--data", str(data)]) == bs.EXIT_OK
+    assert "12 memstrat + 6 DataLoader runs" in capsys.readouterr().out
+
+
+def test_reproduce_plan_and_estimate(capsys, data):
+    p = bs.build_parser()
+    a = p.parse_args(["--reproduce"])
+    pr.apply_preset(a, p, bs.REPRODUCE, [*bs.REPRODUCE, "quick"])
+    plan = bs.make_plan(a)
+    assert (plan.strategies, plan.pins, plan.fetches, plan.batch, plan.epochs, a.repeats) == \
+        (["pinned", "double-buffer"], ["on"], ["batch"], 256, 3, 3)
+    # memstrat: 2 strategies x workers 1,2,4,8 x 2 augments; the DataLoader: light at 0..8,
+    # heavy at 2,4,8
+    assert len(plan.memstrat_runs()) == 16 and len(plan.dataloader_runs()) == 5 + 3
+    assert ("heavy", 0, "on", "batch") not in plan.dataloader_runs()
+    assert len(plan.specs(3)) == 3 * 24 == 72
+    est = bs.estimate_seconds(plan, 3)
+    assert 150 < est <= bs.REPRODUCE_TARGET_S
+    plan.skip = []                            # the trim is what keeps it under the target
+    assert bs.estimate_seconds(plan, 3) > bs.REPRODUCE_TARGET_S
+    assert bs.main(["--reproduce", "--dry-run", "--data", str(data)]) == bs.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"plan: estimated {est / 60:.1f} min ({est:.0f} s)")
+    assert "48 memstrat + 24 DataLoader runs" in out
+    assert "DataLoader with --augment heavy and 0, 1 workers: not run (--reproduce" in out
+
+
+BAD = [["--workers", "1,-2"], ["--augments", "medium"], ["--strategies", "resident"],
+       ["--strategies", "zero-copy-staged"], ["--pin-memory", "maybe"], ["--repeats", "0"],
+       ["--epochs", "1"], ["--batch", "0"], ["--dataloader-skip", "heavy"],
+       ["--reproduce", "--quick"], ["--reproduce", "--workers", "1,2"],
+       ["--reproduce", "--pin-memory", "on,off"], ["--from-records", "/nonexistent.jsonl"],
+       ["--data", "/nonexistent"], ["--memstrat", "/nonexistent/memstrat"]]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(b) for b in BAD])
+def test_bad_options_exit_2_before_any_run(argv, tmp_path, data, no_processes):
+    out = tmp_path / "out"
+    assert no_processes(bs.main, ["--data", str(data), "--out-dir", str(out), *argv]) == \
+        bs.EXIT_USAGE
+    assert not out.exists()
+
+
+def test_whole_run_and_from_records_round_trip(tmp_path, data):
+    memstrat, python = fake_runs.install(tmp_path / "bin")
+    out = tmp_path / "out"
+    argv = ["--memstrat", str(memstrat), "--python", str(python), "--data", str(data),
+            "--reproduce", "--out-dir", str(out)]
+    assert bs.main(argv) == bs.EXIT_OK
+    md = (out / "benchmark_stream.md").read_text()
+    recs = pr.read_records([out / "records.jsonl"])
+    plan, = pr.plans(recs)
+    assert [pr.tag_of(r) for r in pr.run_records(recs)] == plan["order"]
+    assert len(plan["order"]) == 72 and plan["repeats"] == 3 and plan["shuffle_seed"] == 1
+    assert md.splitlines()[2] == ("GPU Fake GPU, driver 999.1, commit 0123456789ab, command "
+                                  "`python3 experiments/baselines/benchmark_stream.py "
+                                  + " ".join(argv) + "`")
+    assert len(table(md, "light")) == 1 + 4 * 2 and len(table(md, "heavy")) == 4 * 2
+    assert "heavy and 0, 1 workers: not run" in md and "Runs without an ok record" not in md
+    rebuilt = tmp_path / "rebuilt.md"
+    assert bs.main(["--from-records", str(out / "records.jsonl"), "--out-md", str(rebuilt)]) \
+        == bs.EXIT_OK
+    assert rebuilt.read_text() == md

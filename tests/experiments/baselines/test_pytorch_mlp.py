@@ -436,6 +436,7 @@ print("summary: fake")
 
 def test_benchmark_end_to_end_on_cpu(torch, tmp_path):
     import benchmark_vs_pytorch as bench
+    import process_runs as pr
     fake = tmp_path / "memstrat"
     fake.write_text(FAKE_MEMSTRAT.format(python=sys.executable, here=str(HERE), baselines=str(BASELINES)))
     fake.chmod(0o755)
@@ -446,22 +447,23 @@ def test_benchmark_end_to_end_on_cpu(torch, tmp_path):
     argv = ["--memstrat", str(fake), "--data", str(data), "--batches", "64,256",
             "--hiddens", "32", "--epochs", "2", "--transfers", "f32", "--curve-hiddens", "32",
             "--train-samples", "512", "--test-samples", "100", "--pytorch-device", "cpu",
-            "--out-dir", str(out)]
+            "--repeats", "1", "--out-dir", str(out)]
     code = bench.main(argv)
     md = (out / "benchmark.md").read_text()
     # pinned needs CUDA, so the PyTorch pinned runs fail on the CPU: exit 3, table still there.
     assert code == bench.EXIT_RUNS_FAILED, md
-    assert "| 64 | 32 | resident | resident |" in md
-    assert "| 256 | 32 | pageable | pageable |" in md
-    assert "pinned needs --device cuda" in md
+    assert "| 64 | 32 | 2 | resident | f32 |" in md
+    assert "| 256 | 32 | 2 | pageable | f32 |" in md
+    # option errors write no record (as memstrat's): the report names the runs without one
+    assert "- vs-pytorch-pytorch-pinned-b64-h32-e2-r0: no record written" in md
     assert re.search(r"\| 32 \| 2 \| [0-9.]+ \| .* \| agree \|", md), md
-    recs = [json.loads(ln) for ln in (out / "records.jsonl").read_text().splitlines()]
-    kinds = {r["config"]["strategy"] for r in recs}
+    recs = pr.read_records([out / "records.jsonl"])
+    kinds = {r["config"]["strategy"] for r in pr.run_records(recs)}
     assert {"resident", "pinned", "double-buffer", "pageable", "pytorch-resident",
             "pytorch-pageable"} <= kinds
-    # 2 configs x (4 memstrat + 3 pytorch) + curve (1 + 1); the failed pinned ones recorded? no:
-    # option errors write nothing (as memstrat's), so 2 x (4 + 2) + 2 records.
-    assert len(recs) == 14
+    # 2 configs x (4 memstrat + 2 PyTorch that can run on the CPU) + curve (1 + 1) run records,
+    # the plan record and the curve check's record
+    assert len(pr.run_records(recs)) == 14 and len(recs) == 16
     a = bench.read_curve(out / "curves" / "h32_b256" / "memstrat.csv")
     b = bench.read_curve(out / "curves" / "h32_b256" / "pytorch.csv")
     assert len(a) == len(b) == 2  # 512 samples / 256
@@ -490,27 +492,6 @@ def test_compare_curves_and_tolerance_logic():
         bench.compare_curves(a, {(1, 0): 1.0})
 
 
-def test_speed_table_and_verdict():
-    import benchmark_vs_pytorch as bench
-
-    def rr(kind, s, t, ms):
-        return bench.RunResult(kind, s, t, 64, 256, 3, ok=True,
-                               record={"summary": {"wall_ms_median": ms, "wall_ms_min": ms,
-                                                   "wall_ms_max": ms}})
-    results = [rr("memstrat", "resident", "f32", 10.0), rr("memstrat", "pinned", "f32", 20.0),
-               rr("memstrat", "double-buffer", "f32", 15.0),
-               rr("memstrat", "pageable", "f32", 700.0),
-               rr("pytorch", "resident", "f32", 500.0), rr("pytorch", "pinned", "f32", 600.0),
-               rr("pytorch", "pageable", "f32", 650.0)]
-    rows = bench.build_rows(results, ["f32"])
-    assert [(r.memstrat, r.pytorch) for r in rows] == list(bench.PAIRINGS)
-    assert rows[0].speedup("f32") == 50.0 and rows[2].speedup("f32") == 40.0
-    md = bench.speed_markdown(rows, ["f32"])
-    assert "| 64 | 256 | double-buffer | pinned | 15.00 | 600.00 | 40.00x |" in md
-    lines, all_faster = bench.speed_verdict(rows, ["f32"])
-    assert not all_faster and "in 3 of 4 configurations" in lines[0]
-
-
 def test_benchmark_help_and_dry_run(tmp_path):
     r = subprocess.run([sys.executable, str(BASELINES / "benchmark_vs_pytorch.py"),
                         "--help"], capture_output=True, text=True, check=False)
@@ -520,4 +501,5 @@ def test_benchmark_help_and_dry_run(tmp_path):
                         "--dry-run", "--data", str(data), "--skip", "8:1024"],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
-    assert "7 configurations" in r.stdout and "skipped [(8, 1024)]" in r.stdout
+    assert "7 configurations" in r.stdout
+    assert "left out (--skip): batch 8 hidden 1024" in r.stdout

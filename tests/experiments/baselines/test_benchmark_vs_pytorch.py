@@ -1,0 +1,181 @@
+"""experiments/baselines/benchmark_vs_pytorch.py without a GPU or torch: the speed table from
+records built by hand, the --reproduce plan and its estimate, usage errors before any run, and
+a whole run with stand-ins for memstrat and python (tests/experiments/baselines/fake_runs.py)
+whose report --from-records rebuilds unchanged."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "experiments" / "baselines"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmark_vs_pytorch as bench  # noqa: E402
+import comparison  # noqa: E402
+import fake_runs  # noqa: E402
+import process_runs as pr  # noqa: E402
+
+
+def mem(strategy, transfer, values, batch=64):
+    return [fake_runs.memstrat_record(strategy, transfer, batch, 256, 4,
+                                      f"vs-pytorch-{strategy}-{transfer}-b{batch}-h256-e4-r{i}", v)
+            for i, v in enumerate(values)]
+
+
+def torch_side(mode, values, batch=64):
+    return [fake_runs.pytorch_record(mode, batch, 256, 4,
+                                     f"vs-pytorch-pytorch-{mode}-b{batch}-h256-e4-r{i}", v)
+            for i, v in enumerate(values)]
+
+
+@pytest.fixture
+def records():
+    return [*mem("resident", "f32", [10.0, 11.0, 12.0]), *mem("resident", "u8", [8.0, 9.0, 10.0]),
+            *mem("pinned", "f32", [100.0, 110.0, 120.0]),
+            *mem("double-buffer", "f32", [30.0, 31.0, 32.0]),
+            *mem("pageable", "f32", [700.0, 720.0]),             # a process missing: n=2
+            *torch_side("resident", [500.0, 520.0, 540.0]),
+            *torch_side("pinned", [105.0, 115.0, 125.0]),
+            *torch_side("pageable", [600.0, 610.0, 620.0]),
+            # neither a failed run nor the curve check's runs are speed runs
+            dict(mem("resident", "f32", [1.0])[0], status="failed"),
+            fake_runs.memstrat_record("resident", "f32", 64, 256, 4,
+                                      "vs-pytorch-curve-memstrat-h256", 0.5)]
+
+
+def cells(md: str) -> dict[tuple[str, str], list[str]]:
+    out = {}
+    for line in md.splitlines()[2:]:
+        c = [x.strip() for x in line.strip("|").split("|")]
+        out[(c[3], c[4])] = c
+    return out
+
+
+def test_speed_table_on_hand_values(records):
+    rows = comparison.build_rows(records)
+    t = cells(comparison.speed_markdown(rows))
+    # memstrat resident f32 10/11/12 against PyTorch resident 500/520/540: apart
+    assert t[("resident", "f32")][5:] == ["11.00 [10.00-12.00] n=3 UNSTABLE", "resident",
+                                          "520.00 [500.00-540.00] n=3", "47.27x [41.67-54.00]",
+                                          "apart: memstrat faster"]
+    assert t[("resident", "u8")][5] == "9.00 [8.00-10.00] n=3 UNSTABLE"
+    assert t[("resident", "u8")][8] == f"{520 / 9:.2f}x [{500 / 10:.2f}-{540 / 8:.2f}]"
+    # pinned 100/110/120 against 105/115/125: the intervals overlap, nothing is ordered
+    assert t[("pinned", "f32")][8:] == ["1.05x [0.88-1.25]", "overlap: not ordered"]
+    # double-buffer is compared with PyTorch pinned
+    assert t[("double-buffer", "f32")][6:8] == ["pinned", "115.00 [105.00-125.00] n=3 UNSTABLE"]
+    assert t[("double-buffer", "f32")][9] == "apart: memstrat faster"
+    # 2 processes: a median, no interval, not judged
+    assert t[("pageable", "f32")][5] == "710.00 (n=2)"
+    assert t[("pageable", "f32")][8:] == [f"{610 / 710:.2f}x (no interval)", "no interval (n<3)"]
+    # rows exist only where a side ran: no u8 runs of pinned, double-buffer, pageable
+    assert ("pinned", "u8") in t and t[("pinned", "u8")][5] == "not run"
+    lines, all_faster = comparison.speed_verdict(rows)
+    assert not all_faster
+    assert lines[0].startswith("memstrat --transfer f32 against PyTorch's nearest equivalent: "
+                               "memstrat faster (intervals apart) in 2 of 4; intervals overlap "
+                               "(not ordered) in 1 of 4; not judged")
+
+
+def test_all_faster_needs_separate_intervals(records):
+    fast = [r for r in records if r["config"]["strategy"] not in ("pinned", "pageable",
+                                                                  "pytorch-pageable")]
+    fast += mem("pinned", "f32", [50.0, 51.0, 52.0])
+    _, all_faster = comparison.speed_verdict(comparison.build_rows(fast))
+    assert all_faster
+
+
+def test_report_names_gpu_driver_commit_command_and_keeps_the_curve_check(records):
+    order = pr.shuffled([pr.RunSpec("memstrat", (), 0, "vs-pytorch-x-r0", "x")], 1)
+    plan = pr.plan_record(bench.PROG, "python3 experiments/baselines/benchmark_vs_pytorch.py "
+                          "--reproduce", 1, 3, order, 170.0, ["left out: y"])
+    c = comparison.compare_curves({(1, 0): 2.3, (1, 1): 2.0}, {(1, 0): 2.3, (1, 1): 2.00001})
+    tol = comparison.Tolerance()
+    curve = comparison.curve_record(256, 256, c, "", "97.10% / 97.08%", tol)
+    failed_curve = comparison.curve_record(1024, 256, None, "pytorch: exit 1", "", tol)
+    text, rows_ok, curves_ok = bench.report([plan, *records, curve, failed_curve])
+    head = text.splitlines()
+    assert head[0] == "# memstrat vs PyTorch eager"
+    assert head[2] == ("GPU NVIDIA H200, driver 580.159.04, commit 4f3a9c1e2b7d, command "
+                       "`python3 experiments/baselines/benchmark_vs_pytorch.py --reproduce`")
+    assert "- left out: y" in text
+    assert "| 256 | 2 | 2.300000 |" in text and "97.10% / 97.08% | agree |" in text
+    assert "| 1024 | - |" in text and "FAILED: pytorch: exit 1" in text
+    assert not curves_ok and not rows_ok
+    # the run the plan lists has no record
+    assert "- vs-pytorch-x-r0: no record written" in text
+    # the curve record keeps the comparison exactly
+    (batch, tol2, results), = comparison.curve_sections([json.loads(json.dumps(curve))])
+    assert (batch, tol2) == (256, tol) and results[0][1] == c
+
+
+def test_reproduce_plan_and_estimate(capsys, data):
+    p = bench.build_parser()
+    a = p.parse_args(["--reproduce"])
+    pr.apply_preset(a, p, bench.REPRODUCE, bench.PRESET_OPTIONS)
+    plan = bench.make_plan(a)
+    assert plan.configs == [(64, 256, 4), (256, 256, 4), (1024, 256, 4)]
+    assert plan.curve_hiddens == [256] and a.curve_batch == 256 and a.repeats == 3
+    # 3 batches x (3 strategies x f32,u8 + pageable f32) memstrat, x 3 PyTorch modes
+    assert len(plan.memstrat_runs()) == 3 * 7 and len(plan.pytorch_runs()) == 3 * 3
+    specs = plan.specs(a.repeats)
+    assert len(specs) == 3 * (21 + 9) == 90
+    assert sum(s.side == "memstrat" for s in specs) == 63
+    est = bench.estimate_seconds(plan, a.repeats)
+    assert 150 < est <= bench.REPRODUCE_TARGET_S
+    # the trim is what keeps it under the target, and the notes say so
+    assert bench.estimate_seconds(bench.Plan(plan.configs, plan.transfers, plan.curve_hiddens),
+                                  3) > bench.REPRODUCE_TARGET_S
+    assert plan.notes() == ["left out (--leave-out): memstrat pageable with u8 (--reproduce: so "
+                            "that the preset fits about 3 minutes on an H200)"]
+    assert bench.main(["--reproduce", "--dry-run", "--data", str(data)]) == bench.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on an H200")
+    assert "63 memstrat + 27 PyTorch processes" in out and "(+2 processes)" in out
+    assert len([ln for ln in out.splitlines() if ln.strip()[:1].isdigit()]) == 90
+
+
+BAD = [["--repeats", "0"], ["--shuffle-seed", "-1"], ["--reproduce", "--quick"],
+       ["--reproduce", "--batches", "64"], ["--reproduce", "--repeats", "5"], ["--epochs", "1"],
+       ["--batches", "0"], ["--transfers", "f16"], ["--leave-out", "resident:f16"],
+       ["--skip", "8"], ["--from-records", "/nonexistent.jsonl"], ["--data", "/nonexistent"],
+       ["--memstrat", "/nonexistent/memstrat"], ["--curve-batch", "0"]]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(b) for b in BAD])
+def test_bad_options_exit_2_before_any_run(argv, tmp_path, data, no_processes):
+    out = tmp_path / "out"
+    assert no_processes(bench.main, ["--data", str(data), "--out-dir", str(out), *argv]) == \
+        bench.EXIT_USAGE
+    assert not out.exists()
+
+
+def test_whole_run_and_from_records_round_trip(tmp_path, data):
+    memstrat, python = fake_runs.install(tmp_path / "bin")
+    out = tmp_path / "out"
+    argv = ["--memstrat", str(memstrat), "--python", str(python), "--data", str(data),
+            "--batches", "64,256", "--hiddens", "256", "--epochs", "3", "--curve-hiddens",
+            "256", "--train-samples", "2048", "--shuffle-seed", "5", "--out-dir", str(out)]
+    assert bench.main(argv) == bench.EXIT_OK
+    md = (out / "benchmark.md").read_text()
+    recs = pr.read_records([out / "records.jsonl"])
+    plan, = pr.plans(recs)
+    assert recs[0] is not None and recs[0]["record"] == pr.PLAN_KIND
+    # 2 configurations x (8 memstrat + 3 PyTorch) x 3 processes, in the plan's order
+    runs = pr.run_records(recs)
+    assert len(plan["order"]) == 66 and [pr.tag_of(r) for r in runs[:66]] == plan["order"]
+    assert [pr.tag_of(r) for r in runs[66:]] == ["vs-pytorch-curve-memstrat-h256",
+                                                 "vs-pytorch-curve-pytorch-h256"]
+    assert recs[-1]["record"] == comparison.CURVE_KIND and recs[-1]["status"] == "ok"
+    assert plan["command"] == "python3 experiments/baselines/benchmark_vs_pytorch.py " + \
+        " ".join(argv)
+    assert md.splitlines()[2].startswith("GPU Fake GPU, driver 999.1, commit 0123456789ab, "
+                                         "command `python3 experiments/baselines/")
+    assert md.count("n=3") == 2 * 16 and "--shuffle-seed 5" in md and "| agree |" in md
+    rebuilt = tmp_path / "rebuilt.md"
+    assert bench.main(["--from-records", str(out / "records.jsonl"), "--out-md",
+                       str(rebuilt)]) == bench.EXIT_OK
+    assert rebuilt.read_text() == md
