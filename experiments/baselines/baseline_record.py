@@ -115,6 +115,36 @@ def _driver_version() -> str | None:
     return f"{v.value // 1000}.{(v.value % 1000) // 10}"
 
 
+def _host() -> dict[str, Any]:
+    """The host keys memstrat records: CPU model, online CPUs, this process's affinity, memory."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = []
+    ranges, start = [], None
+    for i, c in enumerate(cpus):  # [0,1,2,3,8] -> "0-3,8", as memstrat writes it
+        start = c if start is None else start
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            ranges.append(str(c) if start == c else f"{start}-{c}")
+            start = None
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    return {"cpu_model": model, "cpu_count": os.cpu_count(),
+            "cpu_affinity": ",".join(ranges) or None, "cpu_affinity_count": len(cpus) or None,
+            "host_memory_bytes": mem}
+
+
 def environment_json(torch, device: str) -> dict[str, Any]:
     sha = _git("rev-parse", "--short=12", "HEAD")
     dirty = _git("status", "--porcelain", "--untracked-files=no")
@@ -130,6 +160,13 @@ def environment_json(torch, device: str) -> dict[str, Any]:
         "driver_release": None, "pcie_gen": None, "pcie_width": None,
         "concurrent_managed_access": None, "pageable_memory_access": None,
         "async_engine_count": None, "l2_bytes": None,
+        # memstrat reads these from NVML and sysfs; the baseline does not (null, and says so)
+        "pcie_max_gen": None, "pcie_max_width": None, "gpu_numa_node": None,
+        "persistence_mode": None, "sm_clock_max_mhz": None, "mem_clock_max_mhz": None,
+        "sm_clock_mhz": None, "mem_clock_mhz": None, "clock_event_reasons": None,
+        "temperature_c": None, "power_w": None,
+        "nvml_note": "not read by the PyTorch baseline",
+        **_host(),
     }
     if device != "cuda":
         env["cpu"] = platform.processor() or platform.machine() or None

@@ -416,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         if a.reproduce:
-            pr.apply_preset(a, parser, REPRODUCE, [*REPRODUCE, "quick"])
+            pr.apply_preset(a, parser, REPRODUCE, [*REPRODUCE, "quick"], sys.argv[1:] if argv is None else argv)
         plan = make_plan(a)
         order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
     except ValueError as e:

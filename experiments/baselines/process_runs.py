@@ -66,11 +66,18 @@ def add_process_options(p: argparse.ArgumentParser, python_help: str) -> None:
 
 
 def apply_preset(a: argparse.Namespace, parser: argparse.ArgumentParser, preset: dict,
-                 fixed: Sequence[str]) -> None:
-    """--reproduce: sets the preset's options. ValueError naming every option of `fixed` that
-    was given a value other than its default and the preset's."""
-    changed = [k for k in fixed if getattr(a, k) not in
-               (parser.get_default(k), preset.get(k, parser.get_default(k)))]
+                 fixed: Sequence[str], argv: Sequence[str] | None = None) -> None:
+    """--reproduce: sets the preset's options. ValueError naming every option of `fixed` given a
+    value other than the preset's: on the command line (`argv`, so that a value that happens to
+    be the option's default still counts), or, without argv, differing from the default."""
+    given = {arg.split("=", 1)[0] for arg in argv or () if arg.startswith("--")}
+
+    def conflicts(k: str) -> bool:
+        value = getattr(a, k)
+        if k in preset and value == preset[k]:
+            return False
+        return "--" + k.replace("_", "-") in given or value != parser.get_default(k)
+    changed = [k for k in fixed if conflicts(k)]
     if changed:
         raise ValueError("--reproduce fixes the plan; drop " +
                          ", ".join("--" + k.replace("_", "-") for k in changed))
