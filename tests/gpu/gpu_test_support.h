@@ -87,15 +87,16 @@ inline FusedMode fused_mode_for(const std::string& step) {
   throw std::invalid_argument("no --fused mode runs step '" + step + "'");
 }
 
-/// `resident` runs of one configuration, one per step implementation: the reference a strategy's
-/// run is compared with is resident's with the same step (--fused on picks the step per strategy:
+/// Runs of one reference configuration, one per step implementation: the reference a
+/// strategy's run is compared with runs the same step (--fused on picks the step per strategy:
 /// the layer-by-layer one where the batch is read in place from host memory, and the steps
 /// differ in fp32 summation order).
 class ResidentReference {
  public:
-  /// `base`: the configuration (its strategy is replaced by resident).
-  explicit ResidentReference(RunConfig base) : base_(std::move(base)) {
-    base_.strategy = find_strategy("resident");
+  /// `base`: the configuration; its strategy is replaced by `reference` (resident by default).
+  explicit ResidentReference(RunConfig base, std::string_view reference = "resident")
+      : base_(std::move(base)) {
+    base_.strategy = find_strategy(reference);
   }
   /// Resident's run with the step `got` ran.
   const RunOutput& for_step_of(const RunOutput& got) {
@@ -105,7 +106,8 @@ class ResidentReference {
     c.fused = fused_mode_for(got.step);
     RunOutput ref = train_run(c);
     if (ref.step != got.step)
-      throw std::runtime_error("resident did not run the " + got.step + " step: " + ref.step);
+      throw std::runtime_error(std::string(base_.strategy->name) + " did not run the " +
+                               got.step + " step: " + ref.step);
     return runs_.emplace(got.step, std::move(ref)).first->second;
   }
 

@@ -59,7 +59,7 @@ TEST(Stream, LightIsTheRefreshEpochForEveryStrategyAndWorkerCount) {
     RunConfig refresh = short_run();
     refresh.scenario = Scenario::Refresh;
     refresh.transfer = t;
-    const RunOutput ref = train_run(refresh);
+    ResidentReference resident(refresh);  // with the step each strategy runs
     const std::vector<const StrategyEntry*> strategies = runnable(Augment::Light, t);
     EXPECT_GE(strategies.size(), 5u) << "pageable, pinned, double-buffer, zero-copy(-staged) at least";
     for (const StrategyEntry* e : strategies) {
@@ -68,6 +68,7 @@ TEST(Stream, LightIsTheRefreshEpochForEveryStrategyAndWorkerCount) {
         RunConfig r = stream_run(e->name, Augment::Light, workers);
         r.transfer = t;
         const RunOutput got = train_run(r);
+        const RunOutput& ref = resident.for_step_of(got);
         EXPECT_EQ(first_difference(ref, got), "")
             << e->name << " " << to_string(t) << " workers " << workers;
         EXPECT_EQ(got.test.acc, ref.test.acc) << e->name;
@@ -80,11 +81,12 @@ TEST(Stream, OneOrTwoSlotsNeverLetAWorkerOverwriteWhatTheGpuReads) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   RunConfig refresh = short_run();
   refresh.scenario = Scenario::Refresh;
-  const RunOutput ref = train_run(refresh);
+  ResidentReference resident(refresh);
   for (const StrategyEntry* e : runnable(Augment::Light))
     for (const int prefetch : {1, 2}) {
       const RunOutput got = train_run(stream_run(e->name, Augment::Light, 8, prefetch));
-      EXPECT_EQ(first_difference(ref, got), "") << e->name << " prefetch " << prefetch;
+      EXPECT_EQ(first_difference(resident.for_step_of(got), got), "")
+          << e->name << " prefetch " << prefetch;
     }
 }
 
@@ -93,13 +95,15 @@ TEST(Stream, NoneIsTheSameGatherOnTheHostOrOnTheGpu) {
   for (const Transfer t : {Transfer::U8, Transfer::F32}) {
     RunConfig gather = stream_run("resident", Augment::None, 1);
     gather.transfer = t;
-    const RunOutput ref = train_run(gather);
-    EXPECT_FALSE(ref.epoch_launch) << "a gathered batch is not an offset: one launch per batch";
+    EXPECT_FALSE(train_run(gather).epoch_launch)
+        << "a gathered batch is not an offset: one launch per batch";
+    ResidentReference resident(gather);
     for (const StrategyEntry* e : runnable(Augment::None, t)) {
       for (const int workers : t == Transfer::U8 ? std::vector<int>{1, 8} : std::vector<int>{2}) {
         RunConfig r = stream_run(e->name, Augment::None, workers);
         r.transfer = t;
-        EXPECT_EQ(first_difference(ref, train_run(r)), "")
+        const RunOutput got = train_run(r);
+        EXPECT_EQ(first_difference(resident.for_step_of(got), got), "")
             << e->name << " " << to_string(t) << " workers " << workers;
       }
     }
@@ -108,14 +112,16 @@ TEST(Stream, NoneIsTheSameGatherOnTheHostOrOnTheGpu) {
 
 TEST(Stream, HeavyIsTheSameForEveryStrategyAndWorkerCount) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  const RunOutput ref = train_run(stream_run("pinned", Augment::Heavy, 1));
+  ResidentReference pinned(stream_run("pinned", Augment::Heavy, 1), "pinned");
   for (const StrategyEntry* e : runnable(Augment::Heavy))
     for (const int workers : {3, 8}) {
       const RunOutput got = train_run(stream_run(e->name, Augment::Heavy, workers));
-      EXPECT_EQ(first_difference(ref, got), "") << e->name << " workers " << workers;
+      EXPECT_EQ(first_difference(pinned.for_step_of(got), got), "")
+          << e->name << " workers " << workers;
     }
   // A different augmentation is a different curve (the test above could not pass by accident).
-  EXPECT_NE(first_difference(ref, train_run(stream_run("pinned", Augment::Light, 1))), "");
+  const RunOutput light = train_run(stream_run("pinned", Augment::Light, 1));
+  EXPECT_NE(first_difference(pinned.for_step_of(light), light), "");
 }
 
 // Per-batch CUDA graphs are captured once per batch index: batch b's slot is the same in every
