@@ -61,6 +61,10 @@ _OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_m
 # a record has null where its strategy does not read one). They tell variants of one strategy
 # apart, never what a figure compares: a slice, and so a compute-only reference, ignores them,
 # and a variant's label names a value other than the default.
+# What a run decided rather than what it was asked (config.step, config.fused): part of the group
+# key, not of a slice; the step --fused on takes where nothing says otherwise.
+RUN_DECISIONS = ("step", "fused")
+DEFAULT_STEP = "single-launch"
 STRATEGY_OPTION_DEFAULTS: dict[str, Any] = {
     "advise": "read-mostly,preferred-device,accessed-by", "prefetch_chunk_mib": 8,
     "copy_chunk_mib": 8}
@@ -108,7 +112,15 @@ class GroupKey:
             label += " (one graph per epoch)"
         if self.workers is not None:
             label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
+        step = self.step
+        if step is not None and step != DEFAULT_STEP:
+            label += f" ({step} step)"
         return label
+
+    @property
+    def step(self) -> str | None:
+        """config.step: the MLP step the run took (None in records that predate it)."""
+        return dict(self.other).get("step")
 
     def custom_strategy_options(self) -> list[tuple[str, Any]]:
         """(name, value) of the strategy's own options it ran with other than the default."""
@@ -117,10 +129,13 @@ class GroupKey:
                 and v != STRATEGY_OPTION_DEFAULTS[k]]
 
     def slice_key(self) -> tuple:
-        """What must be equal for two groups to be compared in one figure (not the strategies'
-        own options: variants of a strategy, see STRATEGY_OPTION_DEFAULTS)."""
+        """What must be equal for two groups to be compared in one figure: not the strategies'
+        own options (variants of a strategy, see STRATEGY_OPTION_DEFAULTS), nor the step the
+        run took (--fused on picks it per strategy: zero-copy reads its batches in place and
+        takes the layer-by-layer step; compute_reference matches the step)."""
         return (self.gpu, self.hidden, self.gemm, self.epochs,
-                tuple((k, v) for k, v in self.other if k not in STRATEGY_OPTION_DEFAULTS))
+                tuple((k, v) for k, v in self.other
+                      if k not in STRATEGY_OPTION_DEFAULTS and k not in RUN_DECISIONS))
 
 
 @dataclasses.dataclass
@@ -346,14 +361,15 @@ def representative(groups: Sequence[Group]) -> list[Group]:
     for g in groups:
         k = (g.key.strategy, g.key.scenario, g.key.transfer, g.key.batch)
         cur = best.get(k)
-        if cur is None or _variant_rank(g.key) < _variant_rank(cur.key):
+        if cur is None or variant_rank(g.key) < variant_rank(cur.key):
             best[k] = g
     return sorted(best.values(), key=lambda g: sort_key(g.key))
 
 
-def _variant_rank(key: GroupKey) -> tuple:
+def variant_rank(key: GroupKey) -> tuple:
     launch = 0 if key.epoch_launch else 1
-    custom = len(key.custom_strategy_options())
+    # the variants a figure shows first: the strategy's own defaults, the step --fused on took
+    custom = len(key.custom_strategy_options()) + (0 if dict(key.other).get("fused", True) else 1)
     if key.depth is None:
         return (custom, 0, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS
@@ -409,7 +425,8 @@ LABEL_BYTES = 4            # int32 label per sample
 def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     """The compute-only reference of `g`: `resident`, scenario static, with the same launch
     form as `g` (one launch per batch for every per-batch strategy; the kernel form for the
-    kernel form), same GPU, transfer, batch, hidden, GEMM, epochs and other options; None when
+    kernel form) and the same MLP step, same GPU, transfer, batch, hidden, GEMM, epochs and
+    other options; None when
     no such group was run. resident never runs as an epoch graph, so a graph-form run is
     compared with the per-batch reference: the same step launches, each enqueued by the host
     (a graph can come in below it, which is what removing the per-batch enqueue buys)."""
@@ -418,6 +435,7 @@ def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
         k = r.key
         if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == ref_form
                 and k.scenario == "static" and k.slice_key() == g.key.slice_key()
+                and k.step == g.key.step
                 and k.transfer == g.key.transfer and k.batch == g.key.batch):
             return r
     return None

@@ -28,7 +28,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from analysis.aggregate import (REFERENCE_MISSING, REFERENCE_STRATEGY, STRATEGY_ORDER, Group,
-                                GroupKey, aggregate, floors, representative)
+                                GroupKey, variant_rank, aggregate, floors, representative)
 from analysis.document import Doc, fmt_num
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Summary, bootstrap_ratio_ci,
@@ -173,12 +173,12 @@ def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:
 
 
 def pick(groups: Sequence[Group], strategy: str, **fields: Any) -> Group | None:
-    """The first group of `strategy` whose key has the given field values."""
-    for g in groups:
-        if g.key.strategy == strategy and all(getattr(g.key, k) == v
-                                              for k, v in fields.items()):
-            return g
-    return None
+    """The group of `strategy` whose key has the given field values; of several, the default
+    variant (the strategy's own defaults, the step --fused on took: aggregate.representative's
+    order)."""
+    found = [g for g in groups if g.key.strategy == strategy
+             and all(getattr(g.key, k) == v for k, v in fields.items())]
+    return min(found, key=lambda g: variant_rank(g.key)) if found else None
 
 
 def value(s: Summary | None, unit: str = " ms") -> str:

@@ -114,6 +114,8 @@ def readme_text(m: dict[str, Any]) -> str:
               f"`{m['command']}`. Every number in this folder, in README.md and in docs/*.md "
               "comes from the records below; `python3 analysis/docs_blocks.py --check` "
               "verifies that the docs still say what these records say.", ""]
+    if m.get("note"):
+        lines += [f"Note: {m['note']}", ""]
     stages = m.get("stage_seconds") or {}
     if stages:
         total = sum(stages.values())
@@ -156,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("root", type=Path, help="the results set (e.g. docs/results/nvidia-h200)")
     p.add_argument("--command", default="bash experiments/scripts/reproduce.sh",
                    help="the command that produced the set")
+    p.add_argument("--note", help="a line about the set's provenance, kept in the manifest and "
+                                  "printed in the README (kept from an earlier manifest when "
+                                  "not given)")
     p.add_argument("--stage-seconds", default="",
                    help="NAME=SECONDS,... the time each stage took (kept from an earlier "
                         "manifest for stages not given)")
@@ -166,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (a.root / MANIFEST).is_file():
             old = json.loads((a.root / MANIFEST).read_text(encoding="utf-8"))
         m["command"] = a.command
+        m["note"] = a.note if a.note is not None else old.get("note")
         m["stage_seconds"] = {**(old.get("stage_seconds") or {}),
                               **parse_stage_seconds(a.stage_seconds)}
     except (SetError, RecordError, json.JSONDecodeError) as e:
