@@ -3,7 +3,8 @@
 
     analysis/compare.py BASE NEW [--threshold 0.10] [--metric wall_ms] [--json FILE]
 
-BASE and NEW are records files or results folders (their records.jsonl). Records are
+BASE and NEW are records files, results folders (their records.jsonl) or results sets (the
+run records under records/; transfer-primitive records are not compared). Records are
 aggregated as for the report (analysis/aggregate.py: per process the median of its steady
 epochs, per configuration the median over processes with a bootstrap 95% interval; timing
 from the runs with the profiler off where there are any). For every configuration present
@@ -175,9 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "configuration; exit 1 when NEW is slower than BASE by more than the "
                     "threshold with non-overlapping 95% intervals.",
         epilog="Exit status: 0 no regression, 1 regression, 2 usage error. Example: "
-               "analysis/compare.py docs/results/full_matrix_h200 results/full")
-    ap.add_argument("base", metavar="BASE", help="records file or results folder")
-    ap.add_argument("new", metavar="NEW", help="records file or results folder")
+               "analysis/compare.py docs/results/nvidia-h200 results/matrix")
+    ap.add_argument("base", metavar="BASE", help="records file, results folder or results set")
+    ap.add_argument("new", metavar="NEW", help="records file, results folder or results set")
     ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                     help="relative slowdown that counts as a regression (default: "
                          "%(default)s = 10%%)")

@@ -20,6 +20,8 @@ import jsonschema
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
+RECORDS_DIR = "records"     # a results set keeps its record files here
+RUN_KIND = "run"
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "run_record.schema.json"
 
@@ -189,16 +191,31 @@ def read_jsonl(path: str | Path, missing: str = "no such file"
             yield source, value
 
 
+def record_kind(rec: dict[str, Any]) -> str:
+    """'run', 'primitive', 'baseline:<framework>' or the record's own 'record' value."""
+    kind = rec.get("record")
+    if kind is not None:
+        return str(kind)
+    cfg = rec.get("config")
+    framework = cfg.get("framework") if isinstance(cfg, dict) else None
+    return RUN_KIND if framework in (None, "memstrat") else f"baseline:{framework}"
+
+
 def load_file(path: str | Path) -> list[dict[str, Any]]:
-    """All records of one JSON Lines file, validated; blank lines are skipped."""
-    return [validate_record(rec, source) for source, rec in read_jsonl(path)]
+    """The memstrat run records of one JSON Lines file, validated; blank lines and records of
+    other kinds (transfer primitives, baseline frameworks) are skipped."""
+    return [validate_record(rec, source) for source, rec in read_jsonl(path)
+            if not isinstance(rec, dict) or record_kind(rec) == RUN_KIND]
 
 
 def resolve_inputs(inputs: Iterable[str | Path]) -> list[Path]:
-    """Results folders (their records.jsonl, else every *.jsonl) and files -> file list."""
+    """Results folders (their records.jsonl, else every *.jsonl; a results set's records/
+    folder) and files -> file list."""
     files: list[Path] = []
     for item in inputs:
         p = Path(item)
+        if p.is_dir() and (p / RECORDS_DIR).is_dir():      # a results set
+            p = p / RECORDS_DIR
         if p.is_dir():
             main = p / RECORDS_FILE
             found = [main] if main.exists() else sorted(p.glob("*.jsonl"))

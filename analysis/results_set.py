@@ -27,23 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis.aggregate import Group, aggregate
-from analysis.records import RECORDS_FILE, RecordError, ok_records, validate_record
+from analysis.records import (RECORDS_DIR, RECORDS_FILE, RUN_KIND, RecordError, ok_records,
+                              record_kind, validate_record)
 
-RECORDS_DIR = "records"
 MANIFEST_FILE = "manifest.json"
-RUN_KIND = "run"
 PRIMITIVE_KIND = "primitive"
 PINNED_PRIMITIVE = "pinned-h2d"
-
-
-def record_kind(rec: dict[str, Any]) -> str:
-    """'run', 'primitive', 'baseline:<framework>' or the record's own 'record' value."""
-    kind = rec.get("record")
-    if kind is not None:
-        return str(kind)
-    cfg = rec.get("config")
-    framework = cfg.get("framework") if isinstance(cfg, dict) else None
-    return RUN_KIND if framework in (None, "memstrat") else f"baseline:{framework}"
 
 
 @dataclasses.dataclass(frozen=True)

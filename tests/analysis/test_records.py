@@ -122,3 +122,20 @@ def test_missing_input(tmp_path):
         load_records(tmp_path / "nope")
     with pytest.raises(RecordError, match="no records.jsonl"):
         load_records(tmp_path)
+
+
+def test_results_set_folder_reads_its_run_records_only(tmp_path, fixtures_dir):
+    # A results set keeps run and transfer-primitive records under records/; a run-record
+    # reader (the regression guard, the report) takes the runs and leaves the primitives.
+    lines = (fixtures_dir / "records.jsonl").read_text().splitlines()
+    records = tmp_path / "set" / "records"
+    records.mkdir(parents=True)
+    (records / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    primitive = {"record": "primitive", "primitive": "pinned-h2d", "config": {}}
+    baseline = json.loads(lines[0])
+    baseline["config"]["framework"] = "pytorch"
+    (records / "primitives.jsonl").write_text(json.dumps(primitive) + "\n"
+                                              + json.dumps(baseline) + "\n")
+    recs = load_records(tmp_path / "set")
+    assert len(recs) == 3
+    assert all(r["_source"].startswith(str(records / "results.jsonl")) for r in recs)
