@@ -34,7 +34,7 @@ DataLoader / memstrat of the medians with the interval of a bootstrap of the rat
 whether the two intervals overlap (then neither is called faster). Below it, each side's
 fastest tier (no member slower than another with intervals apart). The ratio includes the
 training step itself, which is faster in memstrat than in PyTorch eager
-(docs/results/vs_pytorch.md); the starvation columns compare the input pipelines alone.
+(benchmark_vs_pytorch.py measures that); the starvation columns compare the input pipelines alone.
 
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): augment
 light,heavy; the DataLoader with 0,1,2,4,8 workers, pin_memory on, fetch batch, persistent

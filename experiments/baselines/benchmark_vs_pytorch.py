@@ -80,8 +80,8 @@ EXIT_OK, EXIT_CURVE, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 1, 2, 3
 PROG = "benchmark_vs_pytorch.py"
 TAG = "vs-pytorch"
 # For the time estimate only, on an H200, 784-256-10: PyTorch eager ms per epoch (64/256/1024
-# measured with this benchmark, 8 from docs/results/data); memstrat ms per epoch, the mean of
-# its four strategies with f32 (docs/results/data); seconds per process besides its epochs
+# measured with this benchmark, 8 extrapolated); memstrat ms per epoch, the mean of its
+# four strategies with f32 (docs/results/nvidia-h200); seconds per process besides its epochs
 # (a torch import + CUDA init; memstrat's start, data load and set-up).
 PYTORCH_MS = {8: 6000.0, 64: 660.0, 256: 190.0, 1024: 70.0}
 MEMSTRAT_MS = {8: 182.0, 64: 28.0, 256: 15.0, 1024: 12.0}
