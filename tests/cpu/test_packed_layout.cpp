@@ -9,7 +9,7 @@
 #include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/host_epoch_source.h"
-#include "tests/synthetic_dataset.h"
+#include "tests/support/synthetic_dataset.h"
 
 using namespace memstrat;
 using memstrat::testing::synthetic_dataset;
@@ -105,7 +105,7 @@ TEST(PackedLayout, MnistNumbers) {
 
 TEST(PackedLayout, WriterPutsTheSplitLayoutsBytesInEveryBlock) {
   for (const int side : {28, 5}) {  // 784 B (aligned rows) and 25 B (a gap before the labels)
-    const HostDataset d = synthetic_dataset(1001, side, 7);
+    const HostDataset d = synthetic_dataset(1001, 7, side);
     for (const Transfer t : {Transfer::U8, Transfer::F32})
       for (const Scenario s : {Scenario::Static, Scenario::Refresh})
         for (const int batch : {256, 1007, 7, 1}) {
@@ -128,7 +128,7 @@ TEST(PackedLayout, WriterPutsTheSplitLayoutsBytesInEveryBlock) {
 }
 
 TEST(PackedLayout, WriterRefusesALayoutOfOtherData) {
-  const HostDataset d = synthetic_dataset(100, 28, 7);
+  const HostDataset d = synthetic_dataset(100, 7, 28);
   const EpochWriter w(d, opts(Transfer::U8, Scenario::Static, 10));
   Aligned blocks(PackedLayout{BatchGeometry{100, 10, 3136}}.total_bytes());
   EXPECT_THROW(w.write_packed(1, blocks.data(), PackedLayout{BatchGeometry{100, 10, 3136}}),
@@ -140,7 +140,7 @@ TEST(PackedLayout, WriterRefusesALayoutOfOtherData) {
 // HostEpochSource bound to packed storage: static data written once at bind, refresh data at
 // every begin_epoch; views point into the right block with the labels after the images.
 TEST(PackedLayout, HostEpochSourceWritesAndViewsPackedStorage) {
-  const HostDataset d = synthetic_dataset(1001, 28, 7);
+  const HostDataset d = synthetic_dataset(1001, 7, 28);
   for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {
     const StrategyOptions o = opts(Transfer::U8, s, 100);
     HostEpochSource src;
@@ -177,7 +177,7 @@ TEST(PackedLayout, HostEpochSourceWritesAndViewsPackedStorage) {
 }
 
 TEST(PackedLayout, BindRefusesStorageThatIsNot16ByteAligned) {
-  const HostDataset d = synthetic_dataset(64, 28, 7);
+  const HostDataset d = synthetic_dataset(64, 7, 28);
   HostEpochSource src;
   src.configure(d, opts(Transfer::U8, Scenario::Static, 16), nullptr);
   Aligned blocks(src.packed().total_bytes() + 16);

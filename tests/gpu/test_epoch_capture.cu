@@ -19,7 +19,7 @@
 #include "common/cuda_raii.h"
 #include "memory_strategies/epoch_data.h"
 #include "memory_strategies/registry.h"
-#include "tests/synthetic_dataset.h"
+#include "tests/support/synthetic_dataset.h"
 
 using namespace memstrat;
 using memstrat::testing::synthetic_dataset;
@@ -92,7 +92,7 @@ TEST(EpochCapture, CapturableStrategiesReplayAnEpochGraphWithTheRightBytes) {
                                    std::to_string(c.copy_chunk_mib) + " MiB " +
                                    std::string(to_string(t)) + " " + std::string(to_string(sc));
           SCOPED_TRACE(what);
-          const HostDataset data = synthetic_dataset(3001, c.side, 11);
+          const HostDataset data = synthetic_dataset(3001, 11, c.side);
           StrategyOptions so;
           so.batch = c.batch;
           so.transfer = t;
