@@ -1,0 +1,427 @@
+"""A matrix file (TOML) expanded into cells: one cell = one repeat of one configuration = one
+`memstrat train` process; and the order the cells run in.
+
+The axes' allowed values and defaults come from `memstrat describe --json` (describe()); the
+file format is documented in experiments/matrix/matrices/quick.toml. run_matrix.py is the
+command line that runs the cells.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Sequence
+
+# depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
+# reads which; for a strategy that does not read one, the axis collapses to a single cell.
+# The stream scenario's options: in the other scenarios these axes collapse to a single cell
+# that does not pass them (memstrat refuses them there).
+STREAM_SCENARIO = "stream"
+STREAM_AXES = ("workers", "prefetch", "augment")
+
+# Axis name in the file -> allowed alternative spellings. An axis is the `memstrat train`
+# option of the same name (copy_streams: --copy-streams); its allowed values and default come
+# from `memstrat describe --json` (see describe()).
+AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
+        "depth", "copy_streams", "epoch_launch", "profile", "fused") + STREAM_AXES + ("cpus",)
+# Axes the runner applies itself rather than passing to `memstrat train`: cpus = "all" (the
+# default: no restriction) or a CPU list for `taskset -c` (e.g. "0", "0-3"), the process and
+# every thread it starts confined to those cores.
+RUNNER_AXES = {"cpus": {"name": "cpus", "kind": "text", "default": "all"}}
+AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
+                "epoch-launch": "epoch_launch"}
+# Axes a cell passes to memstrat only when they differ from the option's default (a cell holds
+# None for the default, so the keys of matrices without these axes stay what they were). A
+# matrix that sets such an axis must not set the same option in extra_args as well.
+AXIS_FLAGS = {"epoch_launch": ("--epoch-launch",), "profile": ("--profile", "--no-profile"),
+              "fused": ("--fused",), "cpus": ()}
+# [[exclude]] keys besides the axes: "repeat" (0-based), e.g. to profile only repeat 0.
+RULE_KEYS = AXES + ("repeat",)
+RUN_KEYS = ("repeats", "seed", "vary_seed")
+TOP_KEYS = ("name", "description", "axes", "exclude", "extra_args")
+
+ORDERS = ("shuffled", "sequential")
+
+
+class MatrixError(Exception):
+    """A matrix file that cannot be expanded; the message names the file and the key."""
+
+
+# --------------------------------------------------------------------------------------
+# Cells
+# --------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    strategy: str
+    scenario: str
+    transfer: str
+    batch: int
+    hidden: tuple[int, ...]
+    epochs: int
+    gemm: str
+    depth: int | None          # None for a strategy that does not read --depth
+    copy_streams: int | None   # None for a strategy that does not read --copy-streams
+    seed: int
+    repeat: int                # 0-based repeat index
+    extra_args: tuple[str, ...] = ()
+    nsys: bool = False
+    epoch_launch: str | None = None  # --epoch-launch; None: memstrat's default, not passed
+    profile: bool | None = None      # --profile / --no-profile; None: memstrat's default
+    workers: int | None = None       # --workers, --prefetch, --augment: stream cells only
+    prefetch: int | None = None
+    augment: str | None = None
+    fused: str | None = None         # --fused; None: memstrat's default, not passed
+    cpus: str | None = None          # taskset -c CPUS around the process; None: no restriction
+
+    @property
+    def key(self) -> str:
+        """Stable, file-name-safe identity of the cell (stored as config.run_tag)."""
+        parts = [self.strategy, self.scenario, self.transfer, f"b{self.batch}",
+                 "h" + "x".join(str(h) for h in self.hidden), f"e{self.epochs}", self.gemm]
+        if self.depth is not None and self.copy_streams is not None:
+            parts.append(f"d{self.depth}c{self.copy_streams}")
+        elif self.depth is not None:
+            parts.append(f"d{self.depth}")
+        elif self.copy_streams is not None:
+            parts.append(f"c{self.copy_streams}")
+        if self.workers is not None:  # stream cells: the input pipeline, always spelled out
+            parts.append(f"w{self.workers}p{self.prefetch}-{self.augment}")
+        # Only values other than memstrat's defaults appear, so that the keys of matrices
+        # without these axes stay what they were.
+        if self.epoch_launch is not None:
+            parts.append(f"elaunch-{self.epoch_launch}")
+        if self.profile is not None:
+            parts.append("profile" if self.profile else "noprofile")
+        if self.fused is not None:
+            parts.append(f"fused-{self.fused}")
+        if self.cpus is not None:
+            parts.append("cpus" + self.cpus.replace(",", "+"))
+        parts += [f"seed{self.seed}", f"r{self.repeat}"]
+        if self.extra_args:
+            digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]
+            parts.append(f"x{digest}")
+        if self.nsys:
+            parts.append("nsys")
+        return "_".join(parts)
+
+    def axis_value(self, axis: str) -> Any:
+        return getattr(self, axis)
+
+    def train_args(self) -> list[str]:
+        """Arguments after `memstrat train` (without --json / --run-tag)."""
+        args = ["--strategy", self.strategy, "--scenario", self.scenario,
+                "--transfer", self.transfer, "--batch", str(self.batch),
+                "--hidden", ",".join(str(h) for h in self.hidden),
+                "--epochs", str(self.epochs), "--gemm", self.gemm, "--seed", str(self.seed)]
+        if self.depth is not None:
+            args += ["--depth", str(self.depth)]
+        if self.copy_streams is not None:
+            args += ["--copy-streams", str(self.copy_streams)]
+        if self.workers is not None:
+            args += ["--workers", str(self.workers), "--prefetch", str(self.prefetch),
+                     "--augment", self.augment]
+        if self.epoch_launch is not None:
+            args += ["--epoch-launch", self.epoch_launch]
+        if self.profile is not None:
+            args.append("--profile" if self.profile else "--no-profile")
+        if self.fused is not None:
+            args += ["--fused", self.fused]
+        return args + list(self.extra_args)
+
+    def config_stub(self) -> dict[str, Any]:
+        """The record's `config` as far as the runner knows it (for synthesized failures)."""
+        return {"strategy": self.strategy, "scenario": self.scenario,
+                "transfer": self.transfer, "batch": self.batch, "hidden": list(self.hidden),
+                "epochs": self.epochs, "seed": self.seed, "gemm": self.gemm,
+                "depth": self.depth, "streams": self.copy_streams, "workers": self.workers,
+                "prefetch": self.prefetch, "augment": self.augment, "run_tag": self.key}
+
+
+@dataclasses.dataclass
+class Matrix:
+    path: Path
+    name: str
+    description: str
+    cells: list[Cell]
+    excluded: int          # cells removed by [[exclude]] rules
+    collapsed: int         # duplicate cells removed because depth/copy_streams do not apply
+    extra_args: tuple[str, ...]
+    seed: int              # the runs' seed (repeat 0); the default shuffle seed
+    schema_version: int    # of the records the binary writes
+
+
+def describe(memstrat: Path) -> dict[str, Any]:
+    """`memstrat describe --json`: the strategies and every train option (allowed values,
+    default), the one declaration the matrix is checked against. Raises MatrixError."""
+    if not (memstrat.is_file() and os.access(memstrat, os.X_OK)):
+        raise MatrixError(f"memstrat binary {memstrat} not found or not executable; build it "
+                          "(cmake -S . -B build && cmake --build build -j) or pass --memstrat "
+                          "PATH")
+    try:
+        res = subprocess.run([str(memstrat), "describe", "--json"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise MatrixError(f"`{memstrat} describe --json` failed: {e}") from None
+    try:
+        if res.returncode != 0:
+            raise ValueError(f"exit {res.returncode}: {res.stderr.strip()}")
+        return json.loads(res.stdout)
+    except ValueError as e:
+        raise MatrixError(f"`{memstrat} describe --json` gave no description ({e}); is "
+                          f"{memstrat} a current memstrat?") from None
+
+
+def _axis_options(description: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Axis name -> its option in the description (copy_streams -> --copy-streams)."""
+    by_name = {o["name"]: o for o in description["train_options"]}
+    return {a: RUNNER_AXES.get(a) or by_name["--" + a.replace("_", "-")] for a in AXES}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _parse_hidden(value: Any, where: str) -> tuple[int, ...]:
+    """One hidden-layer alternative: 256, "512,256", "512x256" or [512, 256]."""
+    if isinstance(value, bool):
+        raise MatrixError(f"{where}: hidden sizes must be integers, got {value!r}")
+    if isinstance(value, int):
+        layers = [value]
+    elif isinstance(value, str):
+        try:
+            layers = [int(p) for p in value.replace("x", ",").split(",") if p.strip()]
+        except ValueError:
+            raise MatrixError(f"{where}: cannot read hidden sizes from {value!r}; "
+                              "write e.g. 256 or \"512,256\"") from None
+    elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                         for v in value):
+        layers = list(value)
+    else:
+        raise MatrixError(f"{where}: cannot read hidden sizes from {value!r}")
+    if not layers or any(h <= 0 for h in layers):
+        raise MatrixError(f"{where}: hidden sizes must be positive integers, got {value!r}")
+    return tuple(layers)
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise MatrixError(f"{where}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
+                 option: dict[str, Any]) -> list[Any]:
+    values = _as_list(raw)
+    if not values:
+        raise MatrixError(f"{where}: the axis is empty")
+    out: list[Any] = []
+    for v in values:
+        if axis == "strategy":
+            if v == "all":
+                out.extend(s for s in strategies if s not in out)
+                continue
+            if not isinstance(v, str) or v not in strategies:
+                raise MatrixError(f"{where}: unknown strategy {v!r}; known: "
+                                  + ", ".join(strategies) + " (or \"all\")")
+        elif option["kind"] == "flag":
+            if not isinstance(v, bool):
+                raise MatrixError(f"{where}: expected true or false, got {v!r}")
+        elif option["kind"] == "choice":
+            if v not in option["choices"]:
+                raise MatrixError(f"{where}: {v!r} is not one of {', '.join(option['choices'])}")
+        elif axis == "hidden":
+            v = _parse_hidden(v, where)
+        elif axis == "cpus":
+            if not isinstance(v, str) or not (v == "all" or re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v)):
+                raise MatrixError(f"{where}: cpus is \"all\" or a CPU list for taskset -c "
+                                  f"(\"0\", \"0-3\", \"0,2\"), got {v!r}")
+        else:  # batch, epochs, depth, copy_streams
+            v = _positive_int(v, where)
+            lo, hi = option.get("min"), option.get("max")
+            if lo is not None and v < lo:
+                raise MatrixError(f"{where}: {axis} must be >= {lo:g} ({option['name']}), got {v}")
+            if hi is not None and v > hi:
+                raise MatrixError(f"{where}: {axis} must be <= {hi:g} ({option['name']}), got {v}")
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _normalise_rule_value(axis: str, value: Any, where: str) -> list[Any]:
+    alts = _as_list(value)
+    if axis == "hidden":
+        return [_parse_hidden(v, where) for v in alts]
+    if axis == "repeat" and not all(isinstance(v, int) and not isinstance(v, bool)
+                                    and v >= 0 for v in alts):
+        raise MatrixError(f"{where}: repeat indices are integers from 0, got {value!r}")
+    return alts
+
+
+def load_matrix(path: str | Path, description: dict[str, Any],
+                extra_args: Sequence[str] = (), nsys: bool = False) -> Matrix:
+    """Parse and expand a matrix file against `description` (`memstrat describe --json`).
+    Raises MatrixError with a readable message."""
+    path = Path(path)
+    strategies = [s["name"] for s in description["strategies"]]
+    # strategy -> the options it reads ("--depth", ...): where its own axes apply
+    strategy_options = {s["name"]: set(s.get("options", ())) for s in description["strategies"]}
+    options = _axis_options(description)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise MatrixError(f"{path}: no such matrix file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise MatrixError(f"{path}: not valid TOML: {e}") from None
+
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise MatrixError(f"{path}: unknown top-level key {key!r} "
+                              f"(allowed: {', '.join(TOP_KEYS)})")
+    axes_doc = doc.get("axes")
+    if not isinstance(axes_doc, dict):
+        raise MatrixError(f"{path}: missing the [axes] table")
+
+    axes: dict[str, list[Any]] = {}
+    run: dict[str, Any] = {"repeats": 1, "seed": 1, "vary_seed": False}
+    for raw_key, raw in axes_doc.items():
+        key = AXIS_ALIASES.get(raw_key, raw_key)
+        where = f"{path}: axes.{raw_key}"
+        if key in AXES:
+            axes[key] = _axis_values(key, raw, where, strategies, options[key])
+        elif key in RUN_KEYS:
+            if key == "vary_seed":
+                if not isinstance(raw, bool):
+                    raise MatrixError(f"{where}: expected true or false")
+                run[key] = raw
+            elif key == "seed":
+                if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+                    raise MatrixError(f"{where}: expected a non-negative integer")
+                run[key] = raw
+            else:
+                run[key] = _positive_int(raw, where)
+        else:
+            raise MatrixError(f"{where}: unknown axis (allowed: "
+                              f"{', '.join(AXES + RUN_KEYS)})")
+    if "strategy" not in axes:
+        raise MatrixError(f"{path}: axes.strategy is required (a list, or \"all\")")
+    given_axes = set(axes)
+    for axis in AXES[1:]:  # every axis but strategy defaults to its option's default
+        default = options[axis]["default"]
+        axes.setdefault(axis, [_parse_hidden(default, axis) if axis == "hidden" else default])
+    for axis in AXIS_FLAGS:  # the option's default is not passed: None in the cell
+        axes[axis] = [None if v == options[axis]["default"] else v for v in axes[axis]]
+
+    rules: list[dict[str, list[Any]]] = []
+    excl = doc.get("exclude", [])
+    if not isinstance(excl, list):
+        raise MatrixError(f"{path}: exclude must be written as [[exclude]] tables")
+    for i, rule in enumerate(excl):
+        where = f"{path}: exclude #{i + 1}"
+        if not isinstance(rule, dict) or not rule:
+            raise MatrixError(f"{where}: an exclusion needs at least one axis = value")
+        norm: dict[str, list[Any]] = {}
+        for raw_key, value in rule.items():
+            key = AXIS_ALIASES.get(raw_key, raw_key)
+            if key not in RULE_KEYS:
+                raise MatrixError(f"{where}: unknown axis {raw_key!r} "
+                                  f"(allowed: {', '.join(RULE_KEYS)})")
+            norm[key] = _normalise_rule_value(key, value, f"{where}.{raw_key}")
+            if key in AXIS_FLAGS:  # as in the cells: the option's default is None
+                norm[key] = [None if v == options[key]["default"] else v for v in norm[key]]
+        rules.append(norm)
+
+    file_extra = doc.get("extra_args", [])
+    if isinstance(file_extra, str):
+        file_extra = shlex.split(file_extra)
+    if not isinstance(file_extra, list) or not all(isinstance(a, str) for a in file_extra):
+        raise MatrixError(f"{path}: extra_args must be a string or a list of strings")
+    all_extra = tuple(file_extra) + tuple(extra_args)
+    for axis, flags in AXIS_FLAGS.items():
+        given = [a for a in all_extra if a.split("=", 1)[0] in flags]
+        if axis in given_axes and given:
+            raise MatrixError(f"{path}: axes.{axis} and the extra arguments "
+                              f"({' '.join(given)}) both set {'/'.join(flags)}; set it in "
+                              "one place")
+
+    cells: list[Cell] = []
+    seen: set[Cell] = set()
+    excluded = collapsed = 0
+    rule_hits = [0] * len(rules)
+    # Repeats outermost: every configuration runs once before any runs twice, so slow
+    # drift (clocks, temperature) spreads over all configurations instead of a few.
+    for rep in range(run["repeats"]):
+        seed = run["seed"] + (rep if run["vary_seed"] else 0)
+        for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
+             epoch_launch, profile, fused, workers, prefetch, augment, cpus) in \
+                itertools.product(*(axes[a] for a in AXES)):
+            reads = strategy_options[strategy]
+            stream = scenario == STREAM_SCENARIO
+            cell = Cell(strategy=strategy, scenario=scenario, transfer=transfer, batch=batch,
+                        hidden=hidden, epochs=epochs, gemm=gemm,
+                        depth=depth if "--depth" in reads else None,
+                        copy_streams=streams if "--copy-streams" in reads else None,
+                        seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
+                        epoch_launch=epoch_launch, profile=profile,
+                        workers=workers if stream else None,
+                        prefetch=prefetch if stream else None,
+                        augment=augment if stream else None, fused=fused, cpus=cpus)
+            if cell in seen:
+                collapsed += 1
+                continue
+            seen.add(cell)
+            hit = False
+            for i, rule in enumerate(rules):
+                if all(cell.axis_value(a) in alts for a, alts in rule.items()):
+                    rule_hits[i] += 1
+                    hit = True
+            if hit:
+                excluded += 1
+                continue
+            cells.append(cell)
+    for i, hits in enumerate(rule_hits):
+        if hits == 0:
+            print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
+    stream_flags = [a for a in all_extra
+                    if a.split("=", 1)[0] in ("--" + x for x in STREAM_AXES)]
+    if stream_flags and any(c.workers is not None for c in cells):
+        raise MatrixError(f"{path}: the extra arguments ({' '.join(stream_flags)}) set what "
+                          "the runner passes to every stream cell; use the axes "
+                          f"{', '.join(STREAM_AXES)} instead")
+    name = doc.get("name", path.stem)
+    return Matrix(path=path, name=str(name), description=str(doc.get("description", "")),
+                  cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
+                  seed=run["seed"], schema_version=description["record_schema_version"])
+
+
+def run_order(cells: Sequence[Cell], order: str, seed: int) -> list[Cell]:
+    """The cells in the order they run; deterministic for (order, seed).
+
+    sequential: as expanded. shuffled: repeat blocks in turn (every configuration runs
+    once before any runs twice), each block in its own random order drawn from one
+    random.Random(seed), so that every (configuration, repeat) runs exactly once and
+    drift over time is spread over all configurations.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "sequential":
+        return list(cells)
+    rng = random.Random(seed)
+    blocks: dict[int, list[Cell]] = {}
+    for c in cells:
+        blocks.setdefault(c.repeat, []).append(c)
+    out: list[Cell] = []
+    for rep in sorted(blocks):
+        block = list(blocks[rep])
+        rng.shuffle(block)
+        out.extend(block)
+    return out
