@@ -8,6 +8,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import secrets
 import socket
 import subprocess
@@ -145,6 +146,14 @@ def _host() -> dict[str, Any]:
             "host_memory_bytes": mem}
 
 
+def driver_release(nv_version_line: str) -> str | None:
+    """The kernel module's release, e.g. "580.159.04", from /proc/driver/nvidia/version's first
+    line ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build
+    ..."): the first dotted version number, as memstrat reads it (common/run_record.cpp)."""
+    m = re.search(r"\b(\d{2,4}\.\d{1,4}(\.\d{1,4})?)\b", nv_version_line)
+    return m.group(1) if m else None
+
+
 def environment_json(torch, device: str) -> dict[str, Any]:
     sha = _git("rev-parse", "--short=12", "HEAD")
     dirty = _git("status", "--porcelain", "--untracked-files=no")
@@ -180,9 +189,7 @@ def environment_json(torch, device: str) -> dict[str, Any]:
     env["l2_bytes"] = getattr(props, "L2_cache_size", None)
     env["driver_version"] = _driver_version()
     env["runtime_version"] = torch.version.cuda
-    nv = _first_line("/proc/driver/nvidia/version")
-    k = nv.find("Kernel Module")
-    env["driver_release"] = nv[k + 13:].split()[0] if k >= 0 and nv[k + 13:].split() else None
+    env["driver_release"] = driver_release(_first_line("/proc/driver/nvidia/version"))
     bus = None
     try:
         bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"

@@ -503,3 +503,16 @@ def test_benchmark_help_and_dry_run(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "7 configurations" in r.stdout
     assert "left out (--skip): batch 8 hidden 1024" in r.stdout
+
+
+@pytest.mark.parametrize("line, release", [
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+     "(dvs-builder@U22-I3-AE18-23-3)  Thu Jul 31 20:18:43 UTC 2025", "580.159.04"),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023",
+     "535.104.05"),
+    ("", None),
+])
+def test_driver_release_is_the_kernel_modules_version_number(line, release):
+    # The open kernel module's line has "for x86_64" after "Kernel Module": the release is the
+    # version number, not the next word.
+    assert br.driver_release(line) == release
