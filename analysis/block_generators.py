@@ -33,6 +33,7 @@ from analysis.document import Doc, fmt_num
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Summary, bootstrap_ratio_ci,
                             stability_label, tiers)
+from analysis.stream import AUGMENT_ORDER, curves, stop_table, stream_points
 
 NOT_MEASURED = "not measured in this results set"
 TRANSFERS = ("u8", "f32")
@@ -454,4 +455,51 @@ def spread(rs: ResultsSet, a: BlockArgs) -> str:
         notes.append(f"One row per value of {key}: processes that the configuration key "
                      "alone would pool are split by it.")
     doc.ul(notes + pooling_notes(parts, key))
+    return doc.markdown()
+
+
+@generator("stream", defaults={"batch": 256, "transfer": "u8"})
+def stream(rs: ResultsSet, a: BlockArgs) -> str:
+    """The stream scenario: where each strategy stops starving (analysis/stream.py's table),
+    then per augmentation each strategy's fastest stream epoch against its static epoch, and
+    the host the workers ran on."""
+    groups = [g for g in rs.groups if g.key.scenario == "stream" and g.key.batch == a.batch
+              and g.key.transfer == a.transfer
+              and all(key_fields(g.key).get(k) == v for k, v in a.options.items())]
+    points = stream_points(groups)
+    doc = Doc()
+    if not points:
+        doc.p(f"Stream scenario at batch {a.batch}, {a.transfer}: {NOT_MEASURED}.")
+        return doc.markdown()
+    headers, rows = stop_table(points)
+    doc.table(headers, rows)
+    static = representative(select(rs, BlockArgs(a.batch, a.transfer, "static",
+                                                 options=dict(a.options))))
+    rows = []
+    order = {aug: i for i, aug in enumerate(AUGMENT_ORDER)}
+    for (augment, strategy), curve in sorted(curves(points).items(), key=lambda kv: (
+            order.get(kv[0][0], len(order)), kv[0])):
+        timed = [p for p in curve if p.epoch_ms is not None]
+        if not timed:
+            continue
+        best = min(timed, key=lambda p: p.epoch_ms.median)
+        base = pick(static, strategy)
+        ratio, ci = NOT_MEASURED, None
+        if base is not None and wall(base) is not None:
+            ratio = fmt_num(best.epoch_ms.median / wall(base).median) + "×"
+            ci = bootstrap_ratio_ci(base.process_values("wall_ms"),
+                                    best.group.process_values("wall_ms"))
+            if ci is not None:
+                ratio += f" [{fmt_num(ci.low)}, {fmt_num(ci.high)}]"
+        rows.append([augment, strategy, f"{best.workers}", value(best.epoch_ms),
+                     group_value(base), ratio])
+    doc.table(["augment", "strategy", "fastest at workers", "stream ms/epoch there",
+               "static ms/epoch", "stream/static [95% CI]"], rows, align="llrlll")
+    hosts = {(r.get("env") or {}).get("cpu_model") for g in groups for r in g.timing_records}
+    cores = {(r.get("env") or {}).get("cpu_count") for g in groups for r in g.timing_records}
+    doc.p(f"At batch {a.batch}, {a.transfer}. Stream/static: the fastest worker count's epoch "
+          "over the same strategy's static epoch (the ratio of the medians, a bootstrap "
+          "interval of the ratio). Host: " + ", ".join(sorted(map(str, hosts))) + "; "
+          + ", ".join(sorted(map(str, cores))) + " logical CPUs, shared by the workers, the "
+          "training thread and the CUDA driver's threads.")
     return doc.markdown()

@@ -134,3 +134,39 @@ def test_stream_only_report(records, tmp_path):
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Stream scenario: the input pipeline" in md
     assert "Ranking by median ms/epoch" not in md
+
+
+def static_record(strategy, process, gpu_ms):
+    rec = copy.deepcopy(json.loads((REPO / "tests/experiments/fixtures/run_record_ok.json")
+                                   .read_text()))
+    rec["run_id"] = f"{strategy}-static-{process}"
+    rec["config"].update(strategy=strategy, epochs=4, profile=False, run_tag=rec["run_id"])
+    jitter = 1 + 0.01 * process
+    rec["epochs"] = [dict(rec["epochs"][0], epoch=i, wall_ms=gpu_ms * jitter,
+                          gpu_ms=gpu_ms * jitter - 0.1) for i in range(1, 5)]
+    return validate_record(rec, rec["run_id"])
+
+
+def test_docs_block_sets_each_strategys_fastest_stream_epoch_against_its_static_epoch(
+        records, tmp_path):
+    from analysis import block_generators
+    from analysis.results_set import load_results_set
+    (tmp_path / "records").mkdir()
+    static = [static_record(s, p, MODEL[s][0]) for s in MODEL for p in range(3)]
+    (tmp_path / "records" / "runs.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records + static))
+    text = block_generators.render("stream", ["b256", "u8"], load_results_set(tmp_path, "set"))
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line
+            for line in text.splitlines() if line.startswith("| light") or
+            line.startswith("| heavy")}
+    # light: from 4 workers on the trainer waits only for the fill, 0.9 ms beyond the GPU's 14
+    gpu, produce = MODEL["pinned"]
+    light = rows[("light", "pinned")]
+    assert "| 4 |" in light and f"{(gpu + FILL_MS) / gpu:.3g}×" in light
+    # heavy: still starving at 8 workers, the fastest point; its epoch is the producers' pace
+    heavy = rows[("heavy", "pinned")]
+    assert "| 8 |" in heavy and f"{(produce['heavy'] / 8 + FILL_MS) / gpu:.3g}×" in heavy
+    assert "logical CPUs" in text
+    # no stream records at another batch: says so, no number
+    empty = block_generators.render("stream", ["b1024", "u8"], load_results_set(tmp_path, "set"))
+    assert block_generators.NOT_MEASURED in empty
