@@ -20,7 +20,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from .cost_model import UNEXPLAINED, Comparison  # noqa: E402
-from .plots import context, strategy_color  # noqa: E402
+from .plot_style import context, strategy_color  # noqa: E402
 
 MARKERS = "os^vDP<>Xph*"
 PANELS = (("GPU time per epoch (compute stream, CUDA events)", "predicted_gpu_ms", "gpu"),

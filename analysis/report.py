@@ -37,7 +37,8 @@ from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa:
                                 representative, slices, strategies_in, write_csv)
 from analysis.document import Doc, fmt_num  # noqa: E402
 from analysis.environment import environment_section  # noqa: E402
-from analysis.plots import PLOTS, SCENARIO_NOTE, context  # noqa: E402
+from analysis.plot_style import SCENARIO_NOTE, context  # noqa: E402
+from analysis.plots import PLOTS  # noqa: E402
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
                               ok_records, resolve_inputs)

@@ -126,7 +126,7 @@ def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path |
     one line per strategy."""
     if not points:
         return None
-    from .plots import _figure, _finish, _maybe_log, strategy_color
+    from .plot_style import _figure, _finish, _maybe_log, strategy_color
     augments = _augments(points)
     fig, axes = _figure(2, len(augments), 5.0, 3.4)
     by_curve = curves(points)
@@ -219,7 +219,7 @@ def detail_rows(points: Sequence[StreamPoint]) -> list[list[Any]]:
 
 def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2) -> list[Path]:
     """The report's stream section for the stream groups among `groups`; the PNGs written."""
-    from .plots import context
+    from .plot_style import context
     points = stream_points(groups)
     if not points:
         return []

@@ -29,3 +29,11 @@ def test_no_data_means_no_png(fixture_records, tmp_path):
     assert plots.plot_overlap_efficiency(explicit, tmp_path / "o.png") is None
     assert plots.plot_um_counters(explicit, tmp_path / "u.png") is None
     assert not (tmp_path / "o.png").exists() and not (tmp_path / "u.png").exists()
+
+
+def test_a_strategy_without_an_assigned_colour_gets_a_stable_one():
+    from analysis.plot_style import STRATEGY_COLORS, strategy_color
+    assert "a-strategy-added-later" not in STRATEGY_COLORS
+    c = strategy_color("a-strategy-added-later")
+    assert len(c) == 3 and c == strategy_color("a-strategy-added-later")
+    assert strategy_color("pinned") == STRATEGY_COLORS["pinned"]
