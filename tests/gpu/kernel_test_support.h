@@ -31,6 +31,13 @@ inline std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float 
   return v;
 }
 
+inline std::vector<std::int32_t> random_labels(int n, int classes, std::mt19937& rng) {
+  std::uniform_int_distribution<int> u(0, classes - 1);
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (auto& e : v) e = u(rng);
+  return v;
+}
+
 template <typename T>
 DeviceBuffer<T> to_device(const std::vector<T>& h, cudaStream_t s, std::size_t extra = 0) {
   DeviceBuffer<T> d(h.size() + extra);
