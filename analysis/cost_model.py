@@ -28,10 +28,11 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.aggregate import (IMAGE_PIXELS, LABEL_BYTES, REFERENCE_MISSING,  # noqa: E402
-                                Group, aggregate, compute_reference, csv_value)
+                                Group, aggregate, compute_reference)
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import RecordError, load_records, ok_records  # noqa: E402
 from analysis.stats import Summary, median_with_interval  # noqa: E402
+from analysis.summary_csv import csv_value  # noqa: E402
 
 UNEXPLAINED = 0.25            # |residual| above this: the model does not explain the time
 DEFAULT_PREFETCH_CHUNK_MIB = 8   # um-prefetch-coarse's --prefetch-chunk default (registry.cpp)

@@ -34,10 +34,11 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
 from analysis import cost_model  # noqa: E402
 from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
-                                representative, slices, strategies_in, write_csv)
+                                representative, slices, strategies_in)
 from analysis.document import Doc, fmt_num  # noqa: E402
 from analysis.environment import environment_section  # noqa: E402
 from analysis.plot_style import SCENARIO_NOTE, context  # noqa: E402
+from analysis.summary_csv import write_csv  # noqa: E402
 from analysis.plots import PLOTS  # noqa: E402
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402

@@ -4,9 +4,9 @@ import statistics
 
 import pytest
 
-from analysis.aggregate import (CSV_COLUMNS, REFERENCE_MISSING, aggregate,
-                                overlap_efficiency, reference_batch, representative,
-                                slices, write_csv)
+from analysis.aggregate import (REFERENCE_MISSING, aggregate, overlap_efficiency,
+                                reference_batch, representative, slices)
+from analysis.summary_csv import CSV_COLUMNS, write_csv
 from analysis.records import load_records
 
 
