@@ -33,7 +33,7 @@ from analysis.document import Doc, fmt_num
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Summary, bootstrap_ratio_ci,
                             stability_label, tiers)
-from analysis.stream import AUGMENT_ORDER, curves, stop_table, stream_points
+from analysis.stream import ordered_curves, stop_table, stream_points
 
 NOT_MEASURED = "not measured in this results set"
 TRANSFERS = ("u8", "f32")
@@ -463,9 +463,7 @@ def stream(rs: ResultsSet, a: BlockArgs) -> str:
     """The stream scenario: where each strategy stops starving (analysis/stream.py's table),
     then per augmentation each strategy's fastest stream epoch against its static epoch, and
     the host the workers ran on."""
-    groups = [g for g in rs.groups if g.key.scenario == "stream" and g.key.batch == a.batch
-              and g.key.transfer == a.transfer
-              and all(key_fields(g.key).get(k) == v for k, v in a.options.items())]
+    groups = select(rs, dataclasses.replace(a, scenario="stream"))
     points = stream_points(groups)
     doc = Doc()
     if not points:
@@ -473,18 +471,15 @@ def stream(rs: ResultsSet, a: BlockArgs) -> str:
         return doc.markdown()
     headers, rows = stop_table(points)
     doc.table(headers, rows)
-    static = representative(select(rs, BlockArgs(a.batch, a.transfer, "static",
-                                                 options=dict(a.options))))
+    static = representative(select(rs, dataclasses.replace(a, scenario="static")))
     rows = []
-    order = {aug: i for i, aug in enumerate(AUGMENT_ORDER)}
-    for (augment, strategy), curve in sorted(curves(points).items(), key=lambda kv: (
-            order.get(kv[0][0], len(order)), kv[0])):
+    for (augment, strategy), curve in ordered_curves(points):
         timed = [p for p in curve if p.epoch_ms is not None]
         if not timed:
             continue
         best = min(timed, key=lambda p: p.epoch_ms.median)
         base = pick(static, strategy)
-        ratio, ci = NOT_MEASURED, None
+        ratio = NOT_MEASURED
         if base is not None and wall(base) is not None:
             ratio = fmt_num(best.epoch_ms.median / wall(base).median) + "×"
             ci = bootstrap_ratio_ci(base.process_values("wall_ms"),
@@ -495,8 +490,9 @@ def stream(rs: ResultsSet, a: BlockArgs) -> str:
                      group_value(base), ratio])
     doc.table(["augment", "strategy", "fastest at workers", "stream ms/epoch there",
                "static ms/epoch", "stream/static [95% CI]"], rows, align="llrlll")
-    hosts = {(r.get("env") or {}).get("cpu_model") for g in groups for r in g.timing_records}
-    cores = {(r.get("env") or {}).get("cpu_count") for g in groups for r in g.timing_records}
+    envs = [r.get("env") or {} for g in groups for r in g.timing_records]
+    hosts = {e.get("cpu_model") for e in envs}
+    cores = {e.get("cpu_count") for e in envs}
     doc.p(f"At batch {a.batch}, {a.transfer}. Stream/static: the fastest worker count's epoch "
           "over the same strategy's static epoch (the ratio of the medians, a bootstrap "
           "interval of the ratio). Host: " + ", ".join(sorted(map(str, hosts))) + "; "

@@ -116,6 +116,14 @@ def stops_starving(curve: Sequence[StreamPoint]) -> StreamPoint | None:
     return found
 
 
+def ordered_curves(points: Sequence[StreamPoint]
+                   ) -> list[tuple[tuple[str, str], list[StreamPoint]]]:
+    """curves() in the order tables list them: by augmentation (AUGMENT_ORDER), then
+    strategy."""
+    augments = _augments(points)
+    return sorted(curves(points).items(), key=lambda kv: (augments.index(kv[0][0]), kv[0][1]))
+
+
 def _augments(points: Sequence[StreamPoint]) -> list[str]:
     present = {p.augment for p in points}
     return [a for a in AUGMENT_ORDER if a in present] + sorted(present - set(AUGMENT_ORDER))
@@ -181,9 +189,7 @@ def stop_table(points: Sequence[StreamPoint]) -> tuple[list[str], list[list[str]
     headers = ["augment", "strategy", "stops starving at", "starvation there (95% CI)",
                "ms/epoch there", "starvation at fewest workers", "note"]
     rows = []
-    for (aug, strategy), curve in sorted(curves(points).items(),
-                                         key=lambda kv: (_augments(points).index(kv[0][0]),
-                                                         kv[0][1])):
+    for (aug, strategy), curve in ordered_curves(points):
         stop = stops_starving(curve)
         first = curve[0]
         note = ""
