@@ -168,14 +168,22 @@ stage_tf32() {
   train --strategy double-buffer --transfer f32 --batch 1024 --epochs 6 --tf32 --quiet --json "$J" --run-tag "tf32-double-buffer-f32-b1024" | grep summary
 }
 
+# matrix_and_report NAME: experiments/matrix/matrices/NAME.toml from scratch into results/NAME,
+# its report into reports/NAME; both, and the logs, copied into $OUT.
+matrix_and_report() {
+  local name="$1"
+  rm -rf "results/$name"
+  python3 experiments/matrix/run_matrix.py "experiments/matrix/matrices/$name.toml" --out "results/$name" \
+    --memstrat $MS --extra-args="--data=$DATA" >"$OUT/${name}_matrix.log" 2>&1 || tail -5 "$OUT/${name}_matrix.log"
+  tail -2 "$OUT/${name}_matrix.log"
+  python3 analysis/report.py "results/$name" --out "reports/$name" >"$OUT/report_$name.log" 2>&1 ||
+    tail -5 "$OUT/report_$name.log"
+  cp -r "reports/$name" "$OUT/report_$name" && cp "results/$name/records.jsonl" "$OUT/${name}_records.jsonl"
+}
+
 stage_fullmatrix() {
   log "full matrix"
-  rm -rf results/full
-  python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/full.toml --out results/full --memstrat $MS \
-    --extra-args="--data=$DATA" >"$OUT/full_matrix.log" 2>&1 || tail -5 "$OUT/full_matrix.log"
-  tail -2 "$OUT/full_matrix.log"
-  python3 analysis/report.py results/full --out reports/full >"$OUT/report_full.log" 2>&1 || tail -5 "$OUT/report_full.log"
-  cp -r reports/full "$OUT/report_full" && cp results/full/records.jsonl "$OUT/full_records.jsonl"
+  matrix_and_report full
 }
 
 stage_nsysall() {
@@ -291,12 +299,7 @@ stage_stream() {
 
 stage_streammatrix() {
   log "stream matrix"
-  rm -rf results/stream
-  python3 experiments/matrix/run_matrix.py experiments/matrix/matrices/stream.toml --out results/stream --memstrat $MS \
-    --extra-args="--data=$DATA" >"$OUT/stream_matrix.log" 2>&1 || tail -5 "$OUT/stream_matrix.log"
-  tail -2 "$OUT/stream_matrix.log"
-  python3 analysis/report.py results/stream --out reports/stream >"$OUT/report_stream.log" 2>&1 || tail -5 "$OUT/report_stream.log"
-  cp -r reports/stream "$OUT/report_stream" && cp results/stream/records.jsonl "$OUT/stream_records.jsonl"
+  matrix_and_report stream
 }
 
 stage_streambench() {
