@@ -5,6 +5,7 @@
 #include "memory_strategies/augment.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "memory_strategies/epoch_data.h"  // splitmix64
@@ -66,11 +67,31 @@ AffineParams heavy_params(const AugmentKey& k) {
 }
 
 void shift_image(const std::uint8_t* src, int rows, int cols, Shift s, std::uint8_t* dst) {
-  for (int y = 0; y < rows; ++y)
-    for (int x = 0; x < cols; ++x) {
-      const int sy = y - s.dy, sx = x - s.dx;
-      dst[y * cols + x] = (sy >= 0 && sy < rows && sx >= 0 && sx < cols) ? src[sy * cols + sx] : 0;
-    }
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  if (s.dx <= -cols || s.dx >= cols || s.dy <= -rows || s.dy >= rows) {
+    std::memset(dst, 0, n);
+    return;
+  }
+  // In the flat image, dst(x, y) = src(x − dx, y − dy) is dst[i] = src[i − off] with
+  // off = dy·cols + dx: one memcpy, then zeros where that wrapped across a row edge (|dx|
+  // columns per row) or came from outside the image (|dy| rows). Same bytes as the per-pixel
+  // definition (tested for every shift) at a fraction of its cost.
+  const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(s.dy) * cols + s.dx;
+  const std::size_t len = n - static_cast<std::size_t>(off < 0 ? -off : off);
+  if (off >= 0) {
+    std::memcpy(dst + off, src, len);
+    std::memset(dst, 0, static_cast<std::size_t>(off));
+  } else {
+    std::memcpy(dst, src - off, len);
+    std::memset(dst + len, 0, n - len);
+  }
+  if (s.dx != 0) {
+    const int x0 = s.dx > 0 ? 0 : cols + s.dx, width = s.dx > 0 ? s.dx : -s.dx;
+    for (int y = 0; y < rows; ++y)
+      for (int x = x0; x < x0 + width; ++x) dst[static_cast<std::size_t>(y) * cols + x] = 0;
+  }
+  const int y0 = s.dy > 0 ? 0 : rows + s.dy, height = s.dy > 0 ? s.dy : -s.dy;
+  std::memset(dst + static_cast<std::size_t>(y0) * cols, 0, static_cast<std::size_t>(height) * cols);
 }
 
 void affine_warp(const std::uint8_t* src, int rows, int cols, const AffineParams& p,

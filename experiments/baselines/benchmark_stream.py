@@ -86,11 +86,11 @@ DATALOADER_NAME = "pytorch-dataloader"
 # For the time estimate only. Augmentation, us per sample in one thread/process: numpy heavy
 # (the batch form) ~110 us on the H200 host; numpy none/light by the ratios measured in one
 # process (0.17 / 3.6 / 23.6 us); memstrat's C++ (experiments/tools/augment_bench, rounded up:
-# 0.07 / 0.44 / 7.7 us). The per-sample form (--fetch sample) costs ~6x the batch form. A
+# 0.07 / 0.12 / 8.1 us). The per-sample form (--fetch sample) costs ~6x the batch form. A
 # training step's ms per epoch at batch 256 (PyTorch eager; memstrat). Seconds per process
 # besides its epochs, and per DataLoader worker started.
 NUMPY_US = {"none": 1.0, "light": 17.0, "heavy": 110.0}
-MEMSTRAT_US = {"none": 0.1, "light": 0.5, "heavy": 8.0}
+MEMSTRAT_US = {"none": 0.1, "light": 0.2, "heavy": 8.0}
 FETCH_SAMPLE_FACTOR = 6.0
 STEP_MS = {"memstrat": 12.0, "dataloader": 190.0}
 PROCESS_S = {"memstrat": 0.8, "dataloader": 3.0}

@@ -168,6 +168,27 @@ TEST(Augment, TenDegreeRotationMatchesADoublePrecisionBilinearReference) {
   EXPECT_NE(out, src);
 }
 
+TEST(Augment, ShiftMatchesThePerPixelDefinitionForEveryShift) {
+  // dst(x, y) = src(x − dx, y − dy) or 0, pixel by pixel: the definition shift_image's row
+  // copies must reproduce, on square and non-square images and for shifts past the border.
+  for (auto [rows, cols] : {std::pair{kSide, kSide}, std::pair{5, 9}, std::pair{9, 1}}) {
+    Image src(static_cast<std::size_t>(rows) * cols);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(1 + i % 251);
+    for (int dy = -rows - 1; dy <= rows + 1; ++dy)
+      for (int dx = -cols - 1; dx <= cols + 1; ++dx) {
+        Image want(src.size()), got(src.size(), 0xAB);
+        for (int y = 0; y < rows; ++y)
+          for (int x = 0; x < cols; ++x) {
+            const int sy = y - dy, sx = x - dx;
+            want[y * cols + x] =
+                (sy >= 0 && sy < rows && sx >= 0 && sx < cols) ? src[sy * cols + sx] : 0;
+          }
+        shift_image(src.data(), rows, cols, {dx, dy}, got.data());
+        ASSERT_EQ(got, want) << rows << "x" << cols << " dx " << dx << " dy " << dy;
+      }
+  }
+}
+
 TEST(Augment, HeavyDrawsStayInTheirRangesAndCoverThem) {
   float lo[5] = {1e9f, 1e9f, 1e9f, 1e9f, 1e9f}, hi[5] = {-1e9f, -1e9f, -1e9f, -1e9f, -1e9f};
   for (int i = 0; i < 20000; ++i) {
