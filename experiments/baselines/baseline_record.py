@@ -77,6 +77,19 @@ def _git(*args: str) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+def git_revision() -> tuple[str, bool]:
+    """(commit, dirty) for the records, as the memstrat build takes them (CMakeLists.txt):
+    MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1] in the environment win over the checkout's git
+    metadata, which a copy of the tree on another machine may lack or hold for another commit;
+    so the PyTorch records of a benchmark name the same commit as the memstrat binary beside them."""
+    sha = os.environ.get("MEMSTRAT_GIT_SHA")
+    if sha:
+        return sha, os.environ.get("MEMSTRAT_GIT_DIRTY", "0") not in ("", "0")
+    sha = _git("rev-parse", "--short=12", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return sha or "unknown", bool(status) if status is not None else False
+
+
 def _first_line(path: str) -> str:
     try:
         with open(path) as f:
@@ -155,11 +168,9 @@ def driver_release(nv_version_line: str) -> str | None:
 
 
 def environment_json(torch, device: str) -> dict[str, Any]:
-    sha = _git("rev-parse", "--short=12", "HEAD")
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    sha, dirty = git_revision()
     env: dict[str, Any] = {
-        "host": socket.gethostname(), "git_sha": sha or "unknown",
-        "git_dirty": bool(dirty) if dirty is not None else False, "memstrat_version": None,
+        "host": socket.gethostname(), "git_sha": sha, "git_dirty": dirty, "memstrat_version": None,
         "framework": "pytorch", "torch_version": torch.__version__,
         "python_version": platform.python_version(), "numpy_version": np.__version__,
         "device_type": device,

@@ -516,3 +516,18 @@ def test_driver_release_is_the_kernel_modules_version_number(line, release):
     # The open kernel module's line has "for x86_64" after "Kernel Module": the release is the
     # version number, not the next word.
     assert br.driver_release(line) == release
+
+
+def test_git_revision_takes_the_environment_over_the_checkout(monkeypatch):
+    monkeypatch.setenv("MEMSTRAT_GIT_SHA", "f00dfeedbeef")
+    monkeypatch.setenv("MEMSTRAT_GIT_DIRTY", "0")
+    assert br.git_revision() == ("f00dfeedbeef", False)
+    monkeypatch.setenv("MEMSTRAT_GIT_DIRTY", "1")
+    assert br.git_revision() == ("f00dfeedbeef", True)
+    monkeypatch.delenv("MEMSTRAT_GIT_DIRTY")
+    assert br.git_revision() == ("f00dfeedbeef", False)
+    # Without it: the checkout's own commit, as `git rev-parse` names it.
+    monkeypatch.delenv("MEMSTRAT_GIT_SHA")
+    head = subprocess.run(["git", "-C", str(BASELINES), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    assert br.git_revision()[0] == (head or "unknown")
