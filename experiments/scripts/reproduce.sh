@@ -33,6 +33,9 @@
 # `repeats`.
 #
 # Environment: MEMSTRAT_DATA, the MNIST directory (default data/mnist, filled by the data stage).
+# MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1]: the commit every record names, for a copy of the
+# tree without its own git history (the build and the PyTorch baselines read them; default: the
+# checkout's git metadata). results_readme.py refuses a set whose records name several commits.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
