@@ -46,6 +46,7 @@ BatchProducer::BatchProducer(const HostDataset& data, const ProducerConfig& cfg,
       release_events_.push_back(Event::create(cudaEventDisableTiming | cudaEventBlockingSync));
   }
   ring_.resize(slots_.size());
+  slot_cvs_ = std::vector<std::condition_variable>(slots_.size());
   for (std::size_t s = 0; s < ring_.size(); ++s) ring_[s].seq = static_cast<std::int64_t>(s);
   scratch_.assign(static_cast<std::size_t>(cfg.workers),
                   std::vector<std::uint8_t>(static_cast<std::size_t>(data.features())));
@@ -73,15 +74,19 @@ BatchProducer::~BatchProducer() {
     stop_ = true;
   }
   work_cv_.notify_all();
-  slot_cv_.notify_all();
+  notify_all_slots();
   ready_cv_.notify_all();
   for (auto& t : threads_) t.join();
+}
+
+void BatchProducer::notify_all_slots() {
+  for (std::condition_variable& cv : slot_cvs_) cv.notify_all();
 }
 
 void BatchProducer::fail(std::exception_ptr e) {
   if (!error_) error_ = std::move(e);
   work_cv_.notify_all();
-  slot_cv_.notify_all();
+  notify_all_slots();
   ready_cv_.notify_all();
 }
 
@@ -101,7 +106,7 @@ void BatchProducer::work(int worker) {
       const int s = slot_of(seq);
       Slot& slot = ring_[static_cast<std::size_t>(s)];
       const auto wait_start = Clock::now();
-      slot_cv_.wait(lk, [&] {
+      slot_cvs_[static_cast<std::size_t>(s)].wait(lk, [&] {
         return stop_ || error_ ||
                (slot.seq == seq &&
                 (slot.state == State::Free || slot.state == State::ReleasePending));
@@ -171,6 +176,7 @@ void BatchProducer::begin_epoch(int epoch) {
   std::fill(worker_busy_ms_.begin(), worker_busy_ms_.end(), 0.0);
   epoch_start_ = Clock::now();
   work_cv_.notify_all();
+  notify_all_slots();  // slots moved on to this epoch's numbers
 }
 
 int BatchProducer::wait_ready(int b) {
@@ -215,7 +221,7 @@ void BatchProducer::release(int s) {
   Slot& slot = checked_held(s, "release");
   slot.state = State::Free;
   advance(slot);
-  slot_cv_.notify_all();
+  slot_cvs_[static_cast<std::size_t>(s)].notify_all();
 }
 
 void BatchProducer::release_after(int s, cudaStream_t stream) {
@@ -226,7 +232,7 @@ void BatchProducer::release_after(int s, cudaStream_t stream) {
   CUDA_CHECK(cudaEventRecord(release_events_[static_cast<std::size_t>(s)], stream));
   slot.state = State::ReleasePending;
   advance(slot);
-  slot_cv_.notify_all();
+  slot_cvs_[static_cast<std::size_t>(s)].notify_all();
 }
 
 void BatchProducer::advance(Slot& slot) const {

@@ -11,8 +11,8 @@
 //   sees the same address for batch b in every epoch (a per-batch CUDA graph stays valid). A
 //   slot goes Free -> Filling -> Ready -> Held -> (Free | ReleasePending) -> Filling ...
 //
-//   worker:    claims the next batch under the mutex, then waits on `slot_cv_` until its slot
-//              has served its previous batch (released), and, if that release was ReleasePending,
+//   worker:    claims the next batch under the mutex, then waits on its slot's condition
+//              variable until the slot has served its previous batch (released), and, if that release was ReleasePending,
 //              blocks in cudaEventSynchronize on the slot's event outside the mutex
 //              (back-pressure: slot_wait_ms). Fills the slot outside the mutex, marks it
 //              Ready and signals `ready_cv_`.
@@ -135,6 +135,7 @@ class BatchProducer {
   int slot_of(std::int64_t seq) const { return static_cast<int>(seq % slots()); }
   Slot& checked_held(int s, const char* what);
   void fail(std::exception_ptr e);  // under mu_
+  void notify_all_slots();           // every slot's condition variable
 
   const HostDataset* data_;
   ProducerConfig cfg_;
@@ -147,7 +148,10 @@ class BatchProducer {
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // workers: a batch to claim, or stop
-  std::condition_variable slot_cv_;   // workers: a slot was released
+  // workers: slot s was released. One per slot, so that a release wakes the worker waiting for
+  // that slot and not every worker: with 8 or more workers ahead of the GPU, waking them all at
+  // each release made them queue on mu_ in front of the consumer.
+  std::vector<std::condition_variable> slot_cvs_;
   std::condition_variable ready_cv_;  // consumer: a batch is Ready, or a worker failed
   std::vector<Slot> ring_;
   bool stop_ = false;
