@@ -73,9 +73,10 @@ void shift_image(const std::uint8_t* src, int rows, int cols, Shift s, std::uint
     return;
   }
   // In the flat image, dst(x, y) = src(x − dx, y − dy) is dst[i] = src[i − off] with
-  // off = dy·cols + dx: one memcpy, then zeros where that wrapped across a row edge (|dx|
-  // columns per row) or came from outside the image (|dy| rows). Same bytes as the per-pixel
-  // definition (tested for every shift) at a fraction of its cost.
+  // off = dy·cols + dx: one memcpy, zeros for the |off| bytes it leaves at the head or tail
+  // (the |dy| rows from outside the image, less at most |dx| bytes of the row next to them),
+  // then zeros for the |dx| columns that wrapped across a row edge (those bytes included).
+  // Same bytes as the per-pixel definition (tested for every shift) at a fraction of its cost.
   const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(s.dy) * cols + s.dx;
   const std::size_t len = n - static_cast<std::size_t>(off < 0 ? -off : off);
   if (off >= 0) {
@@ -90,8 +91,6 @@ void shift_image(const std::uint8_t* src, int rows, int cols, Shift s, std::uint
     for (int y = 0; y < rows; ++y)
       for (int x = x0; x < x0 + width; ++x) dst[static_cast<std::size_t>(y) * cols + x] = 0;
   }
-  const int y0 = s.dy > 0 ? 0 : rows + s.dy, height = s.dy > 0 ? s.dy : -s.dy;
-  std::memset(dst + static_cast<std::size_t>(y0) * cols, 0, static_cast<std::size_t>(height) * cols);
 }
 
 void affine_warp(const std::uint8_t* src, int rows, int cols, const AffineParams& p,
