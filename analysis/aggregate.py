@@ -54,7 +54,7 @@ COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_fa
 EPOCH_METRICS = TIMING_METRICS + COUNTER_METRICS
 # Config fields (besides the named key fields) that make two runs different experiments.
 _OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_mib",
-                 "copy_chunk_mib", "step", "fused")
+                 "copy_chunk_mib", "stage_blocks", "step", "fused")
 # Among them, the strategies' own options, with their defaults (memory_strategies/registry.cpp;
 # a record has null where its strategy does not read one). They tell variants of one strategy
 # apart, never what a figure compares: a slice, and so a compute-only reference, ignores them,
@@ -65,9 +65,10 @@ RUN_DECISIONS = ("step", "fused")
 DEFAULT_STEP = "single-launch"
 STRATEGY_OPTION_DEFAULTS: dict[str, Any] = {
     "advise": "read-mostly,preferred-device,accessed-by", "prefetch_chunk_mib": 8,
-    "copy_chunk_mib": 8}
+    "copy_chunk_mib": 8, "stage_blocks": 8}
 _STRATEGY_OPTION_LABELS = {"advise": "advise {}", "prefetch_chunk_mib": "{} MiB prefetch chunks",
-                           "copy_chunk_mib": "{} MiB copy chunks"}
+                           "copy_chunk_mib": "{} MiB copy chunks",
+                           "stage_blocks": "{} staging blocks"}
 
 
 @dataclasses.dataclass(frozen=True, order=True)

@@ -61,6 +61,11 @@ struct StrategyEntry {
   /// (refusal_reason); one that depends on the device waives the run there (waiver_reason).
   /// nullptr: every scenario, every option.
   std::string (*unsupported_with)(const StrategyOptions&, const DeviceCaps&) = nullptr;
+  /// Thread blocks the strategy keeps running beside the step (zero-copy-staged's staging
+  /// kernel); the single-launch step leaves as many block slots of its grid free
+  /// (MlpConfig::step_free_blocks): a full step grid leaves an SM no registers for another
+  /// kernel, so the two would take turns. nullptr: none.
+  int (*blocks_beside_step)(const StrategyOptions&) = nullptr;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();

@@ -72,7 +72,8 @@ SmCopyPlan plan_sm_copy(const void* dst, const void* src, std::size_t bytes) {
   return p;
 }
 
-SmCopy SmCopy::create() {
+SmCopy SmCopy::create(int max_blocks) {
+  if (max_blocks < 0) throw std::invalid_argument("SmCopy: max_blocks must be >= 0");
   int device = 0, sms = 0, per_sm = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -86,6 +87,7 @@ SmCopy SmCopy::create() {
   CUDA_CHECK(cudaFuncGetAttributes(&attr, sm_copy_kernel<unsigned char>));
   SmCopy c;
   c.max_blocks_ = std::max(1, sms * std::max(1, per_sm));
+  if (max_blocks > 0) c.max_blocks_ = std::min(c.max_blocks_, max_blocks);
   return c;
 }
 

@@ -30,9 +30,10 @@ class SmCopy {
   /// Not usable until created for a device.
   SmCopy() = default;
   /// For the current device: the grid is as many blocks of the 16-byte kernel as fit on all its
-  /// SMs at once (occupancy), so a large copy keeps every SM's load units busy. Loads the
-  /// kernels now (set-up), not at the first copy.
-  static SmCopy create();
+  /// SMs at once (occupancy), so a large copy keeps every SM's load units busy; max_blocks > 0
+  /// caps it: a copy that runs beside another kernel in the block slots that kernel leaves free
+  /// (StepLauncher's free_blocks). Loads the kernels now (set-up), not at the first copy.
+  static SmCopy create(int max_blocks = 0);
 
   /// Enqueue the copy of [src, src + bytes) to [dst, dst + bytes) on `stream`: one kernel
   /// launch, none for 0 bytes. src: device-readable; dst: device memory; no overlap. The grid

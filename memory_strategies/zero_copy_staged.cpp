@@ -10,8 +10,11 @@ namespace memstrat {
 void ZeroCopyStagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                                     cudaStream_t compute) {
   if (opt.depth < 2) throw std::invalid_argument("zero-copy-staged: --depth must be >= 2");
+  if (opt.stage_blocks < 1) throw std::invalid_argument("zero-copy-staged: --stage-blocks must be >= 1");
   source_.configure(data, opt, compute);
-  copier_ = SmCopy::create();
+  // --stage-blocks blocks, in as many block slots as the single-launch step's grid leaves free
+  // (StrategyEntry::blocks_beside_step), so staging runs beside the step, not between steps.
+  copier_ = SmCopy::create(opt.stage_blocks);
   // The greatest priority: the staging kernel is small and the next step waits for it, so its
   // blocks are scheduled ahead of any pending blocks of the step it overlaps (priorities never
   // preempt blocks already running).

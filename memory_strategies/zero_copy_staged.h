@@ -1,9 +1,10 @@
 // zero_copy_staged.h: ZeroCopyStagedStrategy (`zero-copy-staged`), the best form of `zero-copy`.
 // The data lives in mapped pinned host memory, as for zero-copy, but in the packed layout (one
 // 16-byte-aligned block per batch: images, then labels; PackedHostBlocks). Per batch an SM copy
-// kernel (SmCopy) reads the block over PCIe ONCE, with coalesced 16-byte loads, into one of K
-// device slots (--depth), on its own stream, while the compute stream runs an earlier batch; the
-// step then reads device memory only. The slots are a SlotRing: handed over by copied / consumed
+// kernel (SmCopy, --stage-blocks blocks) reads the block over PCIe ONCE, with coalesced 16-byte
+// loads, into one of K device slots (--depth), on its own stream and in the block slots the
+// single-launch step's grid leaves free for it, while the compute stream runs an earlier batch;
+// the step then reads device memory only. The slots are a SlotRing: handed over by copied / consumed
 // events as in double-buffer, forked from the compute stream in acquire(0) and joined in
 // end_epoch(), so every epoch enqueues the same work (epoch_capturable in static and refresh).
 // What it removes from zero-copy: every read the step makes of X crossing the bus (the GEMMs

@@ -251,6 +251,9 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   const StrategyOption& copy_chunk = strategy_option("copy-chunk");
   o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
             strategy_option_help(copy_chunk));
+  const StrategyOption& stage_blocks = strategy_option("stage-blocks");
+  o.integer("--stage-blocks", c.stage_blocks, stage_blocks.min, stage_blocks.max, "stage_blocks",
+            strategy_option_help(stage_blocks));
   o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
             "Use only the first N training samples (0 = all)");

@@ -52,6 +52,11 @@ struct MlpConfig {
   /// StrategyEntry::batch_in_host_memory): Auto then takes the layer-by-layer step, whatever the
   /// transfer format (choose_step).
   bool batch_in_host_memory = false;
+  /// Block slots of its cooperative grid the single-launch step leaves to a kernel the strategy
+  /// runs beside every step (StrategyEntry::blocks_beside_step: zero-copy-staged's staging
+  /// kernel), so that the two run at once instead of taking turns. Timing only: the step's
+  /// results do not depend on its grid. The other steps ignore it.
+  int step_free_blocks = 0;
 };
 
 }  // namespace memstrat

@@ -45,6 +45,7 @@ json config_json(const RunRecord& r) {
          {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
          {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
          {"copy_chunk_mib", if_read(c, "copy-chunk", c.copy_chunk_mib)},
+         {"stage_blocks", if_read(c, "stage-blocks", c.stage_blocks)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},

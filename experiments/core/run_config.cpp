@@ -26,6 +26,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.advise = c.advise;
   o.prefetch_chunk_mib = c.prefetch_chunk_mib;
   o.copy_chunk_mib = c.copy_chunk_mib;
+  o.stage_blocks = c.stage_blocks;
   o.seed = c.seed;
   o.workers = c.workers;
   o.prefetch = c.prefetch;
@@ -47,6 +48,10 @@ MlpConfig mlp_config(const RunConfig& c, int features, int classes) {
   m.step = step_kind(c.fused);
   // Where the strategy's batches are when the step reads them: the one place it reaches the Mlp.
   m.batch_in_host_memory = c.strategy != nullptr && c.strategy->batch_in_host_memory;
+  // Blocks the strategy runs beside the step: the step's grid leaves as many slots free.
+  m.step_free_blocks = c.strategy != nullptr && c.strategy->blocks_beside_step != nullptr
+                           ? c.strategy->blocks_beside_step(strategy_options(c))
+                           : 0;
   return m;
 }
 

@@ -76,6 +76,7 @@ struct RunConfig {
   int prefetch = 8;                  // batches produced ahead = host slots
   Augment augment = Augment::Light;  // per-sample host augmentation
   int copy_chunk_mib = 8;      // pinned-graph, double-buffer-graph: MiB per copy call
+  int stage_blocks = 8;        // zero-copy-staged: thread blocks of the staging kernel
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
   std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null

@@ -21,7 +21,8 @@ SingleLaunchStep::SingleLaunchStep(const MlpConfig& cfg, const MlpBuffers& buf,
     : cfg_(cfg),
       buf_(buf),
       stream_(stream),
-      launcher_(cfg.layers[0], cfg.layers[1], cfg.layers[2], cfg.max_batch),
+      launcher_(cfg.layers[0], cfg.layers[1], cfg.layers[2], cfg.max_batch, /*blocks_per_sm=*/0,
+                cfg.step_free_blocks),
       partial_(kernels::step_partial_floats(cfg.max_batch, cfg.layers[0], cfg.layers[1])) {}
 
 kernels::StepArgs SingleLaunchStep::args(int rows) const {

@@ -115,12 +115,14 @@ std::string step_unsupported_here(int hidden, int classes) {
   return "";
 }
 
-StepLauncher::StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm)
+StepLauncher::StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm,
+                           int free_blocks)
     : in_(in), hidden_(hidden), classes_(classes), max_batch_(max_batch), tall_(max_batch >= kTallRows) {
   if (const std::string why = step_unsupported(in, hidden, classes); !why.empty())
     throw std::invalid_argument("StepLauncher: " + why);
   if (max_batch <= 0) throw std::invalid_argument("StepLauncher: max_batch must be > 0");
   if (blocks_per_sm < 0) throw std::invalid_argument("StepLauncher: blocks_per_sm must be >= 0");
+  if (free_blocks < 0) throw std::invalid_argument("StepLauncher: free_blocks must be >= 0");
   if (const std::string why = step_unsupported_here(hidden, classes); !why.empty())
     throw std::runtime_error("StepLauncher: " + why);
   int dev = 0, sms = 0;
@@ -145,7 +147,12 @@ StepLauncher::StepLauncher(int in, int hidden, int classes, int max_batch, int b
   if (blocks_per_sm > occ)
     throw std::invalid_argument("StepLauncher: " + std::to_string(blocks_per_sm) +
                                 " blocks per SM requested, " + std::to_string(occ) + " fit");
-  grid_ = sms * (blocks_per_sm > 0 ? blocks_per_sm : std::min(occ, 2));
+  const int full = sms * (blocks_per_sm > 0 ? blocks_per_sm : std::min(occ, 2));
+  if (free_blocks >= full)
+    throw std::invalid_argument("StepLauncher: " + std::to_string(free_blocks) +
+                                " block slots left free of a grid of " + std::to_string(full) +
+                                " leave none for the step");
+  grid_ = full - free_blocks;
 }
 
 namespace {

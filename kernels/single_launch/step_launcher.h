@@ -102,8 +102,12 @@ inline constexpr int kStepStamps = 7;
 /// inside a graph capture) and checks every call's arguments.
 class StepLauncher {
  public:
-  /// blocks_per_sm == 0: as many as fit, at most 2.
-  StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0);
+  /// blocks_per_sm == 0: as many as fit, at most 2. The grid is blocks_per_sm blocks on every
+  /// SM less free_blocks: block slots left to a kernel that runs beside every step (at 2 blocks
+  /// per SM the step holds all of an SM's registers, so each slot left free is room for up to
+  /// four 256-thread blocks of SmCopy on that SM); at least one block stays with the step.
+  StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0,
+               int free_blocks = 0);
   void run(const StepArgs& a, cudaStream_t s) const;
   /// One training step's per-batch part, checked (rows in 1..max_batch, alignment, non-null x
   /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ..., tall_c()).

@@ -184,9 +184,10 @@ struct OnDevice {
 };
 
 // One launch of the single-launch step on copies of h.
-Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0) {
+Out run_gpu(const Case& c, const Host& h, bool train, cudaStream_t s, int blocks_per_sm = 0,
+            int free_blocks = 0) {
   const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
-  const k::StepLauncher step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm);
+  const k::StepLauncher step(c.in, c.hidden, c.classes, max_batch, blocks_per_sm, free_blocks);
   const OnDevice d(c, h, max_batch, s);
   k::StepArgs a = d.args(c, train);
   a.rows = c.rows;
@@ -343,7 +344,25 @@ TEST_F(SingleLaunch, BitwiseDeterministicForAnyGridSizeAndInputType) {
     EXPECT_TRUE(bitwise_equal(b.vW1, a.vW1, "vW1 (2 blocks per SM)"));
     EXPECT_TRUE(bitwise_equal(b.W2, a.W2, "W2 (2 blocks per SM)"));
     EXPECT_TRUE(bitwise_equal(b.loss, a.loss, "loss (2 blocks per SM)"));
+    // Block slots left to a staging kernel (zero-copy-staged's --stage-blocks): a smaller grid,
+    // the same bits.
+    const Out f = run_gpu(c, h, true, stream_, 2, 11);
+    EXPECT_TRUE(bitwise_equal(f.W1, a.W1, "W1 (11 block slots left free)"));
+    EXPECT_TRUE(bitwise_equal(f.vW1, a.vW1, "vW1 (11 block slots left free)"));
+    EXPECT_TRUE(bitwise_equal(f.W2, a.W2, "W2 (11 block slots left free)"));
+    EXPECT_TRUE(bitwise_equal(f.loss, a.loss, "loss (11 block slots left free)"));
   }
+}
+
+TEST_F(SingleLaunch, FreeBlocksShrinkTheGrid) {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  EXPECT_EQ(k::StepLauncher(784, 256, 10, 256, 2).grid_blocks(), 2 * sms);
+  EXPECT_EQ(k::StepLauncher(784, 256, 10, 256, 2, 3).grid_blocks(), 2 * sms - 3);
+  EXPECT_EQ(k::StepLauncher(784, 256, 10, 256, 1, sms - 1).grid_blocks(), 1);
+  EXPECT_THROW(k::StepLauncher(784, 256, 10, 256, 1, sms), std::invalid_argument);
+  EXPECT_THROW(k::StepLauncher(784, 256, 10, 256, 2, -1), std::invalid_argument);
 }
 
 TEST_F(SingleLaunch, RefusesWhatItCannotRun) {

@@ -1,8 +1,9 @@
 // test_sm_copy.cu: SmCopy (the SM copy kernel) against memcpy: every load width (16, 8, 4, 2,
 // 1 B) through the alignments of destination and source, heads and tails, 0 and 1 byte, sizes
 // from one element to many passes of the full grid, from device, mapped pinned host and managed
-// memory; the bytes around the destination range stay untouched; the copy also works when
-// captured in a CUDA graph and replayed on new source data. Skips without a CUDA device.
+// memory, and with a capped grid; the bytes around the destination range stay
+// untouched; the copy also works when captured in a CUDA graph and replayed on new source data.
+// Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -169,6 +170,26 @@ TEST_F(SmCopyGpu, CapturedInAGraphReadsTheSourceAtEachReplay) {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     EXPECT_EQ(got, want) << "replay " << replay;
   }
+}
+
+// A capped grid (zero-copy-staged's --stage-blocks, running beside the step): the same bytes
+// as memcpy from mapped memory, at every width, over many passes of its small grid.
+TEST_F(SmCopyGpu, CappedGridMatchesMemcpy) {
+  for (const int blocks : {1, 8}) {
+    copy_ = SmCopy::create(blocks);
+    EXPECT_EQ(copy_.max_blocks(), blocks);
+    const std::size_t pass = static_cast<std::size_t>(blocks) * SmCopy::kThreads * 16;
+    for (const std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097},
+                                    std::size_t{256 * 788 + 5}, 9 * pass + 13}) {
+      const SourceBuffer src(Source::Mapped, bytes, 21);
+      DeviceBuffer<unsigned char> dst(bytes + kSlack);
+      for (const std::size_t off : {0, 8, 3}) {
+        const std::string err = copy_and_check(src, off, dst.data(), bytes + 32, off, bytes);
+        ASSERT_EQ(err, "") << blocks << " blocks, " << bytes << " bytes, offset " << off;
+      }
+    }
+  }
+  EXPECT_THROW(SmCopy::create(-1), std::invalid_argument);
 }
 
 TEST(SmCopyGpuErrors, UsingAnUncreatedCopierThrows) {

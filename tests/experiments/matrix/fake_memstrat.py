@@ -61,6 +61,7 @@ def record(a, argv, failed):
         "batch": a.batch, "hidden": hidden, "epochs": a.epochs, "seed": a.seed,
         "gemm": a.gemm, "depth": a.depth, "streams": a.copy_streams,
         "prefetch_chunk_mib": a.prefetch_chunk, "copy_chunk_mib": a.copy_chunk,
+        "stage_blocks": a.stage_blocks,
         "profile": a.profile, "run_tag": a.run_tag})
     if "epoch_launch" in rec["config"]:
         # What the run decided, as experiments/core/trainer.cu decides it: one launch per
