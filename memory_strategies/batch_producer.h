@@ -12,10 +12,10 @@
 //   slot goes Free -> Filling -> Ready -> Held -> (Free | ReleasePending) -> Filling ...
 //
 //   worker:    claims the next batch under the mutex, then waits on its slot's condition
-//              variable until the slot has served its previous batch (released), and, if that release was ReleasePending,
-//              blocks in cudaEventSynchronize on the slot's event outside the mutex
-//              (back-pressure: slot_wait_ms). Fills the slot outside the mutex, marks it
-//              Ready and signals `ready_cv_`.
+//              variable until the slot has served its previous batch (released), and, if
+//              that release was ReleasePending, blocks in cudaEventSynchronize on the slot's
+//              event outside the mutex (back-pressure: slot_wait_ms). Fills the slot outside
+//              the mutex, marks it Ready and signals `ready_cv_`.
 //   consumer:  wait_ready(b) waits on `ready_cv_` for batch b's slot to be Ready (starvation:
 //              consumer_wait_ms) and takes it (Held). When whatever reads the slot is done it
 //              hands it back, either
