@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "common/nvtx.h"
 #include "memory_strategies/epoch_data.h"  // write_rows, transfer_bytes_per_sample
@@ -41,9 +42,9 @@ BatchProducer::BatchProducer(const HostDataset& data, const ProducerConfig& cfg,
   if (cfg.gpu_release) {
     CUDA_CHECK(cudaGetDevice(&device_));
     for (std::size_t s = 0; s < slots_.size(); ++s)
-      // Blocking sync: a worker waiting for the GPU sleeps instead of spinning on a core that
-      // another worker could use.
-      release_events_.push_back(Event::create(cudaEventDisableTiming | cudaEventBlockingSync));
+      // Polled (wait_released), not blocking-sync: with a sleeping waiter woken by the driver
+      // the trainer waited for batches more often although the workers were far ahead.
+      release_events_.push_back(Event::create(cudaEventDisableTiming));
   }
   ring_.resize(slots_.size());
   slot_cvs_ = std::vector<std::condition_variable>(slots_.size());
@@ -116,7 +117,7 @@ void BatchProducer::work(int worker) {
       slot.state = State::Filling;
       lk.unlock();
       if (gpu_pending)
-        CUDA_CHECK(cudaEventSynchronize(release_events_[static_cast<std::size_t>(s)]));
+        wait_released(release_events_[static_cast<std::size_t>(s)]);
       const auto fill_start = Clock::now();
       fill(worker, epoch, b, s);
       const auto fill_end = Clock::now();
@@ -134,6 +135,18 @@ void BatchProducer::work(int worker) {
   } catch (...) {
     std::lock_guard<std::mutex> lk(mu_);
     fail(std::current_exception());
+  }
+}
+
+void BatchProducer::wait_released(cudaEvent_t e) {
+  // Poll, yielding the core between queries: a worker that waits here gives way to any other
+  // runnable thread (a worker that fills, the trainer) instead of spinning, and sees the GPU's
+  // release within one scheduling round instead of a driver wake-up.
+  for (;;) {
+    const cudaError_t r = cudaEventQuery(e);
+    if (r == cudaSuccess) return;
+    if (r != cudaErrorNotReady) CUDA_CHECK(r);
+    std::this_thread::yield();
   }
 }
 

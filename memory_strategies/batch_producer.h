@@ -13,9 +13,10 @@
 //
 //   worker:    claims the next batch under the mutex, then waits on its slot's condition
 //              variable until the slot has served its previous batch (released), and, if
-//              that release was ReleasePending, blocks in cudaEventSynchronize on the slot's
-//              event outside the mutex (back-pressure: slot_wait_ms). Fills the slot outside
-//              the mutex, marks it Ready and signals `ready_cv_`.
+//              that release was ReleasePending, polls the slot's event outside the mutex
+//              (wait_released: cudaEventQuery, yielding between queries; back-pressure:
+//              slot_wait_ms). Fills the slot outside the mutex, marks it Ready and signals
+//              `ready_cv_`.
 //   consumer:  wait_ready(b) waits on `ready_cv_` for batch b's slot to be Ready (starvation:
 //              consumer_wait_ms) and takes it (Held). When whatever reads the slot is done it
 //              hands it back, either
@@ -131,6 +132,8 @@ class BatchProducer {
   using Clock = std::chrono::steady_clock;
 
   void work(int worker);
+  /// Until the GPU has passed `e` (a slot's release_after): cudaEventQuery, yielding between.
+  static void wait_released(cudaEvent_t e);
   void fill(int worker, int epoch, int b, int s);
   int slot_of(std::int64_t seq) const { return static_cast<int>(seq % slots()); }
   Slot& checked_held(int s, const char* what);
