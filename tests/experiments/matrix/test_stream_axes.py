@@ -27,8 +27,9 @@ def test_stream_matrix_expands_to_the_documented_sweep(run_matrix, describe):
     assert {c.augment for c in m.cells} == {"light", "heavy"}
     assert {(c.scenario, c.prefetch, c.batch, c.transfer) for c in m.cells} == \
         {("stream", 32, 256, "u8")}
-    configs = 5 * 5 * 2
-    assert len(m.cells) == 3 * configs                  # 3 processes, the profiler off
+    configs = 5 * 5
+    assert len(m.cells) == 8 * configs + 3 * configs    # light 8 processes, heavy 3, no profiler
+    assert sum(c.augment == "light" for c in m.cells) == 8 * configs
     assert {c.profile for c in m.cells} == {False}
     keys = {c.key for c in m.cells}
     assert len(keys) == len(m.cells)
@@ -99,5 +100,5 @@ def test_stream_dry_run(tmp_path, fake_memstrat):
                           "--out", str(tmp_path / "out"), "--memstrat", str(fake_memstrat),
                           "--dry-run"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "150 cells" in res.stdout
+    assert "275 cells" in res.stdout
     assert "--workers 16 --prefetch 32 --augment heavy" in res.stdout
