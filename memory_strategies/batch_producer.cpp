@@ -42,8 +42,11 @@ BatchProducer::BatchProducer(const HostDataset& data, const ProducerConfig& cfg,
   if (cfg.gpu_release) {
     CUDA_CHECK(cudaGetDevice(&device_));
     for (std::size_t s = 0; s < slots_.size(); ++s)
-      // Polled (wait_released), not blocking-sync: with a sleeping waiter woken by the driver
-      // the trainer waited for batches more often although the workers were far ahead.
+      // Polled (wait_released), not blocking-sync. A blocking-sync waiter sleeps until the
+      // driver's event-handler thread wakes it, one wake-up per released slot; with 8 or 16
+      // workers waiting that way, some processes ran every epoch far slower than others
+      // (double-buffer, light, 16 workers on an H200: more than twice the epoch), and
+      // polling removed that spread at 8 and 16 workers.
       release_events_.push_back(Event::create(cudaEventDisableTiming));
   }
   ring_.resize(slots_.size());
