@@ -7,11 +7,15 @@ import csv
 from pathlib import Path
 from typing import Any, Sequence
 
-from .aggregate import Group, floors, overlap_efficiency
+from .aggregate import STRATEGY_OPTION_DEFAULTS, Group, floors, overlap_efficiency
 
 CSV_COLUMNS = (
     "gpu", "strategy", "scenario", "transfer", "batch", "hidden", "gemm", "depth",
-    "copy_streams", "epoch_launch", "workers", "prefetch", "augment", "epochs", "runs",
+    "copy_streams", "epoch_launch", "workers", "prefetch", "augment",
+    # What tells two variants of one strategy apart: the label the report and the docs use,
+    # the step the run took and the strategies' own options (empty where one does not apply).
+    "variant", "epoch_form", "step", *STRATEGY_OPTION_DEFAULTS,
+    "epochs", "runs",
     "n_processes", "timing_profile",
     "counter_runs", "steady_epochs",
     "wall_ms_median", "ci_low", "ci_high", "ci_half_pct", "unstable",
@@ -46,7 +50,9 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "transfer": k.transfer, "batch": k.batch, "hidden": k.hidden_label,
             "gemm": k.gemm, "depth": k.depth, "copy_streams": k.streams,
             "epoch_launch": k.epoch_launch, "workers": k.workers, "prefetch": k.prefetch,
-            "augment": k.augment, "epochs": k.epochs, "runs": g.runs,
+            "augment": k.augment, "variant": k.variant_label, "epoch_form": k.epoch_form,
+            "step": k.step, **{name: dict(k.other).get(name) for name in STRATEGY_OPTION_DEFAULTS},
+            "epochs": k.epochs, "runs": g.runs,
             "n_processes": g.n_processes, "timing_profile": g.timing_profiled,
             "counter_runs": len(g.counter_records),
             "steady_epochs": pooled.n if pooled else 0,

@@ -162,3 +162,23 @@ def test_csv_with_processes_and_bandwidth(tmp_path, fixtures_dir):
 def test_failed_records_are_not_aggregated(fixture_records):
     groups = aggregate(fixture_records)
     assert not any(g.key.strategy == "um-advise" for g in groups)
+
+
+def test_csv_tells_variants_of_one_strategy_apart(tmp_path, fixtures_dir):
+    # Two runs that differ only in a strategy's own option (--stage-blocks) are two rows that
+    # the CSV alone must tell apart: by the option's column and by the variant label.
+    import copy
+    base = next(r for r in load_records(fixtures_dir / "processes.jsonl")
+                if r["config"]["strategy"] == "pinned")
+    records = []
+    for blocks in (8, 16):
+        r = copy.deepcopy(base)
+        r["config"].update(strategy="zero-copy-staged", stage_blocks=blocks)
+        records.append(r)
+    path = write_csv(aggregate(records), tmp_path / "summary.csv")
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(r["stage_blocks"] for r in rows) == ["16", "8"]
+    assert len({r["variant"] for r in rows}) == 2
+    assert all(r["copy_chunk_mib"] == "" and r["prefetch_chunk_mib"] == "" for r in rows)
+    assert {r["step"] for r in rows} == {base["config"].get("step") or ""}
