@@ -85,7 +85,7 @@ class GroupKey:
     epochs: int
     other: tuple = ()
     epoch_launch: bool = False
-    epoch_form: str = "per-batch"   # "kernel" | "graph" | "per-batch"
+    epoch_form: str = "per-batch"   # "kernel" | "kernel-per-chunk" | "graph" | "per-batch"
     workers: int | None = None     # the stream scenario's input pipeline; None elsewhere
     prefetch: int | None = None
     augment: str | None = None
@@ -107,6 +107,8 @@ class GroupKey:
             label += f" ({_STRATEGY_OPTION_LABELS[name].format(value)})"
         if self.epoch_form == "kernel":
             label += " (one launch per epoch)"
+        elif self.epoch_form == "kernel-per-chunk":
+            label += " (one launch per chunk)"
         elif self.epoch_form == "graph":
             label += " (one graph per epoch)"
         if self.workers is not None:
@@ -426,9 +428,10 @@ def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     form as `g` (one launch per batch for every per-batch strategy; the kernel form for the
     kernel form) and the same MLP step, same GPU, transfer, batch, hidden, GEMM, epochs and
     other options; None when
-    no such group was run. resident never runs as an epoch graph, so a graph-form run is
-    compared with the per-batch reference: the same step launches, each enqueued by the host
-    (a graph can come in below it, which is what removing the per-batch enqueue buys)."""
+    no such group was run. resident never runs as an epoch graph or a launch per chunk, so a
+    graph-form or kernel-per-chunk run is compared with the per-batch reference: the same steps,
+    each launched on its own and enqueued by the host (either form can come in below it, which
+    is what removing the per-batch enqueue, or the per-step launch, buys)."""
     ref_form = "kernel" if g.key.epoch_form == "kernel" else "per-batch"
     for r in groups:
         k = r.key

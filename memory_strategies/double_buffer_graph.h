@@ -7,14 +7,16 @@
 // into a slot waits for the last step that read it (consumed event, recorded after the last batch
 // of the chunk before), a chunk's first step for its copy (copied event); the copy streams fork
 // from the compute stream in acquire(0) and join it in end_epoch(), so no event crosses an epoch
-// (between epochs the graph launch boundary, or the fork, orders everything). It keeps the
-// epoch-capture contract, so the trainer captures the whole epoch into one CUDA graph and
-// replays it.
+// (between epochs the graph launch boundary, or the fork, orders everything). A chunk's batches
+// can be acquired together (launch_group), so with the single-launch step the trainer runs each
+// chunk's steps in ONE kernel launch (kernel-per-chunk form); with another step it keeps the
+// epoch-capture contract, and the trainer captures the whole epoch into one CUDA graph.
 // What it removes from double-buffer: all but one copy per chunk (double-buffer makes two per
 // batch, images and labels), each of which paid the copy's fixed cost and ran below the bus
-// bandwidth a larger copy reaches, and, through the epoch graph, the host's per-batch enqueue
-// (copies, event records and waits, the step's launch), which keeps a host-bound pipeline from
-// hiding anything.
+// bandwidth a larger copy reaches, and the host's per-batch enqueue (copies, event records and
+// waits, the step's launch), which keeps a host-bound pipeline from hiding anything; with one
+// launch per chunk also the per-step launch and grid ramp-up, which resident's epoch launch
+// avoids.
 #pragma once
 
 #include "memory_strategies/chunk_plan.h"
@@ -30,6 +32,11 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
   BatchView acquire(int b) override;
+  /// A chunk: its one copy is all its batches wait for, and its slot is handed back after its
+  /// last step, so all its steps can run in one launch while the next chunks copy.
+  int launch_group() const override {
+    return source_.written_before_epoch() ? plan_.batches_per_chunk() : 0;
+  }
   void release(int b) override;
   void end_epoch() override { ring_.end_epoch(); }
   /// h2d_bytes: every chunk, every epoch (from the geometry: images, labels and the packing

@@ -143,6 +143,13 @@ class MemoryStrategy {
   /// anything) needs no compute in between. The trainer may then run the whole epoch's steps in
   /// one kernel launch (Trainer's epoch launch).
   virtual bool acquire_ahead() const { return false; }
+  /// acquire_ahead() for groups of k batches, [g·k, min((g+1)·k, n)), or 0 for none (asked
+  /// after attach): acquire(b) may be called for every batch of one group before any of the
+  /// group's compute is enqueued, the group's views stay valid until its last batch is
+  /// released, and the groups run in order (a group's acquires after the previous group's
+  /// releases). The trainer may then run each group's steps in one kernel launch (Trainer's
+  /// kernel-per-chunk form). A strategy that is acquire_ahead() has one group: the epoch.
+  virtual int launch_group() const { return 0; }
 };
 
 }  // namespace memstrat

@@ -32,13 +32,15 @@ class Mlp {
   void train_step(const BatchView& b, float* sample_loss, std::int32_t* sample_correct);
   /// Several steps in ONE kernel launch, in order: bitwise the same as train_step on each view
   /// in turn. Only on the single-launch step (multi_step()); reserve_steps(n) first (it
-  /// allocates), then at most n views per call. The views' per-step table is uploaded when it
-  /// changes (a stream synchronisation, then one copy); the same views again cost nothing.
+  /// allocates a per-step table of n rows), then the views go to rows [first, first + size)
+  /// of it (first + size <= n). Rows are uploaded when they change (a stream synchronisation,
+  /// then one copy); the same views in the same rows again cost nothing, so an epoch run as
+  /// several launches gives each launch its own rows.
   bool multi_step() const { return step_->multi_step(); }
   void reserve_steps(int n) { step_->reserve_steps(n); }
   void train_steps(const std::vector<BatchView>& views, float* sample_loss,
-                   std::int32_t* sample_correct) {
-    step_->train_steps(views, sample_loss, sample_correct);
+                   std::int32_t* sample_correct, int first = 0) {
+    step_->train_steps(views, sample_loss, sample_correct, first);
   }
   /// Forward only on device-resident floats; per-row loss and correctness as above (offset 0).
   void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,

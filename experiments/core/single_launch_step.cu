@@ -82,15 +82,16 @@ void SingleLaunchStep::reserve_steps(int n) {
   if (n < 1) throw std::invalid_argument("Mlp::reserve_steps: n must be >= 1");
   steps_dev_ = DeviceBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
   steps_pinned_ = PinnedBuffer<kernels::StepBatch>(static_cast<std::size_t>(n));
-  steps_host_.clear();
+  steps_host_.assign(static_cast<std::size_t>(n), kernels::StepBatch{});  // nothing uploaded
 }
 
 void SingleLaunchStep::train_steps(const std::vector<BatchView>& views, float* sample_loss,
-                                   std::int32_t* sample_correct) {
+                                   std::int32_t* sample_correct, int first) {
   if (views.empty()) return;
-  if (views.size() > steps_dev_.size())
-    throw std::invalid_argument("Mlp::train_steps: " + std::to_string(views.size()) +
-                                " steps, reserve_steps() made room for " +
+  if (first < 0 || static_cast<std::size_t>(first) + views.size() > steps_dev_.size())
+    throw std::invalid_argument("Mlp::train_steps: rows " + std::to_string(first) + ".." +
+                                std::to_string(first + static_cast<int>(views.size()) - 1) +
+                                " of the step table, reserve_steps() made room for " +
                                 std::to_string(steps_dev_.size()));
   const bool u8 = views.front().x_f32 == nullptr;
   std::vector<kernels::StepBatch> t;
@@ -102,17 +103,19 @@ void SingleLaunchStep::train_steps(const std::vector<BatchView>& views, float* s
                                 sample_loss + v.first_sample, sample_correct + v.first_sample,
                                 v.rows));
   }
-  // The table is uploaded when it differs from the one on the device (the first epoch: a
+  // The rows are uploaded when they differ from those on the device (the first epoch: a
   // strategy hands out the same addresses every epoch).
-  bool same = t.size() == steps_host_.size();
-  for (std::size_t i = 0; same && i < t.size(); ++i) same = same_batch(t[i], steps_host_[i]);
+  const auto row = steps_host_.begin() + first;
+  bool same = true;
+  for (std::size_t i = 0; same && i < t.size(); ++i) same = same_batch(t[i], row[i]);
+  kernels::StepBatch* dev = steps_dev_.data() + first;
   if (!same) {
-    // The previous upload from the staging buffer finished: every epoch drains the stream.
+    // No earlier upload from these staging rows is still in flight.
     CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::copy(t.begin(), t.end(), steps_pinned_.data());
-    CUDA_CHECK(cudaMemcpyAsync(steps_dev_.data(), steps_pinned_.data(),
+    std::copy(t.begin(), t.end(), steps_pinned_.data() + first);
+    CUDA_CHECK(cudaMemcpyAsync(dev, steps_pinned_.data() + first,
                                t.size() * sizeof(kernels::StepBatch), cudaMemcpyHostToDevice, stream_));
-    steps_host_ = std::move(t);
+    std::copy(t.begin(), t.end(), row);
   }
   NvtxRange r(Phase::Forward, "steps (one launch)");
   kernels::StepArgs a = train_args(cfg_.max_batch);
@@ -120,7 +123,7 @@ void SingleLaunchStep::train_steps(const std::vector<BatchView>& views, float* s
     a.x_u8 = views.front().x_u8;
   else
     a.x_f32 = views.front().x_f32;
-  launcher_.run_steps(a, steps_dev_.data(), static_cast<int>(views.size()), stream_);
+  launcher_.run_steps(a, dev, static_cast<int>(views.size()), stream_);
 }
 
 }  // namespace memstrat

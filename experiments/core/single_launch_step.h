@@ -25,10 +25,10 @@ class SingleLaunchStep final : public TrainStep {
                 std::int32_t* sample_correct) override;
   bool multi_step() const override { return true; }
   void reserve_steps(int n) override;
-  /// The views' per-step table is uploaded when it changes (a stream synchronisation, then one
-  /// copy); the same views again cost nothing.
+  /// The views' rows [first, first + size) of the per-step table are uploaded when they change
+  /// (a stream synchronisation, then one copy); the same views again cost nothing.
   void train_steps(const std::vector<BatchView>& views, float* sample_loss,
-                   std::int32_t* sample_correct) override;
+                   std::int32_t* sample_correct, int first) override;
 
  private:
   kernels::StepArgs args(int rows) const;        // what training and evaluation share
@@ -40,7 +40,7 @@ class SingleLaunchStep final : public TrainStep {
   DeviceBuffer<float> partial_;                  // phase A's partial sums
   DeviceBuffer<kernels::StepBatch> steps_dev_;   // train_steps' per-step table
   PinnedBuffer<kernels::StepBatch> steps_pinned_;
-  std::vector<kernels::StepBatch> steps_host_;   // what steps_dev_ holds
+  std::vector<kernels::StepBatch> steps_host_;   // what steps_dev_ holds (x == nullptr: nothing)
 };
 
 }  // namespace memstrat

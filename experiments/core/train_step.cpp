@@ -9,7 +9,7 @@ void TrainStep::reserve_steps(int) {
   throw std::logic_error("Mlp::reserve_steps: only the single-launch step runs several steps per launch");
 }
 
-void TrainStep::train_steps(const std::vector<BatchView>&, float*, std::int32_t*) {
+void TrainStep::train_steps(const std::vector<BatchView>&, float*, std::int32_t*, int) {
   throw std::logic_error("Mlp::train_steps: only the single-launch step runs several steps per launch");
 }
 

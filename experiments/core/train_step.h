@@ -58,7 +58,7 @@ class TrainStep {
   /// The views' steps in ONE launch, in order: bitwise the same as train() on each in turn.
   /// Throws std::logic_error unless multi_step().
   virtual void train_steps(const std::vector<BatchView>& views, float* sample_loss,
-                           std::int32_t* sample_correct);
+                           std::int32_t* sample_correct, int first);
 };
 
 }  // namespace memstrat

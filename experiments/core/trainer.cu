@@ -24,6 +24,8 @@ std::string_view to_string(EpochForm f) {
   switch (f) {
     case EpochForm::Kernel:
       return "kernel";
+    case EpochForm::ChunkKernels:
+      return "kernel-per-chunk";
     case EpochForm::Graph:
       return "graph";
     case EpochForm::PerBatch:
@@ -54,8 +56,9 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
   host_loss_.resize(static_cast<std::size_t>(n_train_));
   graphs_by_batch_.resize(static_cast<std::size_t>(batches_));
   const std::string strategy_name(strategy_.name());
-  std::string no_kernel;  // why not the kernel form
-  if (!strategy_.acquire_ahead())
+  std::string no_kernel;  // why not a kernel form
+  group_ = strategy_.acquire_ahead() ? batches_ : std::min(strategy_.launch_group(), batches_);
+  if (group_ < 1)
     no_kernel = "strategy " + strategy_name + " moves each batch while the previous ones compute";
   else if (!mlp_.multi_step())
     no_kernel = "the " + mlp_.step_kind() + " step runs one launch per batch";
@@ -63,7 +66,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     form_ = EpochForm::PerBatch;
     epoch_launch_off_reason_ = "off (--epoch-launch off)";
   } else if (no_kernel.empty()) {
-    form_ = EpochForm::Kernel;
+    form_ = group_ == batches_ ? EpochForm::Kernel : EpochForm::ChunkKernels;
   } else if (strategy_.epoch_capturable()) {
     form_ = EpochForm::Graph;
   } else {
@@ -71,9 +74,9 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     epoch_launch_off_reason_ =
         no_kernel + ", and strategy " + strategy_name + " cannot be captured as one epoch graph";
   }
-  if (form_ == EpochForm::Kernel) {
-    mlp_.reserve_steps(batches_);
-    views_.reserve(static_cast<std::size_t>(batches_));
+  if (form_ == EpochForm::Kernel || form_ == EpochForm::ChunkKernels) {
+    mlp_.reserve_steps(batches_);  // one table row per batch: each launch has its own rows
+    views_.reserve(static_cast<std::size_t>(group_));
   }
 
   if (n_test_ > 0) {
@@ -135,14 +138,18 @@ void Trainer::enqueue_batches() {
 }
 
 void Trainer::enqueue_epoch_launch() {
-  NvtxRange br(Phase::Batch, "batches 0-" + std::to_string(batches_ - 1) + " (one launch)");
-  CUDA_CHECK(cudaEventRecord(ready_[0], compute_));
-  views_.clear();
-  for (int b = 0; b < batches_; ++b) views_.push_back(strategy_.acquire(b));
-  CUDA_CHECK(cudaEventRecord(data_[0], compute_));
-  mlp_.train_steps(views_, sample_loss_.data(), sample_correct_.data());
-  CUDA_CHECK(cudaEventRecord(done_[batches_ - 1], compute_));
-  for (int b = 0; b < batches_; ++b) strategy_.release(b);
+  for (int first = 0; first < batches_; first += group_) {
+    const int end = std::min(batches_, first + group_);
+    NvtxRange br(Phase::Batch, "batches " + std::to_string(first) + "-" + std::to_string(end - 1) +
+                                   " (one launch)");
+    CUDA_CHECK(cudaEventRecord(ready_[first], compute_));
+    views_.clear();
+    for (int b = first; b < end; ++b) views_.push_back(strategy_.acquire(b));
+    CUDA_CHECK(cudaEventRecord(data_[first], compute_));
+    mlp_.train_steps(views_, sample_loss_.data(), sample_correct_.data(), first);
+    CUDA_CHECK(cudaEventRecord(done_[end - 1], compute_));
+    for (int b = first; b < end; ++b) strategy_.release(b);
+  }
 }
 
 void Trainer::launch_epoch_graph() {
@@ -174,6 +181,7 @@ EpochResult Trainer::run_epoch(int epoch) {
   r.host_ms = ms_since(t0);
   switch (form_) {
     case EpochForm::Kernel:
+    case EpochForm::ChunkKernels:
       enqueue_epoch_launch();
       strategy_.end_epoch();
       break;
@@ -190,9 +198,13 @@ EpochResult Trainer::run_epoch(int epoch) {
 
   // Everything below is outside the timed region.
   r.gpu_ms = elapsed_ms(ready_[0], done_[batches_ - 1]);
-  if (form_ == EpochForm::Kernel) {
-    r.stall_ms = elapsed_ms(ready_[0], data_[0]);
-    r.compute_ms = elapsed_ms(data_[0], done_[batches_ - 1]);
+  if (form_ == EpochForm::Kernel || form_ == EpochForm::ChunkKernels) {
+    for (int first = 0; first < batches_; first += group_) {  // per launch
+      const int last = std::min(batches_, first + group_) - 1;
+      r.stall_ms += elapsed_ms(ready_[first], data_[first]);
+      r.compute_ms += elapsed_ms(data_[first], done_[last]);
+      if (last + 1 < batches_) r.idle_ms += elapsed_ms(done_[last], ready_[last + 1]);
+    }
   } else {
     for (int b = 0; b < batches_; ++b) {
       r.stall_ms += elapsed_ms(ready_[b], data_[b]);

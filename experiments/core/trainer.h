@@ -1,9 +1,12 @@
 // trainer.h: Trainer, the epoch loop. It asks the MemoryStrategy for each batch, runs the Mlp
 // step on the compute stream, and times every epoch with CUDA events (three per batch: ready ->
-// data -> done) and a host clock. An epoch runs in one of three forms (EpochForm), chosen once:
+// data -> done) and a host clock. An epoch runs in one of four forms (EpochForm), chosen once:
 //  - kernel: a strategy whose batches can all be acquired up front and the single-launch step:
 //    it acquires every batch, runs all steps in ONE kernel launch and releases them; the events
 //    then bracket the whole epoch (ready -> data: the acquires, data -> done: the launch).
+//  - kernel-per-chunk: the same for each of the strategy's launch groups (launch_group: the
+//    batches of one copied chunk) in turn: acquire the group, ONE launch for its steps, release
+//    it; the events bracket each group.
 //  - graph: a strategy that allows it (epoch_capturable): the first epoch's enqueues (every
 //    acquire, step, release and end_epoch; begin_epoch stays outside, host work) are captured
 //    into ONE CUDA graph, replayed as it is every later epoch. The per-batch events are external
@@ -31,10 +34,11 @@ namespace memstrat {
 /// How an epoch runs (the record's config.epoch_form).
 enum class EpochForm {
   Kernel,    // every step in ONE cooperative kernel launch
+  ChunkKernels,  // one cooperative kernel launch per launch group (MemoryStrategy::launch_group)
   Graph,     // the epoch's enqueues captured once as ONE CUDA graph, replayed every epoch
   PerBatch,  // enqueued batch by batch
 };
-/// "kernel", "graph", "per-batch".
+/// "kernel", "kernel-per-chunk", "graph", "per-batch".
 std::string_view to_string(EpochForm f);
 
 struct EpochResult {
@@ -60,7 +64,8 @@ class Trainer {
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
   /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs (per-batch form
   /// only) and cfg.epoch_launch: run each epoch as ONE launch where possible, the kernel form
-  /// (the strategy's acquire_ahead() and the Mlp's multi_step()) before the graph form (the
+  /// (the strategy's acquire_ahead() or, one launch per group, launch_group(), and the Mlp's
+  /// multi_step()) before the graph form (the
   /// strategy's epoch_capturable()); epoch_launch_off_reason() says why neither otherwise.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
           cudaStream_t compute);
@@ -88,9 +93,10 @@ class Trainer {
   void step(int b, const BatchView& v);
   void record(cudaEvent_t e);   // on the compute stream; an external node in the epoch graph
   void enqueue_batches();       // one step per batch (per-batch form, or captured: graph form)
-  void enqueue_epoch_launch();  // every step in one launch (kernel form)
+  void enqueue_epoch_launch();  // one launch per group_ batches (kernel, kernel-per-chunk forms)
   void launch_epoch_graph();    // graph form: captured the first time, then replayed
   EpochForm form_ = EpochForm::PerBatch;
+  int group_ = 0;  // kernel forms: batches per launch (batches_ in the kernel form)
   std::string epoch_launch_off_reason_;
   GraphExec epoch_graph_;
   int epoch_graph_captures_ = 0;

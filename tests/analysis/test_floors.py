@@ -82,18 +82,24 @@ def test_reference_is_per_batch_static_resident():
 def test_graph_form_is_its_own_group_compared_with_per_batch_resident():
     graph = rec("double-buffer-graph", gpu=9.5, copy=4.0, h2d=U8_BYTES, epoch_launch=True)
     graph["config"]["epoch_form"] = "graph"
+    chunks = rec("double-buffer-graph", gpu=8.5, copy=4.0, h2d=U8_BYTES, epoch_launch=True)
+    chunks["config"]["epoch_form"] = "kernel-per-chunk"
     per_batch = rec("double-buffer-graph", gpu=11.0, copy=4.0, h2d=U8_BYTES,
                     epoch_launch=False)
     per_batch["config"]["epoch_form"] = "per-batch"
     kernel = rec("resident", gpu=8.0, epoch_launch=True)    # written before epoch_form
     ref = rec("resident", gpu=10.0, epoch_launch=False)
-    groups = aggregate([graph, per_batch, kernel, ref])
+    groups = aggregate([graph, chunks, per_batch, kernel, ref])
     by = {(g.key.strategy, g.key.epoch_form): g for g in groups}
     assert set(by) == {("double-buffer-graph", "graph"), ("double-buffer-graph", "per-batch"),
+                       ("double-buffer-graph", "kernel-per-chunk"),
                        ("resident", "kernel"), ("resident", "per-batch")}
     assert by[("double-buffer-graph", "graph")].key.variant_label.endswith("(one graph per epoch)")
-    # resident never runs as a graph: the graph form's reference is the per-batch resident
-    for form in ("graph", "per-batch"):
+    assert by[("double-buffer-graph", "kernel-per-chunk")].key.variant_label.endswith(
+        "(one launch per chunk)")
+    # resident never runs as a graph nor per chunk: those forms' reference is the per-batch
+    # resident
+    for form in ("graph", "kernel-per-chunk", "per-batch"):
         assert compute_reference(groups, by[("double-buffer-graph", form)]) is \
             by[("resident", "per-batch")], form
     assert compute_reference(groups, by[("resident", "kernel")]) is by[("resident", "kernel")]

@@ -293,11 +293,12 @@ TEST(Record, KeysAndValuesOfAFinishedRun) {
   EXPECT_EQ(j["env_end"].size(), 5u);
 }
 
-// config.epoch_form names which of the two one-launch forms ran (config.epoch_launch is true for
-// both) or that the epoch was enqueued batch by batch.
+// config.epoch_form names which of the one-launch forms ran (config.epoch_launch is true for
+// them all) or that the epoch was enqueued batch by batch.
 TEST(Record, EpochFormSaysWhichLaunchRan) {
   RunRecord r = finished_record();
   for (const auto& [form, name] : {std::pair{EpochForm::Kernel, "kernel"},
+                                   std::pair{EpochForm::ChunkKernels, "kernel-per-chunk"},
                                    std::pair{EpochForm::Graph, "graph"}}) {
     r.epoch_launch = EpochLaunchChoice{true, std::nullopt, form};
     const json c = r.to_json()["config"];
