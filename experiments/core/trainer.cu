@@ -66,7 +66,8 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     form_ = EpochForm::PerBatch;
     epoch_launch_off_reason_ = "off (--epoch-launch off)";
   } else if (no_kernel.empty()) {
-    form_ = group_ == batches_ ? EpochForm::Kernel : EpochForm::ChunkKernels;
+    // A strategy's launch groups keep their form when one group is the whole epoch.
+    form_ = strategy_.acquire_ahead() ? EpochForm::Kernel : EpochForm::ChunkKernels;
   } else if (strategy_.epoch_capturable()) {
     form_ = EpochForm::Graph;
   } else {

@@ -8,7 +8,9 @@
 //   pinned-graph,       one copy per chunk of k whole packed batches (--copy-chunk): ceil(batches
 //   double-buffer-graph / k) copies per epoch where the naive form makes two per batch; and with
 //                       the epoch graph (as zero-copy-staged) no per-batch host enqueue at all: a
-//                       replayed epoch is ONE cudaGraphLaunch, no copy, launch or event call
+//                       replayed epoch is ONE cudaGraphLaunch, no copy, launch or event call;
+//                       double-buffer-graph with the single-launch step in static: one copy and
+//                       ONE step launch per chunk (kernel-per-chunk form)
 #include <algorithm>
 
 #include "common/profiler/profiler.h"
@@ -57,6 +59,15 @@ std::uint64_t chunk_copies(int batch, Transfer t, int chunk_mib) {
   const std::int64_t k = std::max<std::int64_t>(1, (std::int64_t{chunk_mib} << 20) / block);
   const std::int64_t batches = batch_count(mnist().n_train(), batch);
   return static_cast<std::uint64_t>((batches + k - 1) / k);
+}
+
+// A run of `strategy` at batch 256, u8, in its epoch-graph form: double-buffer-graph runs the
+// cuBLASLt step, which cannot run several steps in one launch (with the single-launch step its
+// static epochs are one launch per chunk: DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk).
+RunConfig graph_form_run(const std::string& strategy) {
+  RunConfig c = short_run(strategy);
+  if (strategy == "double-buffer-graph") c.fused = FusedMode::Lt;
+  return c;
 }
 
 std::uint64_t launches(const WindowCounters& w) {
@@ -163,7 +174,7 @@ TEST_F(BestForms, EpochGraphOfTheGraphFormsHoldsOneCopyPerChunk) {
                          Case{256, Transfer::U8, 1024}, Case{256, Transfer::F32, 8},
                          Case{1024, Transfer::F32, 1}, Case{1024, Transfer::F32, 8}}) {
       for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-        RunConfig r = short_run(s);
+        RunConfig r = graph_form_run(s);
         r.batch = c.batch;
         r.transfer = c.transfer;
         r.copy_chunk_mib = c.chunk_mib;
@@ -196,7 +207,9 @@ TEST_F(BestForms, EpochGraphBestFormsEnqueueNothingPerBatch) {
       continue;
     }
     for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-      const std::vector<WindowCounters> w = epoch_windows(*prof_, s, sc);
+      RunConfig c = graph_form_run(s);
+      c.scenario = sc;
+      const std::vector<WindowCounters> w = epoch_windows(*prof_, c);
       const std::string what = std::string(s) + " " + std::string(to_string(sc));
       EXPECT_EQ(w[0].api.count("cudaStreamBeginCapture"), 1u) << what << " epoch 1";
       EXPECT_EQ(w[0].api.count("cudaGraphLaunch"), 1u) << what << " epoch 1";
@@ -209,6 +222,32 @@ TEST_F(BestForms, EpochGraphBestFormsEnqueueNothingPerBatch) {
           EXPECT_EQ(w[e].api.count(fn), 0u) << ep << ": " << fn;
         EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"), resident[e].api.count("cudaMemcpyAsync")) << ep;
       }
+    }
+  }
+}
+
+// The kernel-per-chunk form: with the single-launch step and static data, double-buffer-graph's
+// epoch makes one copy and ONE step launch per chunk, every epoch (nothing captured): resident's
+// kernel form makes one step launch per epoch and no copy, and the trainer's own calls are the
+// same in both.
+TEST_F(BestForms, DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk) {
+  const std::vector<WindowCounters> resident = epoch_windows(*prof_, "resident", Scenario::Static);
+  for (const int mib : {1, 8}) {
+    RunConfig c = short_run("double-buffer-graph");  // batch 256, u8, single-launch step
+    c.copy_chunk_mib = mib;
+    const std::vector<WindowCounters> w = epoch_windows(*prof_, c);
+    const std::uint64_t chunks = chunk_copies(256, Transfer::U8, mib);
+    ASSERT_GT(chunks, 1u) << "--copy-chunk " << mib;
+    for (int e = 0; e < kEpochs; ++e) {
+      const std::string ep = "--copy-chunk " + std::to_string(mib) + " epoch " + std::to_string(e + 1);
+      EXPECT_EQ(w[e].api.count("cudaStreamBeginCapture"), 0u) << ep;
+      EXPECT_EQ(w[e].api.count("cudaGraphLaunch"), 0u) << ep;
+      EXPECT_EQ(w[e].api.count("cudaLaunchKernelExC"),
+                resident[e].api.count("cudaLaunchKernelExC") + chunks - 1)
+          << ep << ": step launches";
+      if (e == 0) continue;  // epoch 1 also uploads each chunk's rows of the step table
+      EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"), resident[e].api.count("cudaMemcpyAsync") + chunks)
+          << ep << ": copies";
     }
   }
 }
