@@ -428,11 +428,12 @@ def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     form as `g` (one launch per batch for every per-batch strategy; the kernel form for the
     kernel form) and the same MLP step, same GPU, transfer, batch, hidden, GEMM, epochs and
     other options; None when
-    no such group was run. resident never runs as an epoch graph or a launch per chunk, so a
-    graph-form or kernel-per-chunk run is compared with the per-batch reference: the same steps,
-    each launched on its own and enqueued by the host (either form can come in below it, which
-    is what removing the per-batch enqueue, or the per-step launch, buys)."""
-    ref_form = "kernel" if g.key.epoch_form == "kernel" else "per-batch"
+    no such group was run. resident never runs as an epoch graph, so a graph-form run is
+    compared with the per-batch reference: the same steps, each launched on its own and
+    enqueued by the host (it can come in below it, which is what removing the per-batch
+    enqueue buys). A kernel-per-chunk run is compared with the kernel form: the same kernel,
+    launched once per chunk instead of once per epoch, which only adds launches."""
+    ref_form = "kernel" if g.key.epoch_form in ("kernel", "kernel-per-chunk") else "per-batch"
     for r in groups:
         k = r.key
         if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == ref_form

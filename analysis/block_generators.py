@@ -278,20 +278,20 @@ def loose_note(loose: Sequence[Group]) -> str:
 @generator("headline", defaults=HEADLINE)
 def headline(rs: ResultsSet, a: BlockArgs) -> str:
     """GPU, commit, date; resident in one launch per epoch; the compute-only reference;
-    the fastest tier of the per-batch strategies."""
+    the fastest tier of the strategies that move data to the GPU (all but resident)."""
     groups = select(rs, a)
     p = rs.provenance
     one_launch = pick(groups, REFERENCE_STRATEGY, epoch_launch=True)
     reference = pick(groups, REFERENCE_STRATEGY, epoch_launch=False)
-    per_batch = [g for g in groups if g.key.strategy != REFERENCE_STRATEGY]
-    ranked, loose = ordered(per_batch)
+    moving = [g for g in groups if g.key.strategy != REFERENCE_STRATEGY]
+    ranked, loose = ordered(moving)
     if ranked:
-        fastest = ("fastest per-batch strateg" + ("ies: " if len(ranked[0]) > 1 else "y: ")
+        fastest = ("fastest data-moving strateg" + ("ies: " if len(ranked[0]) > 1 else "y: ")
                    + tier_text(ranked[0]))
-    elif per_batch:
-        fastest = "fastest per-batch strategy: not determined (no interval)"
+    elif moving:
+        fastest = "fastest data-moving strategy: not determined (no interval)"
     else:
-        fastest = f"per-batch strategies: {NOT_MEASURED}"
+        fastest = f"data-moving strategies: {NOT_MEASURED}"
     gpu_time = (f"; its GPU time, the compute floor: {group_value(reference, 'gpu_ms')}"
                 if reference is not None else "")
     items = [f"resident, whole epoch in one kernel launch: {group_value(one_launch)}",
@@ -299,7 +299,7 @@ def headline(rs: ResultsSet, a: BlockArgs) -> str:
              f"{group_value(reference)}{gpu_time}", fastest]
     if loose:
         items.append(loose_note(loose))
-    items += pooling_notes([g for g in (one_launch, reference, *per_batch) if g is not None])
+    items += pooling_notes([g for g in (one_launch, reference, *moving) if g is not None])
     doc = Doc()
     doc.p(f"**{p.gpu}**, {p.commit}, {p.date}; ms per epoch (wall clock) at {a.where()}:")
     doc.ul(items)

@@ -270,7 +270,9 @@ MODELS: dict[str, StrategyModel] = {
         OVERLAP, (Move("pinned-h2d", "chunk of packed blocks", packed_chunk),), chunks=COPY_CHUNKS,
         assumption="one copy per chunk of whole packed batches (config.copy_chunk_mib MiB, "
                    "default 8) on a copy stream while the previous chunk computes; depth and "
-                   "copy streams are not in the model; the whole epoch is one CUDA graph")),
+                   "copy streams are not in the model; each chunk's steps are one launch (C: the "
+                   "kernel form) with the single-launch step, the whole epoch one CUDA graph "
+                   "with another")),
     "um-prefetch-coarse": StrategyModel(
         Semantics(SERIAL, assumption="static epochs after the first issue no prefetch: C"),
         Semantics(OVERLAP, two_calls("um-prefetch-h2d"), chunks=PREFETCH_CHUNKS,
