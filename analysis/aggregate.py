@@ -118,10 +118,14 @@ class GroupKey:
             label += f" ({step} step)"
         return label
 
+    def option(self, name: str, default: Any = None) -> Any:
+        """The value of `name` among the other config fields (`other`), or `default`."""
+        return dict(self.other).get(name, default)
+
     @property
     def step(self) -> str | None:
         """config.step: the MLP step the run took (None in records that predate it)."""
-        return dict(self.other).get("step")
+        return self.option("step")
 
     def custom_strategy_options(self) -> list[tuple[str, Any]]:
         """(name, value) of the strategy's own options it ran with other than the default."""
@@ -370,7 +374,7 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 def variant_rank(key: GroupKey) -> tuple:
     launch = 0 if key.epoch_launch else 1
     # the variants a figure shows first: the strategy's own defaults, the step --fused on took
-    custom = len(key.custom_strategy_options()) + (0 if dict(key.other).get("fused", True) else 1)
+    custom = len(key.custom_strategy_options()) + (0 if key.option("fused", True) else 1)
     if key.depth is None:
         return (custom, 0, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS

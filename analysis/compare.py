@@ -109,7 +109,7 @@ def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: s
     keys = set(base) | set(new)
     names = {k for key in keys for k, _ in key.other}
     varying = sorted(n for n in names
-                     if len({dict(key.other).get(n) for key in keys}) > 1)
+                     if len({key.option(n) for key in keys}) > 1)
     rows = []
     for k in sorted(set(base) & set(new), key=sort_key):
         b, n = base[k].stat(metric), new[k].stat(metric)

@@ -51,7 +51,7 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "gemm": k.gemm, "depth": k.depth, "copy_streams": k.streams,
             "epoch_launch": k.epoch_launch, "workers": k.workers, "prefetch": k.prefetch,
             "augment": k.augment, "variant": k.variant_label, "epoch_form": k.epoch_form,
-            "step": k.step, **{name: dict(k.other).get(name) for name in STRATEGY_OPTION_DEFAULTS},
+            "step": k.step, **{name: k.option(name) for name in STRATEGY_OPTION_DEFAULTS},
             "epochs": k.epochs, "runs": g.runs,
             "n_processes": g.n_processes, "timing_profile": g.timing_profiled,
             "counter_runs": len(g.counter_records),
