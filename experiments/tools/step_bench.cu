@@ -2,7 +2,7 @@
 // random data and shows where its time goes.
 //
 //   build/step_bench [--batch N] [--hidden H] [--transfer u8|f32] [--reps R] [--blocks-per-sm B]
-//                    [--steps S]
+//                    [--steps S] [--beside R]
 //
 // Prints the median (min-max) of R back-to-back launches timed with CUDA events (after 20
 // warm-up launches), then one launch with per-block %globaltimer stamps: for each phase the
@@ -11,11 +11,17 @@
 // trainer's epoch launch), per step, and the same stamps for the middle step of one more such
 // launch. --stamps-csv also writes every block's stamps. Random X / labels / He-initialised
 // weights; lr 0.05, momentum 0.9.
+//
+// --beside R > 0 measures the step as zero-copy-staged runs it: the grid leaves R block slots
+// free, and beside every timed (and the stamped) launch an R-block SmCopy on a high-priority
+// stream reads one batch of X from mapped host memory into device memory (the next step waits
+// for it, the next copy for the step). It also prints that copy's time alone.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -24,6 +30,7 @@
 #include "common/cuda_check.h"
 #include "common/cuda_raii.h"
 #include "kernels/single_launch/step_launcher.h"
+#include "memory_strategies/sm_copy.h"
 
 using namespace memstrat;
 
@@ -88,6 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed launches")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--blocks-per-sm", bps, "0 = the launcher's choice")->check(CLI::Range(0, 8))->capture_default_str();
   app.add_option("--steps", steps, "steps per multi-step launch (0: skip that measurement)")->check(CLI::Range(0, 1000000))->capture_default_str();
+  int beside = 0;
+  app.add_option("--beside", beside, "block slots left free for an SM copy of one batch from mapped host memory beside every step (0: none)")->check(CLI::Range(0, 128))->capture_default_str();
   std::string csv_path;
   app.add_option("--stamps-csv", csv_path, "also write every block's stamps (what,block,point,us) to this file");
   CLI11_PARSE(app, argc, argv);
@@ -107,7 +116,7 @@ int main(int argc, char** argv) {
       std::fprintf(csv.get(), "what,block,point,us\n");
     }
     Stream s = Stream::create();
-    const kernels::StepLauncher step(in, hidden, classes, batch, bps);
+    const kernels::StepLauncher step(in, hidden, classes, batch, bps, beside);
     std::mt19937 rng(1);
     std::vector<std::uint8_t> px(static_cast<std::size_t>(batch) * in);
     std::vector<float> xf(px.size());
@@ -144,15 +153,49 @@ int main(int argc, char** argv) {
     a.H = H.data(); a.dH = dH.data(); a.dlogits = dl.data(); a.partial = part.data();
     a.sample_loss = loss.data(); a.sample_correct = correct.data();
     a.grad_scale = 1.f / batch; a.lr = 0.05f; a.momentum = 0.9f;
-    for (int i = 0; i < 20; ++i) step.run(a, s);
+    // --beside: one batch of X in mapped host memory, copied by the SMs beside each step.
+    const std::size_t x_bytes = px.size() * (transfer == "u8" ? 1 : sizeof(float));
+    PinnedBuffer<unsigned char> host_x(beside > 0 ? x_bytes : 0, cudaHostAllocMapped);
+    DeviceBuffer<unsigned char> slot(beside > 0 ? x_bytes : 0);
+    if (beside > 0) std::memcpy(host_x.data(), transfer == "u8" ? static_cast<const void*>(px.data()) : xf.data(), x_bytes);
+    const SmCopy copy = beside > 0 ? SmCopy::create(beside) : SmCopy();
+    int least = 0, greatest = 0;
+    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    Stream s2 = Stream::create(cudaStreamNonBlocking, greatest);
+    Event copied = Event::create();
+    // One step; with --beside, a copy starts with it and the next step and copy wait for both.
+    auto step_beside = [&](Event* done) {
+      if (beside > 0) {
+        copy(slot.data(), host_x.data(), x_bytes, s2);
+        CUDA_CHECK(cudaEventRecord(copied, s2));
+      }
+      step.run(a, s);
+      if (beside > 0) CUDA_CHECK(cudaStreamWaitEvent(s, copied));
+      if (done != nullptr) CUDA_CHECK(cudaEventRecord(*done, s));
+      if (beside > 0 && done != nullptr) CUDA_CHECK(cudaStreamWaitEvent(s2, *done));
+    };
     std::vector<Event> ev;
     for (int i = 0; i <= reps; ++i) ev.push_back(Event::create());
+    for (int i = 0; i < 20; ++i) step_beside(&ev[0]);
     CUDA_CHECK(cudaEventRecord(ev[0], s));
-    for (int i = 0; i < reps; ++i) {
-      step.run(a, s);
-      CUDA_CHECK(cudaEventRecord(ev[i + 1], s));
-    }
+    for (int i = 0; i < reps; ++i) step_beside(&ev[i + 1]);
     CUDA_CHECK(cudaStreamSynchronize(s));
+    if (beside > 0) {
+      std::vector<double> cu;
+      for (int i = 0; i < 50; ++i) {
+        CUDA_CHECK(cudaEventRecord(ev[0], s2));
+        copy(slot.data(), host_x.data(), x_bytes, s2);
+        CUDA_CHECK(cudaEventRecord(ev[1], s2));
+        CUDA_CHECK(cudaEventSynchronize(ev[1]));
+        cu.push_back(1e3 * elapsed_ms(ev[0], ev[1]));
+      }
+      std::sort(cu.begin(), cu.end());
+      std::printf("the copy beside (%zu bytes, %d blocks) alone: median %.2f us (%.1f GB/s)\n", x_bytes,
+                  copy.max_blocks(), cu[cu.size() / 2], x_bytes / (1e3 * cu[cu.size() / 2]));
+      CUDA_CHECK(cudaEventRecord(ev[0], s));
+      for (int i = 0; i < reps; ++i) step_beside(&ev[i + 1]);
+      CUDA_CHECK(cudaStreamSynchronize(s));
+    }
     std::vector<double> us;
     for (int i = 0; i < reps; ++i) {
       float ms = 0.f;
@@ -165,11 +208,12 @@ int main(int argc, char** argv) {
                 "a_chunks %d b_wpr %d c_split %d, phase-C tile %s\n",
                 batch, hidden, transfer.c_str(), step.grid_blocks(), kernels::StepLauncher::kThreads,
                 plan.a_tr, plan.a_chunks, plan.b_wpr, plan.c_split, step.tall_c() ? "32x32 (tall)" : "32x16");
-    std::printf("per launch (event to event, %d back-to-back): median %.2f us (min %.2f, max %.2f)\n",
-                reps, us[us.size() / 2], us.front(), us.back());
+    std::printf("per launch%s (event to event, %d back-to-back): median %.2f us (min %.2f, max %.2f)\n",
+                beside > 0 ? ", a copy beside each" : "", reps, us[us.size() / 2], us.front(), us.back());
     a.stamps = stamps.data();
-    step.run(a, s);
-    print_stamps("one stamped launch", read_stamps(stamps, step.grid_blocks(), s), step.grid_blocks(), hidden,
+    step_beside(nullptr);
+    CUDA_CHECK(cudaStreamSynchronize(s2));
+    print_stamps(beside > 0 ? "one stamped launch, a copy beside it" : "one stamped launch", read_stamps(stamps, step.grid_blocks(), s), step.grid_blocks(), hidden,
                  csv.get());
     if (steps > 0) {
       a.stamps = nullptr;
