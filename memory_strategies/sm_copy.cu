@@ -77,14 +77,21 @@ SmCopy SmCopy::create(int max_blocks) {
   int device = 0, sms = 0, per_sm = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // Every width's kernel prefers the largest shared-memory carveout. The copy uses no shared
+  // memory, so with the default preference an SM that a copy block reaches first may configure
+  // a small carveout, and then no block of a kernel that needs shared memory (the single-launch
+  // step) starts on that SM until the copy block ends: a step launched just after a copy waited
+  // for the whole copy (H200, zero-copy-staged f32 b1024: the step started when the copy beside
+  // it ended). Setting the attribute also loads each kernel now, not at its first use.
+  for (const void* k : {reinterpret_cast<const void*>(sm_copy_kernel<uint4>),
+                        reinterpret_cast<const void*>(sm_copy_kernel<uint2>),
+                        reinterpret_cast<const void*>(sm_copy_kernel<unsigned int>),
+                        reinterpret_cast<const void*>(sm_copy_kernel<unsigned short>),
+                        reinterpret_cast<const void*>(sm_copy_kernel<unsigned char>)})
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared));
   CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm_copy_kernel<uint4>, kThreads, 0));
-  // Load every width's kernel now (lazy module loading would otherwise do it at first use).
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, sm_copy_kernel<uint2>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, sm_copy_kernel<unsigned int>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, sm_copy_kernel<unsigned short>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, sm_copy_kernel<unsigned char>));
   SmCopy c;
   c.max_blocks_ = std::max(1, sms * std::max(1, per_sm));
   if (max_blocks > 0) c.max_blocks_ = std::min(c.max_blocks_, max_blocks);
