@@ -75,7 +75,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     epoch_launch_off_reason_ =
         no_kernel + ", and strategy " + strategy_name + " cannot be captured as one epoch graph";
   }
-  if (form_ == EpochForm::Kernel || form_ == EpochForm::ChunkKernels) {
+  if (is_kernel_form(form_)) {
     mlp_.reserve_steps(batches_);  // one table row per batch: each launch has its own rows
     views_.reserve(static_cast<std::size_t>(group_));
   }
@@ -199,7 +199,7 @@ EpochResult Trainer::run_epoch(int epoch) {
 
   // Everything below is outside the timed region.
   r.gpu_ms = elapsed_ms(ready_[0], done_[batches_ - 1]);
-  if (form_ == EpochForm::Kernel || form_ == EpochForm::ChunkKernels) {
+  if (is_kernel_form(form_)) {
     for (int first = 0; first < batches_; first += group_) {  // per launch
       const int last = std::min(batches_, first + group_) - 1;
       r.stall_ms += elapsed_ms(ready_[first], data_[first]);

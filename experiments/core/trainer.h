@@ -40,6 +40,10 @@ enum class EpochForm {
 };
 /// "kernel", "kernel-per-chunk", "graph", "per-batch".
 std::string_view to_string(EpochForm f);
+/// Kernel or ChunkKernels: the steps run from the per-step table, one launch per group.
+constexpr bool is_kernel_form(EpochForm f) {
+  return f == EpochForm::Kernel || f == EpochForm::ChunkKernels;
+}
 
 struct EpochResult {
   int epoch = 0;

@@ -52,10 +52,7 @@ TEST(EpochGraph, ReplayedGraphIsBitwiseTheSameTrainingAsPerBatchEnqueue) {
           EXPECT_TRUE(a.epoch_launch) << what;
           // double-buffer-graph's chunks run one launch each with the single-launch step (the
           // kernel-per-chunk form, bitwise the same too); its graph form is the test below.
-          EXPECT_EQ(a.epoch_form, std::string(e->name) == "double-buffer-graph"
-                                      ? EpochForm::ChunkKernels
-                                      : EpochForm::Graph)
-              << what;
+          EXPECT_EQ(a.epoch_form, captured_form(e->name)) << what;
           EXPECT_EQ(b.epoch_form, EpochForm::PerBatch) << what;
           EXPECT_EQ(a.step, b.step) << what;
           EXPECT_EQ(first_difference(a, b), "") << what;
@@ -101,8 +98,7 @@ TEST(EpochGraph, CapturedOnceInTheFirstEpoch) {
       st->attach(data, strategy_options(c), compute);
       Trainer tr(mlp, *st, data, c, compute);
       const bool graph = tr.epoch_form() == EpochForm::Graph;
-      const bool kernel =
-          tr.epoch_form() == EpochForm::Kernel || tr.epoch_form() == EpochForm::ChunkKernels;
+      const bool kernel = is_kernel_form(tr.epoch_form());
       EXPECT_EQ(graph, st->epoch_capturable() && !kernel) << e->name;
       EXPECT_EQ(tr.epoch_graph_captures(), 0) << e->name << ": nothing captured before epoch 1";
       for (int ep = 1; ep <= 3; ++ep) {

@@ -34,11 +34,9 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochForAnyStrategy) {
         c.profile = true;
         const RunRecord r = run_session(c);
         ASSERT_TRUE(r.epoch_launch.has_value());
-        const bool grouped = e.name == "double-buffer-graph";  // launch_group() after attach
-        const EpochForm want = grouped && batch == 256 ? EpochForm::ChunkKernels
-                               : capturable            ? EpochForm::Graph
-                               : batch == 256          ? EpochForm::Kernel
-                                                       : EpochForm::PerBatch;
+        const EpochForm want = capturable ? (batch == 256 ? captured_form(e.name) : EpochForm::Graph)
+                               : batch == 256 ? EpochForm::Kernel
+                                              : EpochForm::PerBatch;
         EXPECT_EQ(r.epoch_launch->form, want) << e.name << " batch " << batch;
         ASSERT_EQ(r.epochs.size(), 2u);
         for (const EpochRecord& ep : r.epochs) {

@@ -294,9 +294,7 @@ TEST(Strategies, ReportTheBytesTheyMove) {
           z.batch = batch;
           z.epochs = 3;
           const RunOutput o = train_run(z);
-          EXPECT_EQ(o.epoch_form, std::string(s) == "double-buffer-graph" ? EpochForm::ChunkKernels
-                                                                          : EpochForm::Graph)
-              << s;
+          EXPECT_EQ(o.epoch_form, captured_form(s)) << s;
           const std::uint64_t per = t == Transfer::U8 ? 784 + 4 : 4 * 784 + 4;
           std::uint64_t padding = 0;
           if (std::string(s) != "zero-copy-staged") {
