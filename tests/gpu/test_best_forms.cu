@@ -61,12 +61,12 @@ std::uint64_t chunk_copies(int batch, Transfer t, int chunk_mib) {
   return static_cast<std::uint64_t>((batches + k - 1) / k);
 }
 
-// A run of `strategy` at batch 256, u8, in its epoch-graph form: double-buffer-graph runs the
-// cuBLASLt step, which cannot run several steps in one launch (with the single-launch step its
-// static epochs are one launch per chunk: DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk).
+// A run of `strategy` at batch 256, u8, in its epoch-graph form: a strategy whose captured form
+// is one launch per chunk (captured_form) runs the cuBLASLt step, which cannot run several steps
+// in one launch (DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk tests that form).
 RunConfig graph_form_run(const std::string& strategy) {
   RunConfig c = short_run(strategy);
-  if (strategy == "double-buffer-graph") c.fused = FusedMode::Lt;
+  if (captured_form(strategy) != EpochForm::Graph) c.fused = FusedMode::Lt;
   return c;
 }
 
