@@ -28,17 +28,7 @@ void DoubleBufferGraphStrategy::begin_epoch(int epoch) {
 }
 
 BatchView DoubleBufferGraphStrategy::acquire(int b) {
-  const int c = plan_.chunk_of(b);
-  // The compute stream waits for a chunk once, before its first step; its later steps follow in
-  // stream order.
-  if (plan_.starts_chunk(b)) ring_.acquire(c);
-  return source_.packed_slot_view(
-      static_cast<const std::uint8_t*>(ring_.slot(c)) + plan_.packed_offset_in_chunk(b), b);
-}
-
-void DoubleBufferGraphStrategy::release(int b) {
-  // The slot is free for chunk c + depth once the chunk's last step has run.
-  if (plan_.ends_chunk(b)) ring_.release(plan_.chunk_of(b));
+  return source_.packed_slot_view(ring_.acquire_batch(plan_, b), b);
 }
 
 }  // namespace memstrat

@@ -37,7 +37,7 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
   int launch_group() const override {
     return source_.written_before_epoch() ? plan_.batches_per_chunk() : 0;
   }
-  void release(int b) override;
+  void release(int b) override { ring_.release_batch(plan_, b); }
   void end_epoch() override { ring_.end_epoch(); }
   /// h2d_bytes: every chunk, every epoch (from the geometry: images, labels and the packing
   /// padding inside a chunk, if any); copy_ms: the copies' GPU time (events, re-recorded by a

@@ -56,6 +56,12 @@ void* SlotRing::acquire(int b) {
   return slots_[slot].data();
 }
 
+const std::uint8_t* SlotRing::acquire_batch(const ChunkPlan& plan, int b) {
+  const int c = plan.chunk_of(b);
+  if (plan.starts_chunk(b)) acquire(c);
+  return static_cast<const std::uint8_t*>(slot(c)) + plan.packed_offset_in_chunk(b);
+}
+
 void SlotRing::release(int b) { CUDA_CHECK(cudaEventRecord(consumed_[b % depth_], compute_)); }
 
 void SlotRing::end_epoch() {

@@ -10,7 +10,7 @@
 // units b >= K wait for a consumed event (one recorded earlier in the same epoch): the first K
 // units of an epoch are ordered after the previous epoch's steps by the fork (or, replayed as
 // one graph, by the graph launch boundary). So every epoch enqueues the same work, and an epoch
-// captured into a graph replays correctly. Used by zero-copy-staged (one SM copy per batch) and
+// captured into a graph replays correctly. Used by zero-copy-staged (one SM copy per chunk) and
 // double-buffer-graph (one cudaMemcpyAsync per chunk: ChunkPlan).
 #pragma once
 
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/copy_timeline.h"
 
 namespace memstrat {
@@ -46,8 +47,15 @@ class SlotRing {
   void* acquire(int b);
   /// The last step that reads unit b has been enqueued on the compute stream.
   void release(int b);
-  /// Unit b's slot (the address acquire(b) returned), for the steps of a unit's later batches.
-  void* slot(int b) const { return slots_[static_cast<std::size_t>(b % depth_)].data(); }
+  /// Where the units are the packed chunks of `plan`: batch b's block in its chunk's slot. The
+  /// compute stream waits for a chunk once, at its first batch (acquire); later batches of the
+  /// chunk follow in stream order.
+  const std::uint8_t* acquire_batch(const ChunkPlan& plan, int b);
+  /// Where the units are the chunks of `plan`: batch b's step has been enqueued; after the
+  /// chunk's last batch its slot is free for chunk c + depth (release).
+  void release_batch(const ChunkPlan& plan, int b) {
+    if (plan.ends_chunk(b)) release(plan.chunk_of(b));
+  }
   /// The compute stream waits for every side stream's last work of the epoch.
   void end_epoch();
   /// GPU time of this epoch's transfers. Every epoch, enqueued or replayed, records every
@@ -56,6 +64,8 @@ class SlotRing {
 
  private:
   void issue(int b);
+  /// Unit b's slot (the address acquire(b) returned).
+  void* slot(int b) const { return slots_[static_cast<std::size_t>(b % depth_)].data(); }
   int depth_ = 2;
   int units_ = 0;
   cudaStream_t compute_ = nullptr;
