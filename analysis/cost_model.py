@@ -175,8 +175,8 @@ class Chunks:
 
 # um-prefetch-coarse: the split layout (ChunkPlan::split), a batch is its images and labels.
 PREFETCH_CHUNKS = Chunks("prefetch_chunk_mib", images_and_labels)
-# pinned-graph, double-buffer-graph: the packed layout (ChunkPlan::packed), a batch is a block
-# stride.
+# pinned-graph, double-buffer-graph, zero-copy-staged: the packed layout (ChunkPlan::packed), a
+# batch is a block stride.
 COPY_CHUNKS = Chunks("copy_chunk_mib", packed_stride)
 
 
@@ -259,8 +259,12 @@ MODELS: dict[str, StrategyModel] = {
     "um-prefetch": StrategyModel(PREFETCH_RESIDENT, PREFETCH_H2D),
     "um-advise": StrategyModel(PREFETCH_RESIDENT, PREFETCH_H2D),
     "zero-copy-staged": both(Semantics(
-        OVERLAP, (Move("sm-copy-mapped", "packed block", packed_block),),
-        assumption="one SM copy kernel per packed batch, overlapped with the previous step")),
+        OVERLAP, (Move("sm-copy-mapped", "chunk of packed blocks", packed_chunk),),
+        chunks=COPY_CHUNKS,
+        assumption="one SM copy kernel per chunk of whole packed batches (config.copy_chunk_mib "
+                   "MiB, default 8) while the previous chunk computes; depth and staging blocks "
+                   "are not in the model; each chunk's steps are one launch (C: the kernel form) "
+                   "with the single-launch step, the whole epoch one CUDA graph with another")),
     "pinned-graph": both(Semantics(
         SERIAL, (Move("pinned-h2d", "chunk of packed blocks", packed_chunk),), chunks=COPY_CHUNKS,
         assumption="one copy per chunk of whole packed batches (config.copy_chunk_mib MiB, "

@@ -46,7 +46,7 @@ struct StrategyOptions {
   int depth = 2;         // double-buffer: device batch buffers in flight (>= 2)
   int copy_streams = 1;  // double-buffer: copy streams, used round-robin
   int prefetch_chunk_mib = 8;  // um-prefetch-coarse: MiB per prefetch (whole batches, >= 1)
-  int copy_chunk_mib = 8;  // pinned-graph, double-buffer-graph: MiB per copy (whole batches, >= 1)
+  int copy_chunk_mib = 8;  // pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy (whole batches, >= 1)
   int stage_blocks = 8;    // zero-copy-staged: thread blocks of the staging kernel (>= 1)
   AdviseSet advise;      // um-advise
   std::uint64_t seed = 1;

@@ -4,7 +4,6 @@ namespace memstrat {
 
 void PackedHostBlocks::attach(HostEpochSource& source, unsigned flags) {
   layout_ = source.packed();
-  epoch_bytes_ = layout_.epoch_bytes();
   host_ = PinnedBuffer<std::uint8_t>(layout_.total_bytes(), flags);
   if (flags & cudaHostAllocMapped) {
     void* p = nullptr;
@@ -14,8 +13,8 @@ void PackedHostBlocks::attach(HostEpochSource& source, unsigned flags) {
   source.bind_packed(host_.data());
 }
 
-const std::uint8_t* PackedHostBlocks::mapped_block(int b) const {
-  return mapped_ == nullptr ? nullptr : mapped_ + layout_.block_offset(b);
+const std::uint8_t* PackedHostBlocks::mapped_chunk(const PackedChunk& k) const {
+  return mapped_ == nullptr ? nullptr : mapped_ + k.offset;
 }
 
 std::size_t PackedHostBlocks::copy(const PackedChunk& k, void* dst, cudaStream_t s) const {

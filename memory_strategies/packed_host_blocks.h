@@ -2,7 +2,7 @@
 // layout (batch_geometry.h: one 16-byte-aligned block per batch, its images then its labels), the
 // host side of the best forms that move a batch in ONE transfer: pinned-graph and
 // double-buffer-graph (one cudaMemcpyAsync per chunk of consecutive blocks, which are
-// contiguous), zero-copy-staged (mapped, one SM copy per block).
+// contiguous), zero-copy-staged (mapped, one SM copy per chunk).
 #pragma once
 
 #include <cstddef>
@@ -22,12 +22,8 @@ class PackedHostBlocks {
   void attach(HostEpochSource& source, unsigned flags = 0);
 
   const PackedLayout& layout() const { return layout_; }
-  /// Room for one block: the size of a device slot.
-  std::size_t slot_bytes() const { return layout_.block_stride(); }
-  /// What one transfer per block moves in an epoch (every block, every epoch).
-  std::uint64_t epoch_bytes() const { return epoch_bytes_; }
-  /// Block b's device address (mapped storage only; nullptr otherwise).
-  const std::uint8_t* mapped_block(int b) const;
+  /// Chunk k's first byte as a device address (mapped storage only; nullptr otherwise).
+  const std::uint8_t* mapped_chunk(const PackedChunk& k) const;
   /// Enqueue ONE cudaMemcpyAsync of chunk k's blocks (one range) into device memory `dst` on
   /// `s`; returns its bytes.
   std::size_t copy(const PackedChunk& k, void* dst, cudaStream_t s) const;
@@ -36,7 +32,6 @@ class PackedHostBlocks {
   PackedLayout layout_;
   PinnedBuffer<std::uint8_t> host_;
   const std::uint8_t* mapped_ = nullptr;  // device alias of host_ when mapped
-  std::uint64_t epoch_bytes_ = 0;
 };
 
 }  // namespace memstrat

@@ -72,7 +72,7 @@ int staging_blocks(const StrategyOptions& o) { return o.stage_blocks; }
 
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
-      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph)",
+      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph and zero-copy-staged)",
       OptionKind::Integer, 2, 64, {}, "2",
       [](const StrategyOptions& o) { return std::to_string(o.depth); }};
   const StrategyOption copy_streams{
@@ -111,7 +111,7 @@ std::vector<StrategyEntry> make_registry() {
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
       // Best forms: each names the naive form it improves.
-      {"zero-copy-staged", "zero-copy, but an SM kernel reads each batch from mapped memory once (16-byte coalesced loads) into K device slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous step", needs_mapping, {depth, stage_blocks}, make<ZeroCopyStagedStrategy>, "zero-copy", false, not_in_stream, staging_blocks},
+      {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, "zero-copy", false, not_in_stream, staging_blocks},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
       {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, "pinned", false, not_in_stream},
       {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, "double-buffer", false, not_in_stream},

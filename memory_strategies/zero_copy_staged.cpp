@@ -11,6 +11,8 @@ void ZeroCopyStagedStrategy::attach(const HostDataset& data, const StrategyOptio
                                     cudaStream_t compute) {
   if (opt.depth < 2) throw std::invalid_argument("zero-copy-staged: --depth must be >= 2");
   if (opt.stage_blocks < 1) throw std::invalid_argument("zero-copy-staged: --stage-blocks must be >= 1");
+  if (opt.copy_chunk_mib < 1)
+    throw std::invalid_argument("zero-copy-staged: --copy-chunk must be >= 1 (MiB)");
   source_.configure(data, opt, compute);
   // --stage-blocks blocks, in as many block slots as the single-launch step's grid leaves free
   // (StrategyEntry::blocks_beside_step), so staging runs beside the step, not between steps.
@@ -24,11 +26,12 @@ void ZeroCopyStagedStrategy::attach(const HostDataset& data, const StrategyOptio
   stage.push_back(Stream::create(cudaStreamNonBlocking, greatest));
   nvtx_name_stream(stage.back(), "stage");
   blocks_.attach(source_, cudaHostAllocMapped);
-  ring_.allocate(opt.depth, blocks_.slot_bytes(), std::move(stage), source_.geometry().batches(),
-                 compute, [this](int b, void* slot, cudaStream_t s) {
-                   const std::size_t bytes = blocks_.layout().block_bytes(b);
-                   copier_(slot, blocks_.mapped_block(b), bytes, s);
-                   return bytes;
+  plan_ = ChunkPlan::packed(source_.geometry(), static_cast<std::size_t>(opt.copy_chunk_mib) << 20);
+  ring_.allocate(opt.depth, plan_.packed_slot_bytes(), std::move(stage), plan_.chunks(), compute,
+                 [this](int c, void* slot, cudaStream_t s) {
+                   const PackedChunk k = plan_.packed_chunk(c);
+                   copier_(slot, blocks_.mapped_chunk(k), k.bytes, s);
+                   return k.bytes;
                  });
 }
 
@@ -39,13 +42,13 @@ void ZeroCopyStagedStrategy::begin_epoch(int epoch) {
 }
 
 BatchView ZeroCopyStagedStrategy::acquire(int b) {
-  return source_.packed_slot_view(ring_.acquire(b), b);
+  return source_.packed_slot_view(ring_.acquire_batch(plan_, b), b);
 }
 
 StrategyStats ZeroCopyStagedStrategy::stats() const {
   // Bytes from the geometry, not counted by acquire: a replayed epoch graph does not call it.
   StrategyStats s;
-  s.h2d_bytes = blocks_.epoch_bytes();
+  s.h2d_bytes = plan_.packed_epoch_bytes();
   s.copy_ms = ring_.copy_ms();
   return s;
 }

@@ -217,10 +217,10 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "on: run each epoch as ONE launch where the strategy allows it: of a kernel where "
            "every batch can be acquired up front (resident) and the step is the single-launch "
            "one; with that step, one kernel launch per copied chunk where the strategy hands "
-           "out a chunk's batches together (double-buffer-graph, static); else of a CUDA graph "
-           "of the whole epoch (copies, steps, events), captured in epoch 1 and replayed, where "
-           "the strategy can be captured (the graph best forms, zero-copy-staged); bitwise the "
-           "same training; "
+           "out a chunk's batches together (double-buffer-graph, zero-copy-staged; static); "
+           "else of a CUDA graph of the whole epoch (copies, steps, events), captured in epoch 1 "
+           "and replayed, where the strategy can be captured (the best forms but "
+           "um-prefetch-coarse); bitwise the same training; "
            "off: one launch per batch");
   // The strategies' options: range and meaning from the registry entries that read them.
   const StrategyOption& depth = strategy_option("depth");

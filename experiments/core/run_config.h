@@ -75,7 +75,7 @@ struct RunConfig {
   int workers = 4;                   // host producer threads, started once per run
   int prefetch = 8;                  // batches produced ahead = host slots
   Augment augment = Augment::Light;  // per-sample host augmentation
-  int copy_chunk_mib = 8;      // pinned-graph, double-buffer-graph: MiB per copy call
+  int copy_chunk_mib = 8;      // pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy
   int stage_blocks = 8;        // zero-copy-staged: thread blocks of the staging kernel
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;

@@ -4,6 +4,7 @@ bytes, chunks), interpolation, "no model" reasons, residuals and the 25% flag, t
 fixtures, and the report's Transfer primitives / Cost model sections."""
 import copy
 import csv
+import dataclasses
 import math
 import subprocess
 import sys
@@ -172,10 +173,18 @@ def test_prefetch_costs_two_calls_per_batch_resident_or_migrating():
         assert q.gpu_ms == pytest.approx(0.080 + 3 * 0.080 + 0.025)   # prefetches set the pace
 
 
-def test_zero_copy_staged_copies_one_packed_block_per_batch_overlapped():
+def test_zero_copy_staged_stages_chunks_of_packed_blocks_overlapped():
     t = table(sm_copy_mapped=SM)                                  # 12 us at 201728 B
-    p = M.predict("zero-copy-staged", "static", FOUR_BATCHES, 0.001, t)
+    # Records from before --copy-chunk reached zero-copy-staged: one staging copy per block.
+    per_batch = dataclasses.replace(FOUR_BATCHES, copy_chunk_mib=None)
+    p = M.predict("zero-copy-staged", "static", per_batch, 0.001, t)
     assert p.gpu_ms == pytest.approx(0.012 + 3 * 0.012 + 0.00025)
+    # 8 MiB (the default) holds all four blocks: one staging copy, before the only chunk's steps.
+    q = M.predict("zero-copy-staged", "static", FOUR_BATCHES, 0.001, t)
+    assert q.semantics.unit == "chunk"
+    chunk_us = 12.0 * (100.0 / 12.0) ** (math.log(4 * 201728 / 201728) / math.log(4e6 / 201728))
+    assert q.gpu_ms == pytest.approx(chunk_us / 1e3 + 0.001)
+    assert M.predict("zero-copy-staged", "refresh", FOUR_BATCHES, 0.001, t).gpu_ms == q.gpu_ms
 
 
 def test_coarse_prefetch_moves_chunks_in_refresh_and_nothing_in_static():

@@ -135,7 +135,7 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
       {"double-buffer-graph", {"depth", "copy-streams", "copy-chunk"}},
       {"pinned-graph", {"copy-chunk"}},
       {"um-advise", {"advise"}},
-      {"zero-copy-staged", {"depth", "stage-blocks"}},
+      {"zero-copy-staged", {"depth", "stage-blocks", "copy-chunk"}},
       {"um-prefetch-coarse", {"prefetch-chunk"}}};
   for (const auto& e : strategy_registry()) {
     std::vector<std::string> got;

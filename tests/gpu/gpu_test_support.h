@@ -49,10 +49,11 @@ inline RunConfig short_run(std::string_view strategy = "resident") {
 }
 
 /// The epoch form of a capturable strategy with --epoch-launch on and the single-launch step:
-/// double-buffer-graph hands out a chunk's batches together (launch_group), so each chunk's
-/// steps run in one kernel launch; every other one is captured as one epoch graph.
+/// double-buffer-graph and zero-copy-staged hand out a chunk's batches together (launch_group),
+/// so each chunk's steps run in one kernel launch; every other one is captured as one epoch graph.
 inline EpochForm captured_form(std::string_view strategy) {
-  return strategy == "double-buffer-graph" ? EpochForm::ChunkKernels : EpochForm::Graph;
+  return strategy == "double-buffer-graph" || strategy == "zero-copy-staged" ? EpochForm::ChunkKernels
+                                                                              : EpochForm::Graph;
 }
 
 /// Runs `c` on MNIST through Session; a failed run throws with its error.

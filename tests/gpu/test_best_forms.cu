@@ -3,14 +3,15 @@
 //   um-prefetch-coarse  2 cudaMemPrefetchAsync per chunk (not per batch) when the data may not
 //                       be resident, none at all once static data is (and then no migration
 //                       and no GPU fault either: the pages did stay)
-//   zero-copy-staged    one staging kernel per batch (images and labels in one packed block),
-//                       no copy-engine copy
+//   zero-copy-staged    one staging kernel per chunk of whole packed batches (--copy-chunk), no
+//                       copy-engine copy
 //   pinned-graph,       one copy per chunk of k whole packed batches (--copy-chunk): ceil(batches
 //   double-buffer-graph / k) copies per epoch where the naive form makes two per batch; and with
-//                       the epoch graph (as zero-copy-staged) no per-batch host enqueue at all: a
+//                       the epoch graph (all three) no per-batch host enqueue at all: a
 //                       replayed epoch is ONE cudaGraphLaunch, no copy, launch or event call;
-//                       double-buffer-graph with the single-launch step in static: one copy and
-//                       ONE step launch per chunk (kernel-per-chunk form)
+//                       double-buffer-graph and zero-copy-staged with the single-launch step in
+//                       static: one copy (staging kernel) and ONE step launch per chunk
+//                       (kernel-per-chunk form)
 #include <algorithm>
 
 #include "common/profiler/profiler.h"
@@ -118,19 +119,21 @@ TEST_F(BestForms, UmPrefetchCoarsePrefetchesChunksAndNothingThatIsResident) {
     EXPECT_EQ(rf[e].api.count("cudaMemPrefetchAsync"), 2u * chunks) << "refresh epoch " << e + 1;
 }
 
-TEST_F(BestForms, ZeroCopyStagedIsOneStagingKernelPerBatchAndNoCopyEngineCopy) {
+TEST_F(BestForms, ZeroCopyStagedIsOneStagingKernelPerChunkAndNoCopyEngineCopy) {
   if (const std::string why = waived("zero-copy-staged"); !why.empty()) GTEST_SKIP() << why;
-  const int batches = batch_count(mnist().n_train(), 256);
+  const std::uint64_t chunks = chunk_copies(256, Transfer::U8, 8);  // the default --copy-chunk
+  ASSERT_EQ(chunks, 6u) << "8 MiB holds 41 blocks of 201728 B: 235 batches in 6 chunks";
   for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-    // Both enqueued batch by batch (the staged form's default is one epoch graph, in which the
-    // staging kernels are graph nodes: EpochGraphBestFormsEnqueueNothingPerBatch below). The
-    // naive form's step is one graph replay per batch too (its step implementation differs:
-    // the batch is read in host memory) and it stages nothing.
+    // Both enqueued batch by batch (the staged form's default is one launch per chunk, or one
+    // epoch graph: KernelPerChunkFormsLaunchOnceAndMoveOncePerChunk and
+    // EpochGraphBestFormsEnqueueNothingPerBatch below). The naive form's step is one graph
+    // replay per batch too (its step implementation differs: the batch is read in host memory)
+    // and it stages nothing.
     const std::vector<WindowCounters> naive = epoch_windows(*prof_, "zero-copy", sc, EpochLaunch::Off);
     const std::vector<WindowCounters> staged =
         epoch_windows(*prof_, "zero-copy-staged", sc, EpochLaunch::Off);
     for (int e = 1; e < kEpochs; ++e) {  // epoch 1 captures the step graphs
-      EXPECT_EQ(launches(staged[e]), launches(naive[e]) + batches)
+      EXPECT_EQ(launches(staged[e]), launches(naive[e]) + chunks)
           << to_string(sc) << " epoch " << e + 1;
       EXPECT_EQ(staged[e].api.count("cudaMemcpyAsync"), naive[e].api.count("cudaMemcpyAsync"))
           << to_string(sc) << " epoch " << e + 1;
@@ -227,27 +230,39 @@ TEST_F(BestForms, EpochGraphBestFormsEnqueueNothingPerBatch) {
 }
 
 // The kernel-per-chunk form: with the single-launch step and static data, double-buffer-graph's
-// epoch makes one copy and ONE step launch per chunk, every epoch (nothing captured): resident's
+// epoch makes one copy and ONE step launch per chunk, every epoch (nothing captured), and
+// zero-copy-staged's one staging kernel (and no copy) and ONE step launch per chunk: resident's
 // kernel form makes one step launch per epoch and no copy, and the trainer's own calls are the
-// same in both.
-TEST_F(BestForms, DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk) {
+// same in all three.
+TEST_F(BestForms, KernelPerChunkFormsLaunchOnceAndMoveOncePerChunk) {
   const std::vector<WindowCounters> resident = epoch_windows(*prof_, "resident", Scenario::Static);
-  for (const int mib : {1, 8}) {
-    RunConfig c = short_run("double-buffer-graph");  // batch 256, u8, single-launch step
-    c.copy_chunk_mib = mib;
-    const std::vector<WindowCounters> w = epoch_windows(*prof_, c);
-    const std::uint64_t chunks = chunk_copies(256, Transfer::U8, mib);
-    ASSERT_GT(chunks, 1u) << "--copy-chunk " << mib;
-    for (int e = 0; e < kEpochs; ++e) {
-      const std::string ep = "--copy-chunk " + std::to_string(mib) + " epoch " + std::to_string(e + 1);
-      EXPECT_EQ(w[e].api.count("cudaStreamBeginCapture"), 0u) << ep;
-      EXPECT_EQ(w[e].api.count("cudaGraphLaunch"), 0u) << ep;
-      EXPECT_EQ(w[e].api.count("cudaLaunchKernelExC"),
-                resident[e].api.count("cudaLaunchKernelExC") + chunks - 1)
-          << ep << ": step launches";
-      if (e == 0) continue;  // epoch 1 also uploads each chunk's rows of the step table
-      EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"), resident[e].api.count("cudaMemcpyAsync") + chunks)
-          << ep << ": copies";
+  for (const char* s : {"double-buffer-graph", "zero-copy-staged"}) {
+    if (const std::string why = waived(s); !why.empty()) {
+      std::cout << "[ WAIVED ] " << s << ": " << why << "\n";
+      continue;
+    }
+    const bool staged = std::string(s) == "zero-copy-staged";
+    for (const int mib : {1, 8}) {
+      RunConfig c = short_run(s);  // batch 256, u8, single-launch step
+      c.copy_chunk_mib = mib;
+      const std::vector<WindowCounters> w = epoch_windows(*prof_, c);
+      const std::uint64_t chunks = chunk_copies(256, Transfer::U8, mib);
+      ASSERT_GT(chunks, 1u) << "--copy-chunk " << mib;
+      for (int e = 0; e < kEpochs; ++e) {
+        const std::string ep = std::string(s) + " --copy-chunk " + std::to_string(mib) +
+                               " epoch " + std::to_string(e + 1);
+        EXPECT_EQ(w[e].api.count("cudaStreamBeginCapture"), 0u) << ep;
+        EXPECT_EQ(w[e].api.count("cudaGraphLaunch"), 0u) << ep;
+        EXPECT_EQ(w[e].api.count("cudaLaunchKernelExC"),
+                  resident[e].api.count("cudaLaunchKernelExC") + chunks - 1)
+            << ep << ": step launches";
+        EXPECT_EQ(launches(w[e]), launches(resident[e]) + (staged ? chunks : 0))
+            << ep << ": staging kernels";
+        if (e == 0) continue;  // epoch 1 also uploads each chunk's rows of the step table
+        EXPECT_EQ(w[e].api.count("cudaMemcpyAsync"),
+                  resident[e].api.count("cudaMemcpyAsync") + (staged ? 0 : chunks))
+            << ep << ": copies";
+      }
     }
   }
 }

@@ -124,6 +124,8 @@ TEST(EpochGraph, TheRecordSaysWhichFormRanAndWhyNotOne) {
       {"pinned-graph", EpochLaunch::On, 256, EpochForm::Graph, nullptr},
       {"double-buffer-graph", EpochLaunch::On, lt_batch, EpochForm::Graph, nullptr},
       {"double-buffer-graph", EpochLaunch::On, 256, EpochForm::ChunkKernels, nullptr},
+      {"zero-copy-staged", EpochLaunch::On, lt_batch, EpochForm::Graph, nullptr},
+      {"zero-copy-staged", EpochLaunch::On, 256, EpochForm::ChunkKernels, nullptr},
       {"pinned-graph", EpochLaunch::Off, 256, EpochForm::PerBatch, "--epoch-launch off"},
       {"pinned", EpochLaunch::On, 256, EpochForm::PerBatch, "cannot be captured"},
       {"resident", EpochLaunch::On, lt_batch, EpochForm::PerBatch, "one launch per batch"},

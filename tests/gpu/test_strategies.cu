@@ -141,7 +141,8 @@ TEST(Strategies, SmallAndOddBatchesIdenticalAcrossExplicitStrategies) {
 }
 
 // The best forms' own options change when bytes move, never the math: zero-copy-staged at
-// depths 2-8 (refresh: every slot is reused with new data every epoch), double-buffer-graph at
+// depths 2-8 with one batch, a few or all batches per staged chunk (refresh: every slot is
+// reused with new data every epoch), double-buffer-graph at
 // depths 2-8 with 1-3 copy streams (replayed epoch graphs), um-prefetch-coarse from single-batch
 // chunks to one chunk for the whole epoch, static and refresh.
 TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
@@ -153,11 +154,13 @@ TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
     ref.epochs = 3;
     const RunOutput base = train_run(ref);
     if (find_strategy("zero-copy-staged")->unsupported(caps).empty()) {
-      for (const int depth : {2, 3, 8}) {
+      for (auto [depth, mib] : {std::pair{2, 1}, {3, 1}, {8, 1}, {2, 8}, {3, 1024}}) {
         RunConfig r = ref;
         r.strategy = find_strategy("zero-copy-staged");
         r.depth = depth;
-        EXPECT_EQ(first_difference(base, train_run(r)), "") << "depth " << depth;
+        r.copy_chunk_mib = mib;
+        EXPECT_EQ(first_difference(base, train_run(r)), "")
+            << "zero-copy-staged depth " << depth << " --copy-chunk " << mib;
       }
     }
     for (auto [depth, streams] : {std::pair{2, 1}, {3, 2}, {4, 3}, {8, 2}}) {
@@ -179,13 +182,15 @@ TEST(Strategies, BestFormOptionsAreBitwiseIdentical) {
   }
 }
 
-// The graph forms' copy chunks change how many batches one copy moves, never the math: from one
-// batch per copy (1 MiB is less than a block of f32 at batch 1007) to the whole epoch in one
-// (1024 MiB), 1-2 copy streams and 2-3 chunk slots, static and refresh, u8 and f32, batch 256
-// and the odd batch 1007 (a ragged last batch, and packing padding between blocks inside a
-// chunk). Two epochs: the first captured, the second a replay of the epoch graph.
+// The chunked best forms' copy chunks change how many batches one copy (or staging kernel)
+// moves, never the math: from one batch per copy (1 MiB is less than a block of f32 at batch
+// 1007) to the whole epoch in one (1024 MiB), 1-2 copy streams and 2-3 chunk slots, static and
+// refresh, u8 and f32, batch 256 and the odd batch 1007 (a ragged last batch, and packing
+// padding between blocks inside a chunk). Two epochs: pinned-graph's first captured, its second
+// a replay of the epoch graph.
 TEST(Strategies, GraphFormChunkOptionsAreBitwiseIdentical) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const DeviceCaps caps = DeviceCaps::query(0);
   for (const Scenario sc : {Scenario::Static, Scenario::Refresh})
     for (const Transfer t : {Transfer::U8, Transfer::F32})
       for (const int batch : {256, 1007}) {
@@ -216,6 +221,17 @@ TEST(Strategies, GraphFormChunkOptionsAreBitwiseIdentical) {
               EXPECT_EQ(first_difference(resident.for_step_of(db), db), "")
                   << "double-buffer-graph " << what << " depth " << depth << " streams "
                   << streams;
+            }
+          if (find_strategy("zero-copy-staged")->unsupported(caps).empty())
+            for (const int depth : {2, 3}) {
+              RunConfig z = ref;
+              z.strategy = find_strategy("zero-copy-staged");
+              z.copy_chunk_mib = mib;
+              z.depth = depth;
+              const RunOutput zs = train_run(z);
+              EXPECT_EQ(zs.epoch_form, EpochForm::ChunkKernels) << what;
+              EXPECT_EQ(first_difference(resident.for_step_of(zs), zs), "")
+                  << "zero-copy-staged " << what << " depth " << depth;
             }
         }
       }
@@ -274,12 +290,11 @@ TEST(Strategies, ReportTheBytesTheyMove) {
 
   const DeviceCaps caps = DeviceCaps::query(0);
   // The packed best forms move every batch's block every epoch, static or not: for MNIST a block
-  // has no gap before its labels, so zero-copy-staged (one transfer per block) moves exactly the
-  // images and labels. The graph forms copy chunks of whole blocks (--copy-chunk, 8 MiB), one
+  // has no gap before its labels. They move chunks of whole blocks (--copy-chunk, 8 MiB), one
   // range per chunk, which also holds the tail of every block but the chunk's last, up to the
   // 16-byte block stride: none at batch 256 (201728 B blocks), 4 B at batch 1007 (793516 B u8,
-  // 3161980 B f32 blocks). Their epochs run as one replayed graph, so every epoch after the first
-  // is a replay: its figures may not depend on acquire() having been called.
+  // 3161980 B f32 blocks). pinned-graph's epochs run as one replayed graph, so every epoch after
+  // the first is a replay: its figures may not depend on acquire() having been called.
   for (const char* s : {"zero-copy-staged", "pinned-graph", "double-buffer-graph"}) {
     if (const std::string why = find_strategy(s)->unsupported(caps); !why.empty()) {
       std::cout << "[ WAIVED ] " << s << ": " << why << "\n";
@@ -296,13 +311,10 @@ TEST(Strategies, ReportTheBytesTheyMove) {
           const RunOutput o = train_run(z);
           EXPECT_EQ(o.epoch_form, captured_form(s)) << s;
           const std::uint64_t per = t == Transfer::U8 ? 784 + 4 : 4 * 784 + 4;
-          std::uint64_t padding = 0;
-          if (std::string(s) != "zero-copy-staged") {
-            const std::uint64_t block = per * batch, stride = (block + 15) / 16 * 16;
-            const std::uint64_t k = std::max<std::uint64_t>(1, (std::uint64_t{8} << 20) / stride);
-            const std::uint64_t batches = batch_count(d.n_train(), batch);
-            padding = (stride - block) * (batches - (batches + k - 1) / k);
-          }
+          const std::uint64_t block = per * batch, stride = (block + 15) / 16 * 16;
+          const std::uint64_t k = std::max<std::uint64_t>(1, (std::uint64_t{8} << 20) / stride);
+          const std::uint64_t batches = batch_count(d.n_train(), batch);
+          const std::uint64_t padding = (stride - block) * (batches - (batches + k - 1) / k);
           for (const EpochResult& e : o.epochs) {
             EXPECT_EQ(e.strategy.h2d_bytes, static_cast<std::uint64_t>(d.n_train()) * per + padding)
                 << s << " " << to_string(t) << " " << to_string(sc) << " batch " << batch
