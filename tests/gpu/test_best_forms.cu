@@ -64,7 +64,7 @@ std::uint64_t chunk_copies(int batch, Transfer t, int chunk_mib) {
 
 // A run of `strategy` at batch 256, u8, in its epoch-graph form: a strategy whose captured form
 // is one launch per chunk (captured_form) runs the cuBLASLt step, which cannot run several steps
-// in one launch (DoubleBufferGraphLaunchesOnceAndCopiesOncePerChunk tests that form).
+// in one launch (KernelPerChunkFormsLaunchOnceAndMoveOncePerChunk tests that form).
 RunConfig graph_form_run(const std::string& strategy) {
   RunConfig c = short_run(strategy);
   if (captured_form(strategy) != EpochForm::Graph) c.fused = FusedMode::Lt;
