@@ -8,11 +8,11 @@ supported ...``, ``...:3: missing required field 'config.batch'``.
 Records are returned as plain dicts (the JSON as written) with two additions:
 ``_source`` ("file:line") and ``config.hidden`` normalised to a list of ints.
 
-Reading forgives two things a crash or a careless copy leaves, and says so on stderr: a torn
-last line (no newline at its end and not valid JSON: a write cut short) is skipped, and a
-record read twice (the same ``run_id`` and the same content: a file given twice, a line
-appended twice) counts once. A damaged line anywhere else, and two different records under one
-``run_id``, stay errors.
+Reading (analysis/jsonl.py) forgives two things a crash or a careless copy leaves, and says so
+on stderr: a torn last line (no newline at its end and not valid JSON: a write cut short) is
+skipped, and a record read twice (the same ``run_id`` and the same content: a file given twice,
+a line appended twice) counts once. A damaged line anywhere else, and two different records
+under one ``run_id``, stay errors.
 
 Validation is fast where jsonschema-rs (a compiled validator of the same schema) is installed:
 it only answers valid or not, and every record it does not accept is validated again by
@@ -23,11 +23,13 @@ from __future__ import annotations
 import functools
 import json
 import math
-import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable
 
 import jsonschema
+
+from analysis.jsonl import (TORN_LINE, RecordError, drop_duplicates,  # noqa: F401 (re-exported)
+                            read_jsonl, read_lines, warn)
 
 try:  # optional: the same answers, about 200 times faster
     import jsonschema_rs
@@ -40,23 +42,6 @@ RECORDS_DIR = "records"     # a results set keeps its record files here
 RUN_KIND = "run"
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "run_record.schema.json"
-TORN_LINE = "torn last line, ignored; the matrix runner moves it aside on resume"
-
-
-class RecordError(ValueError):
-    """A record file or line that cannot be used; str() is 'file:line: problem'."""
-
-    def __init__(self, source: str, problem: str):
-        super().__init__(f"{source}: {problem}")
-        self.source = source
-        self.problem = problem
-
-
-def warn(message: str, notes: list[str] | None = None) -> None:
-    """A problem the analysis works around: on stderr, and appended to `notes` when given."""
-    print(f"warning: {message}", file=sys.stderr)
-    if notes is not None:
-        notes.append(message)
 
 
 @functools.lru_cache(maxsize=1)
@@ -187,8 +172,9 @@ def _normalise_hidden(value: Any) -> list[int]:
     return list(value)
 
 
-def validate_record(rec: Any, source: str) -> dict[str, Any]:
-    """Check one decoded record; returns it (hidden normalised, _source added)."""
+def validate_record(rec: Any, source: str, finite: bool = False) -> dict[str, Any]:
+    """Check one decoded record; returns it (hidden normalised, _source added). finite: the
+    decoder already refused NaN and infinities (jsonl.read_lines' strict)."""
     if not isinstance(rec, dict):
         raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if "schema_version" not in rec:
@@ -211,7 +197,7 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
         err = _first_error(rec)
         if err is not None:
             raise RecordError(source, _problem(err))
-    if not _all_finite(rec):
+    if not finite and not _all_finite(rec):
         raise RecordError(source, f"field '{_non_finite(rec)}' is not a finite number")
     cfg = rec["config"]
     if cfg.get("hidden") is not None:
@@ -230,88 +216,6 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
     return rec
 
 
-def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A decoded JSON object whose keys and string values are interned: a hundred thousand
-    records then share one copy of each key and each repeated name (half the memory)."""
-    intern = sys.intern
-    return {intern(k): intern(v) if type(v) is str else v for k, v in pairs}
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_shared)
-
-
-def read_jsonl(path: str | Path, missing: str = "no such file",
-               notes: list[str] | None = None) -> Iterator[tuple[str, Any]]:
-    """(source "file:line", decoded value) for every non-blank line of a JSON Lines file.
-
-    A missing or unreadable file, a line that is not UTF-8 or not one complete JSON value is a
-    RecordError naming the file (and line); `missing` is the problem reported when the file
-    does not exist. A torn last line (no newline at its end, not valid JSON or UTF-8) is skipped
-    with a warning (see warn; `notes` collects it).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise RecordError(str(path), missing)
-    try:
-        with open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                source = f"{path}:{lineno}"
-                torn = not raw.endswith(b"\n")     # only the last line can end without one
-                try:
-                    text = raw.decode("utf-8")
-                    if not text.strip():
-                        continue
-                    value = _DECODER.decode(text)
-                except UnicodeDecodeError as e:
-                    if torn:
-                        warn(f"{source}: {TORN_LINE}", notes)
-                        continue
-                    raise RecordError(source, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at "
-                                              f"column {e.start + 1})") from None
-                except json.JSONDecodeError as e:
-                    if torn:
-                        warn(f"{source}: {TORN_LINE}", notes)
-                        continue
-                    raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
-                                              "each line must be one complete record") from None
-                yield source, value
-    except OSError as e:
-        raise RecordError(str(path), f"cannot read: {e.strerror or e}") from None
-
-
-def drop_duplicates(records: Iterable[Any], notes: list[str] | None = None,
-                    source_of: Callable[[dict], str] | None = None) -> list[Any]:
-    """`records` without the repeats of a run_id: an identical copy (the same run read twice)
-    is dropped, with one warning that counts them; two different records under one run_id are
-    a RecordError naming both (where each came from: its _source, or `source_of(record)`).
-    Values without a string run_id are all kept."""
-    where = source_of or (lambda rec: str(rec.get("_source", "?")))
-    seen: dict[str, dict] = {}
-    out: list[Any] = []
-    dropped = 0
-    for rec in records:
-        run_id = rec.get("run_id") if isinstance(rec, dict) else None
-        if not isinstance(run_id, str):
-            out.append(rec)
-            continue
-        first = seen.setdefault(run_id, rec)
-        if first is rec:
-            out.append(rec)
-        elif _content(first) == _content(rec):
-            dropped += 1
-        else:
-            raise RecordError(where(rec), f"run_id {run_id!r} also names a different record "
-                                          f"at {where(first)}: each run must have its own run_id")
-    if dropped:
-        warn(f"{dropped} duplicate record{'s' if dropped != 1 else ''} (same run_id) ignored",
-             notes)
-    return out
-
-
-def _content(rec: dict) -> dict:
-    return {k: v for k, v in rec.items() if k != "_source"}
-
-
 def record_kind(rec: dict[str, Any]) -> str:
     """'run', 'primitive', 'baseline:<framework>' or the record's own 'record' value."""
     kind = rec.get("record")
@@ -325,7 +229,8 @@ def record_kind(rec: dict[str, Any]) -> str:
 def load_file(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """The memstrat run records of one JSON Lines file, validated; blank lines, a torn last
     line and records of other kinds (transfer primitives, baseline frameworks) are skipped."""
-    return [validate_record(rec, source) for source, rec in read_jsonl(path, notes=notes)
+    return [validate_record(rec, source, strict)
+            for source, rec, strict in read_lines(path, notes=notes)
             if not isinstance(rec, dict) or record_kind(rec) == RUN_KIND]
 
 

@@ -222,11 +222,11 @@ def test_unreadable_and_non_utf8_files_are_record_errors(tmp_path, fixtures_dir,
     with pytest.raises(RecordError, match=r"records.jsonl:1: not UTF-8 text \(byte 0xff"):
         load_records(f)
     f.write_text(_lines(fixtures_dir, 1)[0] + "\n")
-    import analysis.records as records
+    import analysis.jsonl as jsonl
 
     def denied(*a, **k):
         raise PermissionError(13, "Permission denied", str(f))
-    monkeypatch.setattr(records, "open", denied, raising=False)
+    monkeypatch.setattr(jsonl, "open", denied, raising=False)
     with pytest.raises(RecordError, match="records.jsonl: cannot read: Permission denied"):
         load_records(f)
 
