@@ -5,7 +5,8 @@
     analysis/primitives.py P.jsonl --out DIR          # `memstrat primitives` records
     analysis/cost_model.py results/<dir> --primitives P.jsonl   # predicted vs measured
 
-Modules: records (load + validate), stats (median over processes, bootstrap interval,
+Modules: jsonl (reading JSON Lines: a torn last line, records read twice), records (load +
+validate), stats (median over processes, bootstrap interval,
 stability, tiers), aggregate (records -> configurations, the compute-only reference, floors,
 overlap efficiency, CSV), plots (one PNG per figure), document (the report's Markdown/HTML),
 report (the CLI: report.md + self-contained report.html), report_model (its primitives and
@@ -13,5 +14,6 @@ cost-model sections), compare (BASE vs NEW), primitives (transfer-primitive reco
 interpolated costs), cost_model (each strategy's epoch predicted from the primitives and the
 compute-only epoch), parity_plot (the cost model's predicted-vs-measured figure), docs_blocks
 (the CLI that keeps the generated number blocks of README.md and docs/ current) with
-results_set (a committed docs/results/<gpu>/ set) and block_generators (what each block says).
+results_set (a committed docs/results/<gpu>/ set) and block_generators (what each block says);
+bench_report (times report.py on 100,000 synthetic records).
 """

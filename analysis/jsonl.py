@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 try:  # optional: the same values, decoded faster
     import orjson
-except ImportError:  # pragma: no cover - exercised by test_jsonl's fallback test
+except ImportError:  # then the json module decodes every line: slower, the same values
     orjson = None
 
 TORN_LINE = "torn last line, ignored; the matrix runner moves it aside on resume"
