@@ -237,8 +237,9 @@ def null_notes(groups: Sequence[Group], pinned_bw: float | None = None) -> list[
                          "exists.")
         else:
             notes.append(f"Floors: {why}, for {', '.join(sorted(names))}.")
-    for why in sorted({p.reason for p in overlap_efficiency(groups) if p.reason}):
-        missing = [p.group for p in overlap_efficiency(groups) if p.reason == why]
+    points = overlap_efficiency(groups)
+    for why in sorted({p.reason for p in points if p.reason}):
+        missing = [p.group for p in points if p.reason == why]
         notes.append(f"Overlap efficiency: n/a for {len(missing)} configuration"
                      f"{'s' if len(missing) != 1 else ''} of "
                      + ", ".join(strategies_in(missing)) + f": {why}.")
