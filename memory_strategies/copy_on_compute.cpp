@@ -26,7 +26,8 @@ void CopyOnComputeStream::attach(const HostDataset& data, const StrategyOptions&
 void CopyOnComputeStream::begin_epoch(int epoch) {
   if (slots_.attached()) slots_.begin_epoch(epoch);
   source_.begin_epoch(epoch);
-  timeline_.begin_epoch();
+  // The timeline is not reset: every epoch copies every batch again, enqueued or replayed in an
+  // epoch graph, over the last epoch's record.
   host_ms_ = 0.0;
 }
 

@@ -23,6 +23,15 @@ class CopyOnComputeStream : public MemoryStrategy {
   void release(int) override {}
   void end_epoch() override {}
   StrategyStats stats() const override;
+  /// Per batch, or, where the derived class's host memory allows a captured copy
+  /// (copies_capturable) and all of an epoch's data is written before it (static, refresh), one
+  /// epoch graph: every epoch enqueues the same copies and steps on the compute stream, and the
+  /// copy timeline is recorded again by every replay. Never a kernel form: every batch is copied
+  /// into the one device batch buffer, so a batch can be acquired only after the step before it
+  /// was enqueued.
+  LaunchForms launch_forms() const override {
+    return {false, 0, copies_capturable() && source_.written_before_epoch()};
+  }
 
  protected:
   /// Allocate host storage for `image_bytes` + `labels` samples and return the pointers.
@@ -30,6 +39,10 @@ class CopyOnComputeStream : public MemoryStrategy {
                              std::int32_t** labels) = 0;
   /// The memory of the stream scenario's slots (the same kind allocate_host gives).
   virtual SlotKind slot_kind() const = 0;
+  /// True when a cudaMemcpyAsync from this host memory can be captured into a graph and replayed
+  /// (page-locked memory: a DMA); false where the driver stages it through its own buffer as the
+  /// call runs (pageable memory).
+  virtual bool copies_capturable() const = 0;
 
  private:
   HostEpochSource source_;

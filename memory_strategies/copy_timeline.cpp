@@ -25,11 +25,12 @@ void CopyTimeline::allocate(int batches) {
     stop_.push_back(Event::create());
   }
   used_.assign(static_cast<std::size_t>(batches), 0);
+  bytes_.assign(static_cast<std::size_t>(batches), 0);
 }
 
 void CopyTimeline::begin_epoch() {
   std::fill(used_.begin(), used_.end(), 0);
-  bytes_ = 0;
+  std::fill(bytes_.begin(), bytes_.end(), 0);
 }
 
 void CopyTimeline::start(int b, cudaStream_t s) { record(start_[b], s); }
@@ -37,7 +38,7 @@ void CopyTimeline::start(int b, cudaStream_t s) { record(start_[b], s); }
 void CopyTimeline::stop(int b, cudaStream_t s, std::uint64_t bytes) {
   record(stop_[b], s);
   used_[b] = 1;
-  bytes_ += bytes;
+  bytes_[b] = bytes;
 }
 
 std::optional<double> CopyTimeline::total_ms() const {
@@ -54,7 +55,7 @@ std::optional<double> CopyTimeline::total_ms() const {
 
 StrategyStats CopyTimeline::stats() const {
   StrategyStats s;
-  s.h2d_bytes = bytes_;
+  for (const std::uint64_t b : bytes_) s.h2d_bytes += b;
   s.copy_ms = total_ms();
   return s;
 }

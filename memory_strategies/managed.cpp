@@ -176,6 +176,11 @@ void ManagedStrategy::end_epoch() {
     resident_ = true;
 }
 
+LaunchForms ManagedStrategy::launch_forms() const {
+  const bool fixed = !slots_.attached() && !gather_.attached();
+  return {fixed, 0, fixed && !hints_.prefetch && source_.written_before_epoch()};
+}
+
 StrategyStats ManagedStrategy::stats() const {
   StrategyStats s = timeline_.stats();
   if (slots_.attached()) s.producer = slots_.stats();

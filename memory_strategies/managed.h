@@ -59,6 +59,15 @@ class ManagedStrategy final : public MemoryStrategy {
   /// Prefetched bytes are requested, not necessarily moved (pages already resident are skipped);
   /// CUPTI's unified-memory counters report what actually migrated. Without prefetch: none.
   StrategyStats stats() const override;
+  /// Static and refresh (the data set in managed memory, a batch a fixed offset into it): every
+  /// batch can be acquired before any step, the prefetching forms' acquires enqueue prefetches on
+  /// the side stream that need no compute in between (the kernel forms; all of an epoch's
+  /// prefetches then precede its one launch). Without hints (um) acquire enqueues nothing at all,
+  /// so an epoch graph holds only the steps: pages fault in inside its kernels as in any launch,
+  /// and the refresh rewrite moves them back to the host in begin_epoch, outside the graph.
+  /// cudaMemPrefetchAsync has no graph node: the prefetching forms have no epoch graph. The
+  /// stream scenario (slots handed over at run time, or one gathered batch buffer): per batch.
+  LaunchForms launch_forms() const override;
 
  private:
   void prefetch_chunk(int c);

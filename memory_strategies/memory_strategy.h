@@ -11,6 +11,7 @@
 
 #include "common/host_dataset.h"
 #include "memory_strategies/augment.h"
+#include "memory_strategies/launch_forms.h"
 #include "memory_strategies/producer_stats.h"
 
 namespace memstrat {
@@ -116,6 +117,12 @@ class MemoryStrategy {
   virtual void end_epoch() = 0;
   /// Figures for the last epoch; valid after the compute stream finished that epoch.
   virtual StrategyStats stats() const = 0;
+  // Launch forms. The three methods below say which one-launch forms the strategy takes by
+  // itself (the form it was built for: --launch-form auto takes the first of kernel,
+  // kernel-per-chunk, graph they allow); launch_forms() says every form its data path allows when
+  // one is asked for by name (--launch-form). A true (or non-zero) answer from either carries the
+  // contract stated here.
+
   /// True when one epoch's device work can be captured into a CUDA graph and the graph
   /// replayed for every later epoch instead of the calls (a trainer's whole-epoch graph mode:
   /// begin_epoch(e) on the host, then, captured from the compute stream once and replayed
@@ -150,6 +157,13 @@ class MemoryStrategy {
   /// releases). The trainer may then run each group's steps in one kernel launch (Trainer's
   /// kernel-per-chunk form). A strategy that is acquire_ahead() has one group: the epoch.
   virtual int launch_group() const { return 0; }
+  /// Every form the data path allows (asked after attach; before it: as for the static
+  /// scenario), each field under the contract of the method it is named after: at least what
+  /// those methods say, and more where the strategy was built for another form but its data path
+  /// keeps the contract of this one too (resident's epoch graph, pinned's, um's epoch kernel).
+  virtual LaunchForms launch_forms() const {
+    return {acquire_ahead(), launch_group(), epoch_capturable()};
+  }
 };
 
 }  // namespace memstrat

@@ -34,6 +34,14 @@ class PinnedGraphStrategy final : public MemoryStrategy {
   /// replayed epoch graph too).
   StrategyStats stats() const override;
   bool epoch_capturable() const override { return source_.written_before_epoch(); }
+  /// Besides the epoch graph, one launch per chunk (asked for: --launch-form kernel-per-chunk): a
+  /// chunk's copy into the slot is enqueued by its first acquire, so all its batches can be
+  /// acquired before its steps, and the next chunk's copy is enqueued on the compute stream after
+  /// them (the slot stays valid until the chunk's last batch is released). Not one launch per
+  /// epoch: one slot holds one chunk.
+  LaunchForms launch_forms() const override {
+    return {false, epoch_capturable() ? plan_.batches_per_chunk() : 0, epoch_capturable()};
+  }
 
  private:
   HostEpochSource source_;

@@ -70,6 +70,45 @@ std::string not_in_stream(const StrategyOptions& o, const DeviceCaps&) {
 
 int staging_blocks(const StrategyOptions& o) { return o.stage_blocks; }
 
+// ---- launch forms (StrategyEntry::launch_forms) ----
+using F = EpochForm;
+constexpr EpochFormSet kPerBatch{F::PerBatch};
+constexpr EpochFormSet kEveryForm{F::PerBatch, F::Graph, F::ChunkKernels, F::Kernel};
+// Every batch acquired ahead, but work no graph can hold (prefetches).
+constexpr EpochFormSet kNoGraph{F::PerBatch, F::ChunkKernels, F::Kernel};
+// A chunk's batches acquired together, an epoch captured as a graph.
+constexpr EpochFormSet kChunks{F::PerBatch, F::Graph, F::ChunkKernels};
+constexpr EpochFormSet kGraph{F::PerBatch, F::Graph};
+constexpr LaunchFormTable every_form{kEveryForm, kEveryForm, kPerBatch};
+constexpr LaunchFormTable per_batch_only{kPerBatch, kPerBatch, kPerBatch};
+constexpr LaunchFormTable no_graph{kNoGraph, kNoGraph, kPerBatch};
+constexpr LaunchFormTable graph_too{kGraph, kGraph, kPerBatch};
+constexpr LaunchFormTable chunks_not_in_stream{kChunks, kChunks, {}};
+
+// Why a strategy's data path allows no other form (StrategyEntry::launch_note).
+constexpr std::string_view kOneBatchBuffer =
+    "every batch is copied into the one device batch buffer, so a batch can be acquired only "
+    "after the step before it (no kernel form)";
+constexpr std::string_view kPageableNote =
+    "every batch is copied into the one device batch buffer, so a batch can be acquired only "
+    "after the step before it (no kernel form); and the driver stages each copy from pageable "
+    "memory through its own buffer as the call runs, which a graph cannot replay (no graph)";
+constexpr std::string_view kDoubleBufferNote =
+    "a batch's copy into its slot waits for the step that read the slot before, so no group of "
+    "batches can be acquired ahead of its steps (no kernel form); and those hand-over events "
+    "reach from one epoch into the next, which one replayed epoch graph cannot hold (no graph)";
+constexpr std::string_view kPrefetchNote =
+    "cudaMemPrefetchAsync has no graph node (no graph)";
+constexpr std::string_view kCoarseNote =
+    "cudaMemPrefetchAsync has no graph node, and its first static epoch prefetches while the "
+    "later ones do not (no graph)";
+constexpr std::string_view kChunkRingNote =
+    "its batches arrive a chunk at a time in K device chunk slots, so not all of an epoch's "
+    "batches can be acquired before its first step (no epoch kernel)";
+constexpr std::string_view kOneChunkSlotNote =
+    "one device slot holds one chunk, so not all of an epoch's batches can be acquired before "
+    "its first step (no epoch kernel)";
+
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
       "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph and zero-copy-staged)",
@@ -102,19 +141,19 @@ std::vector<StrategyEntry> make_registry() {
       OptionKind::Integer, 1, 128, {}, "8",
       [](const StrategyOptions& o) { return std::to_string(o.stage_blocks); }};
   return {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, {}, false, stream_needs_gather},
-      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>},
-      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>},
-      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, /*improves=*/{}, /*batch_in_host_memory=*/true},
-      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), {}, false, stream_needs_concurrent_managed},
-      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false})},
-      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true})},
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, every_form, "", {}, false, stream_needs_gather},
+      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>, per_batch_only, kPageableNote},
+      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>, graph_too, kOneBatchBuffer},
+      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>, per_batch_only, kDoubleBufferNote},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, every_form, "", /*improves=*/{}, /*batch_in_host_memory=*/true},
+      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), every_form, "", {}, false, stream_needs_concurrent_managed},
+      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false}), no_graph, kPrefetchNote},
+      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true}), no_graph, kPrefetchNote},
       // Best forms: each names the naive form it improves.
-      {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, "zero-copy", false, not_in_stream, staging_blocks},
-      {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), "um-prefetch"},
-      {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, "pinned", false, not_in_stream},
-      {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, "double-buffer", false, not_in_stream},
+      {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, chunks_not_in_stream, kChunkRingNote, "zero-copy", false, not_in_stream, staging_blocks},
+      {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), no_graph, kCoarseNote, "um-prefetch"},
+      {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, chunks_not_in_stream, kOneChunkSlotNote, "pinned", false, not_in_stream},
+      {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, chunks_not_in_stream, kChunkRingNote, "double-buffer", false, not_in_stream},
   };
 }
 }  // namespace
@@ -169,6 +208,27 @@ std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt,
 
 std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt) {
   return e.unsupported_with ? e.unsupported_with(opt, DeviceCaps::every()) : "";
+}
+
+EpochFormSet LaunchFormTable::in(Scenario s) const {
+  switch (s) {
+    case Scenario::Static: return static_forms;
+    case Scenario::Refresh: return refresh_forms;
+    case Scenario::Stream: return stream_forms;
+  }
+  return {};
+}
+
+std::string launch_form_refusal(const StrategyEntry& e, const StrategyOptions& opt, EpochForm f) {
+  const EpochFormSet runs = e.launch_forms.in(opt.scenario);
+  if (runs.contains(f)) return "";
+  std::string why = "strategy " + std::string(e.name) + " runs " +
+                    (runs.empty() ? std::string("no launch form") : runs.to_string()) +
+                    " in the " + std::string(to_string(opt.scenario)) + " scenario";
+  if (opt.scenario == Scenario::Stream)
+    return why + ": in the stream scenario batches are handed over at run time (host workers) "
+                 "or gathered into one batch buffer, one after the other";
+  return e.launch_note.empty() ? why : why + ": " + std::string(e.launch_note);
 }
 
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps) {

@@ -1,8 +1,8 @@
 // registry.h: the one list of memory strategies. The CLI, the tests and the matrix runner all
 // enumerate it. Adding a strategy = one new file + one line in registry.cpp: its name, a one-line
 // description, the device capability it needs, the per-strategy options it reads, a factory,
-// for a best form the naive form it improves, and whether the step reads its batches in place
-// from host memory.
+// the launch forms it runs per scenario and why not the others, for a best form the naive form
+// it improves, and whether the step reads its batches in place from host memory.
 #pragma once
 
 #include <functional>
@@ -37,6 +37,16 @@ struct StrategyOption {
   std::string allowed() const;
 };
 
+/// The launch forms a strategy runs in each scenario (--launch-form), as its data path allows
+/// them (MemoryStrategy::launch_forms says the same once attached; tests/gpu/test_launch_forms.cu
+/// holds each strategy to it). A kernel form also needs the single-launch step (launch_request.h).
+struct LaunchFormTable {
+  EpochFormSet static_forms;
+  EpochFormSet refresh_forms;
+  EpochFormSet stream_forms;  // empty where the strategy never runs the stream scenario
+  EpochFormSet in(Scenario s) const;
+};
+
 struct StrategyEntry {
   std::string_view name;         // the CLI name
   std::string_view description;  // one line
@@ -47,6 +57,10 @@ struct StrategyEntry {
   std::vector<StrategyOption> options;
   /// A new, unattached strategy (constructing allocates nothing; attach does).
   std::function<std::unique_ptr<MemoryStrategy>()> make;
+  /// The launch forms it runs per scenario, and why its data path allows no other ("" when it
+  /// runs every form in static and refresh; the stream scenario's reason is common to all).
+  LaunchFormTable launch_forms;
+  std::string_view launch_note;
   /// A best form names the naive strategy it improves (its description says how); empty for a
   /// naive form. Listings, the matrix and the report pair the two by it.
   std::string_view improves = {};
@@ -82,6 +96,10 @@ const std::vector<StrategyOption>& strategy_options(std::string_view name);
 std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt, const DeviceCaps& caps);
 /// Why no device can run `e` with options `opt`; empty when some device can. Needs no GPU.
 std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt);
+/// Why `e` does not run launch form `f` in `opt`'s scenario (its declaration, launch_forms);
+/// empty when it does. Needs no GPU. The step a kernel form needs is checked apart
+/// (launch_request.h).
+std::string launch_form_refusal(const StrategyEntry& e, const StrategyOptions& opt, EpochForm f);
 /// e.make() once the device passed e.unsupported(caps); otherwise throws std::runtime_error with
 /// the waiver reason. For paths that want a strategy or an error, not a waiver to report.
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps);

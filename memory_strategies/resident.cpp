@@ -28,6 +28,7 @@ void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& op
     // Static data: uploaded once, as part of set-up (not counted in any epoch).
     upload();
     CUDA_CHECK(cudaStreamSynchronize(compute));
+    timeline_.begin_epoch();  // forget the set-up upload: no epoch moves a byte
   }
 }
 
@@ -44,7 +45,8 @@ void ResidentStrategy::upload() {
 
 void ResidentStrategy::begin_epoch(int epoch) {
   if (gather_.attached()) gather_.begin_epoch(epoch);
-  timeline_.begin_epoch();
+  // The timeline is not reset: a refresh epoch records its upload over the last one, enqueued or
+  // replayed in an epoch graph; a static epoch records nothing.
   upload_pending_ = source_.begin_epoch(epoch);  // refresh: new host data to upload
 }
 

@@ -27,6 +27,14 @@ class ResidentStrategy final : public MemoryStrategy {
   /// Every batch is a fixed offset into device memory (a refresh epoch's upload is enqueued by
   /// acquire(0), before any compute); a gathered batch is not (one batch buffer, reused).
   bool acquire_ahead() const override { return !gather_.attached(); }
+  /// Besides the epoch kernel (and any grouping of it), an epoch graph: every epoch enqueues the
+  /// same work (static: nothing; refresh: acquire(0)'s upload from the pinned host copy that
+  /// begin_epoch rewrote, two copies on the compute stream), and the copy timeline is recorded
+  /// again by every replay. The gathered stream batches: per batch only.
+  LaunchForms launch_forms() const override {
+    const bool fixed = !gather_.attached();
+    return {fixed, 0, fixed && source_.written_before_epoch()};
+  }
 
  private:
   void upload();

@@ -26,6 +26,14 @@ class ZeroCopyStrategy final : public MemoryStrategy {
   /// No explicit transfers (CUPTI can't see the kernels' reads of mapped memory either); in
   /// the stream scenario the producers' figures, or the gather order's upload.
   StrategyStats stats() const override;
+  /// Static and refresh: a batch is a fixed offset into the mapped set and acquire enqueues
+  /// nothing, so every batch can be acquired before any step (the kernel forms: the single-launch
+  /// step reads the mapped batch where it lies, as the per-batch step does) and an epoch graph
+  /// holds only the steps. The stream scenario: per batch.
+  LaunchForms launch_forms() const override {
+    const bool fixed = !slots_.attached() && !gather_.attached();
+    return {fixed, 0, fixed && source_.written_before_epoch()};
+  }
 
  private:
   HostEpochSource source_;

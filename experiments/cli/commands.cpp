@@ -44,6 +44,13 @@ bool append_or_print(const std::string& path, const nlohmann::json& rec, std::os
   }
 }
 
+/// A set of forms as names, in kEpochForms order.
+json form_names(const EpochFormSet& s) {
+  json a = json::array();
+  for (const EpochForm f : s.forms()) a.push_back(to_string(f));
+  return a;
+}
+
 json describe_json() {
   json d;
   d["record_schema_version"] = kSchemaVersion;
@@ -52,8 +59,23 @@ json describe_json() {
     json s{{"name", e.name}, {"description", e.description}, {"options", json::array()}};
     for (const StrategyOption& o : e.options) s["options"].push_back(std::string("--") + std::string(o.name));
     if (!e.improves.empty()) s["improves"] = e.improves;
+    // The --launch-form values it runs per scenario (auto always; a kernel form also needs the
+    // single-launch step: launch_forms below), and why not the others.
+    json forms;
+    for (const Scenario sc : {Scenario::Static, Scenario::Refresh, Scenario::Stream})
+      forms[std::string(to_string(sc))] = form_names(e.launch_forms.in(sc));
+    s["launch_forms"] = forms;
+    s["launch_note"] = e.launch_note.empty() ? json(nullptr) : json(e.launch_note);
+    // --fused on then takes the layer-by-layer step, so a kernel form needs --fused single.
+    s["batch_in_host_memory"] = e.batch_in_host_memory;
     d["strategies"].push_back(s);
   }
+  // What each form needs beyond the strategy's declaration.
+  d["launch_forms"] = json::array();
+  for (const EpochForm f : kEpochForms)
+    d["launch_forms"].push_back(
+        {{"name", to_string(f)},
+         {"needs_step", is_kernel_form(f) ? json("single-launch") : json(nullptr)}});
   d["train_options"] = json::array();
   for (const OptionInfo& o : train_option_table()) d["train_options"].push_back(o.to_json());
   return d;
@@ -63,6 +85,14 @@ void describe_text(std::ostream& out) {
   out << "strategies:\n";
   for (const StrategyEntry& e : strategy_registry())
     out << "  " << std::left << std::setw(15) << e.name << e.description << "\n";
+  out << "\nlaunch forms (--launch-form) per scenario; kernel forms need the single-launch step:\n";
+  for (const StrategyEntry& e : strategy_registry()) {
+    out << "  " << std::left << std::setw(20) << e.name;
+    for (const Scenario sc : {Scenario::Static, Scenario::Refresh, Scenario::Stream})
+      out << (sc == Scenario::Static ? "" : "; ") << to_string(sc) << ": "
+          << e.launch_forms.in(sc).to_string();
+    out << "\n";
+  }
   out << "\ntrain options (default; key in the record's config):\n";
   for (const OptionInfo& o : train_option_table()) {
     out << "  " << std::left << std::setw(16) << o.name << o.default_value.dump();

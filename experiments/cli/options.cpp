@@ -194,17 +194,34 @@ std::string strategies_reading(std::string_view option) {
 /// A strategy's own option given with a strategy that does not read it would be ignored
 /// silently; refused instead, whatever its value (the default typed out included), as the stream
 /// scenario's options are outside that scenario.
-void check_strategy_options(const StrategyEntry& chosen, const CLI::App& train) {
+void check_strategy_options(const RunConfig& c, const CLI::App& train) {
+  const StrategyEntry& chosen = *c.strategy;
   for (const StrategyEntry& e : strategy_registry())
     for (const StrategyOption& o : e.options) {
       const std::string flag = "--" + std::string(o.name);
-      const bool reads = std::any_of(chosen.options.begin(), chosen.options.end(),
-                                     [&](const StrategyOption& c) { return c.name == o.name; });
+      // --copy-chunk also sizes the launches of kernel-per-chunk, whatever the strategy.
+      const bool reads = o.name == "copy-chunk" ? reads_copy_chunk(c)
+                         : std::any_of(chosen.options.begin(), chosen.options.end(),
+                                       [&](const StrategyOption& s) { return s.name == o.name; });
       if (!reads && train.count(flag) > 0)
         throw std::invalid_argument(flag + " is an option of " + strategies_reading(o.name) +
+                                    (o.name == "copy-chunk" ? " (and of --launch-form kernel-per-chunk)" : "") +
                                     "; --strategy " + std::string(chosen.name) +
                                     " does not read it (drop " + flag + ")");
     }
+}
+
+/// --epoch-launch is the older spelling of --launch-form (on = auto, off = per-batch); both given
+/// must say the same.
+void check_launch_form_spellings(const CLI::App& train) {
+  const CLI::Option* form = train.get_option("--launch-form");
+  const CLI::Option* old = train.get_option("--epoch-launch");
+  if (form->count() == 0 || old->count() == 0) return;
+  const std::string f = form->results().back(), o = old->results().back();
+  const std::string same = o == "on" ? "auto" : "per-batch";
+  if (f != same)
+    throw std::invalid_argument("--epoch-launch " + o + " means --launch-form " + same +
+                                ", not --launch-form " + f + " (give one of the two)");
 }
 
 /// Rules that involve two options, which no single option's declaration can state, and a
@@ -213,7 +230,8 @@ void check_strategy_options(const StrategyEntry& chosen, const CLI::App& train) 
 void check_consistent(const RunConfig& c, const CLI::App& train) {
   if (!c.trace.empty() && !c.profile)
     throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
-  check_strategy_options(*c.strategy, train);
+  check_strategy_options(c, train);
+  check_launch_form_spellings(train);
   if (c.scenario != Scenario::Stream)
     for (const char* opt : kStreamOptions)
       if (train.count(opt) > 0)
@@ -226,6 +244,12 @@ void check_consistent(const RunConfig& c, const CLI::App& train) {
                                      ? " --augment " + std::string(to_string(c.augment))
                                      : std::string()) +
                                 ": " + why);
+  // The form the strategy's data path allows in the scenario (the step a kernel form needs is
+  // judged once the data set is known, still before any device work: Session).
+  if (const std::optional<EpochForm> f = asked_form(c.launch_form))
+    if (const std::string why = launch_form_refusal(*c.strategy, strategy_options(c), *f);
+        !why.empty())
+      throw std::invalid_argument("--launch-form " + std::string(to_string(*f)) + ": " + why);
 }
 
 template <typename E>
@@ -256,7 +280,8 @@ std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
 
 /// Every `train` option, declared against the field of `c` it sets. The record key is the
 /// option's key under config.* in the record ("" where the record says something else: config.step,
-/// config.epoch_launch and config.epoch_form say what ran, config.dataset what was loaded).
+/// config.epoch_launch and config.epoch_form say what ran, config.launch_form what --launch-form or
+/// --epoch-launch asked for, config.dataset what was loaded).
 void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& table) {
   using kernels::GemmBackend;
   TrainOptions o(t, table);
@@ -289,15 +314,25 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "it applies and is faster (fp32, not with --tf32, batch x hidden <= 262144), else "
            "lt; single: the one-launch step at any size it takes; lt: cuBLASLt GEMMs + fused "
            "kernels (4-5 launches per step); off: the layer-by-layer path (13)");
-  o.choice("--epoch-launch", c.epoch_launch, named({EpochLaunch::On, EpochLaunch::Off}), "",
-           "on: run each epoch as ONE launch where the strategy allows it: of a kernel where "
-           "every batch can be acquired up front (resident) and the step is the single-launch "
-           "one; with that step, one kernel launch per copied chunk where the strategy hands "
-           "out a chunk's batches together (double-buffer-graph, zero-copy-staged; static); "
-           "else of a CUDA graph of the whole epoch (copies, steps, events), captured in epoch 1 "
-           "and replayed, where the strategy can be captured (the best forms but "
-           "um-prefetch-coarse); bitwise the same training; "
-           "off: one launch per batch");
+  o.choice("--launch-form", c.launch_form,
+           named({LaunchForm::Auto, LaunchForm::PerBatch, LaunchForm::Graph,
+                  LaunchForm::ChunkKernels, LaunchForm::Kernel}),
+           "launch_form",
+           "How an epoch's steps are launched; bitwise the same training in every form. "
+           "per-batch: enqueued batch by batch; graph: the whole epoch (copies, steps, events) "
+           "captured in epoch 1 as one CUDA graph and replayed; kernel-per-chunk: one kernel "
+           "launch for the steps of each chunk (the strategy's copied chunk, or the batches of "
+           "one --copy-chunk MiB chunk); kernel: all steps in one kernel launch (both kernel "
+           "forms need the single-launch step). auto: the form the strategy was built for "
+           "(resident: kernel; double-buffer-graph, zero-copy-staged: kernel-per-chunk, or "
+           "graph with another step than the single-launch one; pinned-graph: graph; the others: "
+           "per-batch), per-batch where the step does not allow it. A form by name runs as asked "
+           "or is refused where the strategy, scenario or step cannot run it; `memstrat "
+           "describe` lists each strategy's forms per scenario");
+  o.choice("--epoch-launch", c.launch_form,
+           std::vector<std::pair<std::string, LaunchForm>>{{"on", LaunchForm::Auto},
+                                                           {"off", LaunchForm::PerBatch}},
+           "", "The older spelling of --launch-form: on = auto, off = per-batch");
   // The strategies' options: range and meaning from the registry entries that read them.
   const StrategyOption& depth = strategy_option("depth");
   o.integer("--depth", c.depth, depth.min, depth.max, "depth", strategy_option_help(depth));
@@ -328,7 +363,9 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "refresh scenario's); heavy: random affine warp (rotation, scale, shear, shift)");
   const StrategyOption& copy_chunk = strategy_option("copy-chunk");
   o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
-            strategy_option_help(copy_chunk));
+            strategy_option_help(copy_chunk) +
+                "; with --launch-form kernel-per-chunk, any strategy: the batches of one such "
+                "chunk (packed) run in one launch");
   const StrategyOption& stage_blocks = strategy_option("stage-blocks");
   o.integer("--stage-blocks", c.stage_blocks, stage_blocks.min, stage_blocks.max, "stage_blocks",
             strategy_option_help(stage_blocks));

@@ -9,7 +9,8 @@
 
 namespace memstrat {
 
-/// This machine cannot run the request: no usable GPU, or a strategy waived on this device.
+/// This machine cannot run the request: no usable GPU, a strategy waived on this device, or a
+/// kernel launch form whose single-launch step this device cannot run.
 class DeviceUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

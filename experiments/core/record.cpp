@@ -35,6 +35,7 @@ json config_json(const RunRecord& r) {
          {"gemm", kernels::to_string(c.gemm)},
          {"tf32", c.tf32},
          {"graphs", c.graphs == Graphs::On},
+         {"launch_form", to_string(c.launch_form)},
          {"depth", if_read(c, "depth", c.depth)},
          // --copy-streams (the key predates the option's name)
          {"streams", if_read(c, "copy-streams", c.copy_streams)},
@@ -44,7 +45,7 @@ json config_json(const RunRecord& r) {
          {"workers", stream ? json(c.workers) : json(nullptr)},
          {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
          {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
-         {"copy_chunk_mib", if_read(c, "copy-chunk", c.copy_chunk_mib)},
+         {"copy_chunk_mib", reads_copy_chunk(c) ? json(c.copy_chunk_mib) : json(nullptr)},
          {"stage_blocks", if_read(c, "stage-blocks", c.stage_blocks)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},

@@ -16,6 +16,29 @@ StepKind step_kind(FusedMode f) {
 }
 }  // namespace
 
+std::string_view to_string(LaunchForm f) {
+  const std::optional<EpochForm> form = asked_form(f);
+  return form ? to_string(*form) : "auto";
+}
+
+std::optional<EpochForm> asked_form(LaunchForm f) {
+  switch (f) {
+    case LaunchForm::Auto: return std::nullopt;
+    case LaunchForm::PerBatch: return EpochForm::PerBatch;
+    case LaunchForm::Graph: return EpochForm::Graph;
+    case LaunchForm::ChunkKernels: return EpochForm::ChunkKernels;
+    case LaunchForm::Kernel: return EpochForm::Kernel;
+  }
+  return std::nullopt;
+}
+
+bool reads_copy_chunk(const RunConfig& c) {
+  if (c.launch_form == LaunchForm::ChunkKernels) return true;
+  for (const StrategyOption& o : c.strategy->options)
+    if (o.name == "copy-chunk") return true;
+  return false;
+}
+
 StrategyOptions strategy_options(const RunConfig& c) {
   StrategyOptions o;
   o.batch = c.batch;

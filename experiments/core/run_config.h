@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,8 +28,11 @@ enum class FusedMode {
 };
 /// --graphs: replay each batch's step as a CUDA graph.
 enum class Graphs { On, Off };
-/// --epoch-launch: run all of an epoch's steps in one kernel launch where that is possible.
-enum class EpochLaunch { On, Off };
+/// --launch-form: how the Trainer launches an epoch's steps. Auto: the form the strategy was built
+/// for, with one launch per epoch where the strategy and the step allow it (choose_epoch_form,
+/// launch_request.h); else exactly the form named, or a refusal. --epoch-launch on|off is the
+/// older spelling of auto|per-batch.
+enum class LaunchForm { Auto, PerBatch, Graph, ChunkKernels, Kernel };
 
 inline std::string_view to_string(FusedMode m) {
   switch (m) {
@@ -40,7 +44,10 @@ inline std::string_view to_string(FusedMode m) {
   return "?";
 }
 inline std::string_view to_string(Graphs g) { return g == Graphs::On ? "on" : "off"; }
-inline std::string_view to_string(EpochLaunch e) { return e == EpochLaunch::On ? "on" : "off"; }
+/// "auto", or the form's name (to_string(EpochForm)).
+std::string_view to_string(LaunchForm f);
+/// The form asked for by name; none for Auto.
+std::optional<EpochForm> asked_form(LaunchForm f);
 
 struct RunConfig {
   // ---- what is measured (the record's `config`) ----
@@ -61,7 +68,7 @@ struct RunConfig {
   bool tf32 = false;
   Graphs graphs = Graphs::On;
   FusedMode fused = FusedMode::On;
-  EpochLaunch epoch_launch = EpochLaunch::On;
+  LaunchForm launch_form = LaunchForm::Auto;
   // The strategies' own options: declared (meaning, range, default) with the registry entries
   // that read them (memory_strategies/registry.cpp); these defaults must agree (tested).
   int depth = 2;  // double-buffer, zero-copy-staged: device batch slots in flight
@@ -75,7 +82,9 @@ struct RunConfig {
   int workers = 4;                   // host producer threads, started once per run
   int prefetch = 8;                  // batches produced ahead = host slots
   Augment augment = Augment::Light;  // per-sample host augmentation
-  int copy_chunk_mib = 8;      // pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy
+  /// pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy; with --launch-form
+  /// kernel-per-chunk, any strategy's batches per launch (reads_copy_chunk).
+  int copy_chunk_mib = 8;
   int stage_blocks = 8;        // zero-copy-staged: thread blocks of the staging kernel
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
@@ -97,6 +106,9 @@ struct RunConfig {
 
 /// The strategy's part of the run.
 StrategyOptions strategy_options(const RunConfig& c);
+/// True when the run reads --copy-chunk: its strategy declares it, or kernel-per-chunk is asked
+/// for (a strategy without chunks of its own then has its epoch cut into --copy-chunk groups).
+bool reads_copy_chunk(const RunConfig& c);
 /// The model's part: layers = features, hidden..., classes; the step implementation per --fused
 /// and per where the strategy's batches are when the step reads them (batch_in_host_memory).
 MlpConfig mlp_config(const RunConfig& c, int features, int classes);

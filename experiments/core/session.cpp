@@ -11,9 +11,11 @@
 #include "common/profiler/profiler.h"
 #include "common/nvtx.h"
 #include "experiments/core/console.h"
+#include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_outputs.h"
 #include "experiments/core/trainer.h"
+#include "kernels/single_launch/step_launcher.h"  // step_unsupported_here
 
 namespace memstrat {
 
@@ -43,6 +45,12 @@ Session::Session(const RunConfig& cfg, const HostDataset& data) : cfg_(cfg), dat
 
 RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSink& sink) {
   const std::string name(cfg_.strategy->name);
+  // A launch form the options cannot run is a usage error, found before any device work.
+  if (const std::string why =
+          launch_form_refusal(cfg_, data_.features(), data_.classes, any_device_runs_it);
+      !why.empty())
+    throw std::invalid_argument("--launch-form " + std::string(to_string(cfg_.launch_form)) +
+                                " with --strategy " + name + ": " + why);
   require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
   CuptiProfiler::Options popt;
   popt.enabled = cfg_.profile;
@@ -55,6 +63,12 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
           waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(cfg_.device));
       !why.empty())
     throw DeviceUnavailable("strategy '" + name + "' is waived on this device: " + why);
+  // A kernel form whose single-launch step this device cannot run is waived like a strategy.
+  if (const std::string why = launch_form_refusal(cfg_, data_.features(), data_.classes,
+                                                  kernels::step_unsupported_here);
+      !why.empty())
+    throw DeviceUnavailable("--launch-form " + std::string(to_string(cfg_.launch_form)) +
+                            " is waived on this device: " + why);
 
   GpuMonitor monitor = GpuMonitor::for_device(cfg_.device);  // NVML, read now and at the end
   RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device, monitor));

@@ -24,8 +24,9 @@ class Session {
   /// `data` is the training set (load_run_data, or a test's); both must outlive the session.
   Session(const RunConfig& cfg, const HostDataset& data);
 
-  /// Runs it. Before anything is measured, throws DeviceUnavailable (no GPU, or the strategy is
-  /// waived on this device) or std::invalid_argument (no such --device). A failure after the
+  /// Runs it. Before anything is measured, throws DeviceUnavailable (no GPU, or the strategy or
+  /// the asked launch form is waived on this device) or std::invalid_argument (no such --device;
+  /// or, before any device work, a --launch-form the strategy, scenario or step cannot run). A failure after the
   /// record was started does not throw: the record comes back with status Failed and the
   /// error. Progress, the end-of-run tables and the trace note go to `out` unless cfg.quiet,
   /// the summary line always; warnings go to `err`. `sink`, when set, gets every epoch's

@@ -20,20 +20,6 @@ bool same_view(const BatchView& a, const BatchView& b) {
 }
 }  // namespace
 
-std::string_view to_string(EpochForm f) {
-  switch (f) {
-    case EpochForm::Kernel:
-      return "kernel";
-    case EpochForm::ChunkKernels:
-      return "kernel-per-chunk";
-    case EpochForm::Graph:
-      return "graph";
-    case EpochForm::PerBatch:
-      return "per-batch";
-  }
-  return "?";
-}
-
 Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
                  const RunConfig& cfg, cudaStream_t compute)
     : mlp_(mlp),
@@ -44,6 +30,22 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
       n_train_(data.n_train()),
       graphs_(cfg.graphs == Graphs::On),
       n_test_(data.n_test()) {
+  // The form first: a form asked for that cannot run is refused before anything is allocated.
+  EpochFormInputs in;
+  in.strategy = std::string(strategy_.name());
+  in.own = {strategy_.acquire_ahead(), strategy_.launch_group(), strategy_.epoch_capturable()};
+  in.multi_step = mlp_.multi_step();
+  in.step_kind = mlp_.step_kind();
+  in.batches = batches_;
+  if (cfg.launch_form != LaunchForm::Auto) {  // auto reads only the three answers above
+    in.allowed = strategy_.launch_forms();
+    if (cfg.launch_form == LaunchForm::ChunkKernels && in.allowed.launch_group < 1)
+      in.cut_group = cut_launch_group(cfg, data.features(), data.n_train());
+  }
+  const EpochFormChoice choice = choose_epoch_form(cfg.launch_form, in);
+  form_ = choice.form;
+  group_ = choice.group;
+  epoch_launch_off_reason_ = choice.off_reason;
   for (int b = 0; b <= batches_; ++b) {
     ready_.push_back(Event::create());
     data_.push_back(Event::create());
@@ -55,26 +57,6 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
   host_correct_pinned_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_train_));
   host_loss_.resize(static_cast<std::size_t>(n_train_));
   graphs_by_batch_.resize(static_cast<std::size_t>(batches_));
-  const std::string strategy_name(strategy_.name());
-  std::string no_kernel;  // why not a kernel form
-  group_ = strategy_.acquire_ahead() ? batches_ : std::min(strategy_.launch_group(), batches_);
-  if (group_ < 1)
-    no_kernel = "strategy " + strategy_name + " moves each batch while the previous ones compute";
-  else if (!mlp_.multi_step())
-    no_kernel = "the " + mlp_.step_kind() + " step runs one launch per batch";
-  if (cfg.epoch_launch == EpochLaunch::Off) {
-    form_ = EpochForm::PerBatch;
-    epoch_launch_off_reason_ = "off (--epoch-launch off)";
-  } else if (no_kernel.empty()) {
-    // A strategy's launch groups keep their form when one group is the whole epoch.
-    form_ = strategy_.acquire_ahead() ? EpochForm::Kernel : EpochForm::ChunkKernels;
-  } else if (strategy_.epoch_capturable()) {
-    form_ = EpochForm::Graph;
-  } else {
-    form_ = EpochForm::PerBatch;
-    epoch_launch_off_reason_ =
-        no_kernel + ", and strategy " + strategy_name + " cannot be captured as one epoch graph";
-  }
   if (is_kernel_form(form_)) {
     mlp_.reserve_steps(batches_);  // one table row per batch: each launch has its own rows
     views_.reserve(static_cast<std::size_t>(group_));

@@ -1,11 +1,14 @@
 // trainer.h: Trainer, the epoch loop. It asks the MemoryStrategy for each batch, runs the Mlp
 // step on the compute stream, and times every epoch with CUDA events (three per batch: ready ->
-// data -> done) and a host clock. An epoch runs in one of four forms (EpochForm), chosen once:
+// data -> done) and a host clock. An epoch runs in one of four forms (EpochForm,
+// launch_forms.h), chosen once (choose_epoch_form, launch_request.h: --launch-form auto takes
+// the form the strategy was built for, a form asked by name runs as asked or is refused):
 //  - kernel: a strategy whose batches can all be acquired up front and the single-launch step:
 //    it acquires every batch, runs all steps in ONE kernel launch and releases them; the events
 //    then bracket the whole epoch (ready -> data: the acquires, data -> done: the launch).
-//  - kernel-per-chunk: the same for each of the strategy's launch groups (launch_group: the
-//    batches of one copied chunk) in turn: acquire the group, ONE launch for its steps, release
+//  - kernel-per-chunk: the same for each launch group in turn (the strategy's own launch_group:
+//    the batches of one copied chunk; or, asked for where every batch can be acquired up front,
+//    the batches of one --copy-chunk chunk): acquire the group, ONE launch for its steps, release
 //    it; the events bracket each group.
 //  - graph: a strategy that allows it (epoch_capturable): the first epoch's enqueues (every
 //    acquire, step, release and end_epoch; begin_epoch stays outside, host work) are captured
@@ -25,25 +28,12 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_config.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
-
-/// How an epoch runs (the record's config.epoch_form).
-enum class EpochForm {
-  Kernel,    // every step in ONE cooperative kernel launch
-  ChunkKernels,  // one cooperative kernel launch per launch group (MemoryStrategy::launch_group)
-  Graph,     // the epoch's enqueues captured once as ONE CUDA graph, replayed every epoch
-  PerBatch,  // enqueued batch by batch
-};
-/// "kernel", "kernel-per-chunk", "graph", "per-batch".
-std::string_view to_string(EpochForm f);
-/// Kernel or ChunkKernels: the steps run from the per-step table, one launch per group.
-constexpr bool is_kernel_form(EpochForm f) {
-  return f == EpochForm::Kernel || f == EpochForm::ChunkKernels;
-}
 
 struct EpochResult {
   int epoch = 0;
@@ -67,10 +57,12 @@ class Trainer {
  public:
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
   /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs (per-batch form
-  /// only) and cfg.epoch_launch: run each epoch as ONE launch where possible, the kernel form
-  /// (the strategy's acquire_ahead() or, one launch per group, launch_group(), and the Mlp's
-  /// multi_step()) before the graph form (the
-  /// strategy's epoch_capturable()); epoch_launch_off_reason() says why neither otherwise.
+  /// only), cfg.launch_form (auto: each epoch as ONE launch where possible, the kernel form (the
+  /// strategy's acquire_ahead() or, one launch per group, launch_group(), and the Mlp's
+  /// multi_step()) before the graph form (the strategy's epoch_capturable());
+  /// epoch_launch_off_reason() says why neither otherwise; a form by name: that form where the
+  /// strategy's launch_forms() and the step allow it, else throws std::invalid_argument) and,
+  /// for kernel-per-chunk asked of a strategy without groups of its own, cfg.copy_chunk_mib.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
           cudaStream_t compute);
   EpochForm epoch_form() const { return form_; }

@@ -59,15 +59,49 @@ TEST(Cli, FusedChoosesTheStepImplementation) {
   }
 }
 
-TEST(Cli, EpochLaunchIsOnByDefaultAndCanBeTurnedOff) {
+TEST(Cli, LaunchFormIsAutoByDefaultAndNamesEveryForm) {
   auto p = parse({"train"});
   ASSERT_FALSE(p.code) << p.err;
-  EXPECT_EQ(p.req.run.epoch_launch, EpochLaunch::On);
-  p = parse({"train", "--epoch-launch", "off"});
+  EXPECT_EQ(p.req.run.launch_form, LaunchForm::Auto);
+  for (auto [value, form] : {std::pair{"auto", LaunchForm::Auto},
+                             std::pair{"per-batch", LaunchForm::PerBatch},
+                             std::pair{"graph", LaunchForm::Graph},
+                             std::pair{"kernel-per-chunk", LaunchForm::ChunkKernels},
+                             std::pair{"kernel", LaunchForm::Kernel}}) {
+    p = parse({"train", "--launch-form", value});  // resident runs every form
+    ASSERT_FALSE(p.code) << value << ": " << p.err;
+    EXPECT_EQ(p.req.run.launch_form, form) << value;
+    EXPECT_EQ(to_string(form), std::string(value));
+  }
+  p = parse({"train", "--launch-form", "epoch"});
+  EXPECT_EQ(p.code, 2);
+}
+
+// --epoch-launch on|off is the older spelling of --launch-form auto|per-batch; both may be given
+// where they say the same.
+TEST(Cli, EpochLaunchIsTheOlderSpellingOfLaunchForm) {
+  auto p = parse({"train", "--epoch-launch", "off"});
   ASSERT_FALSE(p.code) << p.err;
-  EXPECT_EQ(p.req.run.epoch_launch, EpochLaunch::Off);
+  EXPECT_EQ(p.req.run.launch_form, LaunchForm::PerBatch);
+  p = parse({"train", "--epoch-launch", "on"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_EQ(p.req.run.launch_form, LaunchForm::Auto);
   p = parse({"train", "--epoch-launch", "maybe"});
   EXPECT_EQ(p.code, 2);
+  for (const auto& [old, form] : {std::pair{"on", "auto"}, std::pair{"off", "per-batch"}}) {
+    p = parse({"train", "--epoch-launch", old, "--launch-form", form});
+    ASSERT_FALSE(p.code) << old << " " << form << ": " << p.err;
+    p = parse({"train", "--launch-form", form, "--epoch-launch", old});
+    ASSERT_FALSE(p.code) << form << " " << old << ": " << p.err;
+  }
+  for (const auto& [old, form] : {std::pair{"on", "per-batch"}, std::pair{"on", "graph"},
+                                  std::pair{"off", "auto"}, std::pair{"off", "kernel"}}) {
+    p = parse({"train", "--epoch-launch", old, "--launch-form", form});
+    ASSERT_TRUE(p.code) << old << " " << form;
+    EXPECT_EQ(*p.code, 2);
+    EXPECT_NE(p.err.find("--epoch-launch " + std::string(old) + " means"), std::string::npos)
+        << p.err;
+  }
 }
 
 TEST(Cli, FullOptionSet) {

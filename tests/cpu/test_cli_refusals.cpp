@@ -106,6 +106,67 @@ TEST(CliRefusals, StrategyOptionsOnlyWithTheStrategiesThatReadThem) {
       }
 }
 
+// --copy-chunk also sizes the launches of --launch-form kernel-per-chunk, for any strategy; at
+// another form it stays an option of the chunked strategies only.
+TEST(CliRefusals, CopyChunkWithKernelPerChunkForAnyStrategy) {
+  for (const StrategyEntry& e : strategy_registry()) {
+    const std::string name(e.name);
+    if (!e.launch_forms.static_forms.contains(EpochForm::ChunkKernels)) continue;
+    const auto p = parse({"train", "--strategy", name.c_str(), "--launch-form", "kernel-per-chunk",
+                          "--copy-chunk", "2"});
+    ASSERT_FALSE(p.code) << name << ": " << p.err;
+    EXPECT_EQ(p.req.run.copy_chunk_mib, 2) << name;
+  }
+  expect_refused({"train", "--copy-chunk", "2"}, "(and of --launch-form kernel-per-chunk)");
+  expect_refused({"train", "--launch-form", "kernel", "--copy-chunk", "2"},
+                 "--strategy resident does not read it");
+}
+
+// A launch form the strategy's data path does not allow in the scenario is refused with the
+// reason, before any work; every declared one is accepted (the step a kernel form needs is judged
+// once the data set is known: tests/cpu/test_launch_request.cpp).
+TEST(CliRefusals, LaunchFormsTheStrategyDoesNotRunInTheScenario) {
+  expect_refused({"train", "--strategy", "pageable", "--launch-form", "graph"},
+                 "--launch-form graph: strategy pageable runs per-batch in the static scenario");
+  expect_refused({"train", "--strategy", "pinned", "--launch-form", "kernel-per-chunk"},
+                 "one device batch buffer");
+  expect_refused({"train", "--strategy", "um-prefetch", "--scenario", "refresh", "--launch-form",
+                  "graph"},
+                 "no graph node");
+  expect_refused({"train", "--strategy", "double-buffer-graph", "--launch-form", "kernel"},
+                 "chunk");
+  expect_refused({"train", "--strategy", "um", "--scenario", "stream", "--launch-form", "kernel"},
+                 "stream scenario");
+  const Ran r = run_binary("train --strategy pageable --launch-form graph");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("pageable memory"), std::string::npos) << r.output;
+  const char* const scenarios[] = {"static", "refresh", "stream"};
+  for (const StrategyEntry& e : strategy_registry())
+    for (const char* sc : scenarios)
+      for (const EpochForm f : kEpochForms) {
+        const std::string name(e.name), form(to_string(f));
+        StrategyOptions o;
+        o.scenario = std::string(sc) == "static"    ? Scenario::Static
+                     : std::string(sc) == "refresh" ? Scenario::Refresh
+                                                    : Scenario::Stream;
+        o.augment = Augment::None;  // --augment none: resident runs the stream scenario
+        if (!refusal_reason(e, o).empty()) continue;  // the scenario itself is refused
+        std::vector<const char*> args = {"train", "--strategy", name.c_str(), "--scenario", sc,
+                                         "--launch-form", form.c_str()};
+        if (o.scenario == Scenario::Stream) {
+          args.push_back("--augment");
+          args.push_back("none");
+        }
+        const auto p = parse(args);
+        const bool runs = e.launch_forms.in(o.scenario).contains(f);
+        EXPECT_EQ(!p.code, runs) << joined(args) << ": " << p.err;
+        if (!runs && p.code) {
+          EXPECT_EQ(*p.code, 2) << joined(args);
+        }
+      }
+}
+
+
 TEST(CliRefusals, OutputFilesAreCheckedBeforeTheDataAndTheGpu) {
   if (access("/dev/full", W_OK) == 0) {
     const Ran r = run_binary("train --json /dev/full --data /nonexistent/memstrat-data");

@@ -308,6 +308,30 @@ TEST(Record, EpochFormSaysWhichLaunchRan) {
   }
 }
 
+// config.launch_form is what was asked for (auto, or a form by name), written whether or not
+// the Trainer was built; config.epoch_form what ran. --copy-chunk is recorded where the run reads
+// it: a strategy that declares it, or kernel-per-chunk asked of any strategy (its launch groups).
+TEST(Record, LaunchFormSaysWhatWasAskedFor) {
+  RunRecord r = finished_record();  // pinned
+  EXPECT_EQ(r.to_json()["config"]["launch_form"], "auto");
+  EXPECT_TRUE(r.to_json()["config"]["copy_chunk_mib"].is_null());
+  r.config.launch_form = LaunchForm::Graph;
+  r.epoch_launch = EpochLaunchChoice{true, std::nullopt, EpochForm::Graph};
+  json c = r.to_json()["config"];
+  EXPECT_EQ(c["launch_form"], "graph");
+  EXPECT_EQ(c["epoch_form"], "graph");
+  EXPECT_TRUE(c["copy_chunk_mib"].is_null());
+  r.config.strategy = find_strategy("resident");
+  r.config.launch_form = LaunchForm::ChunkKernels;
+  r.config.copy_chunk_mib = 4;
+  c = r.to_json()["config"];
+  EXPECT_EQ(c["launch_form"], "kernel-per-chunk");
+  EXPECT_EQ(c["copy_chunk_mib"], 4);
+  const json failed = failed_record().to_json()["config"];
+  EXPECT_EQ(failed["launch_form"], "auto");
+  EXPECT_FALSE(failed.contains("epoch_form"));
+}
+
 TEST(Record, WhatIsNotMeasuredIsNullNotZero) {
   RunRecord r = finished_record();
   r.config.profile = false;

@@ -281,3 +281,86 @@ TEST(Registry, AcquireAheadDeclarations) {
     if (e.make()->acquire_ahead()) ahead.insert(e.name);
   EXPECT_EQ(ahead, (std::set<std::string_view>{"resident"}));
 }
+
+// The launch forms each strategy runs per scenario (--launch-form; `memstrat describe` prints
+// them and the matrix runner skips the rest). Resident, the reference every other strategy is
+// compared with at the same form, runs all four; so do um and zero-copy, whose acquire enqueues
+// nothing. Pinned's copies can be captured (an epoch graph), pageable's cannot; the prefetching
+// forms have no graph (no node for cudaMemPrefetchAsync); the chunked best forms no epoch kernel;
+// double-buffer's slot hand-overs allow neither. The stream scenario: per batch, or not at all.
+TEST(Registry, LaunchFormDeclarations) {
+  using F = EpochForm;
+  const EpochFormSet every{F::PerBatch, F::Graph, F::ChunkKernels, F::Kernel};
+  const EpochFormSet no_graph{F::PerBatch, F::ChunkKernels, F::Kernel};
+  const EpochFormSet chunks{F::PerBatch, F::Graph, F::ChunkKernels};
+  const std::map<std::string_view, EpochFormSet> want = {
+      {"resident", every},
+      {"pageable", {F::PerBatch}},
+      {"pinned", {F::PerBatch, F::Graph}},
+      {"double-buffer", {F::PerBatch}},
+      {"zero-copy", every},
+      {"um", every},
+      {"um-prefetch", no_graph},
+      {"um-advise", no_graph},
+      {"zero-copy-staged", chunks},
+      {"um-prefetch-coarse", no_graph},
+      {"pinned-graph", chunks},
+      {"double-buffer-graph", chunks},
+  };
+  for (const auto& e : strategy_registry()) {
+    ASSERT_TRUE(want.count(e.name)) << e.name;
+    const EpochFormSet& w = want.at(e.name);
+    EXPECT_EQ(e.launch_forms.static_forms, w) << e.name << ": " << e.launch_forms.static_forms.to_string();
+    EXPECT_EQ(e.launch_forms.refresh_forms, w) << e.name << ": " << e.launch_forms.refresh_forms.to_string();
+    // The stream scenario: per batch where the strategy runs it at all.
+    StrategyOptions stream;
+    stream.scenario = Scenario::Stream;
+    stream.augment = Augment::None;
+    const bool runs_stream = refusal_reason(e, stream).empty();
+    EXPECT_EQ(e.launch_forms.stream_forms, runs_stream ? EpochFormSet{F::PerBatch} : EpochFormSet{})
+        << e.name;
+    // Every form it lacks in static is explained.
+    EXPECT_EQ(e.launch_note.empty(), w == every) << e.name << ": " << e.launch_note;
+  }
+}
+
+// The declaration and the strategy say the same: unattached, a strategy answers as for the static
+// scenario (tests/gpu/test_launch_forms.cu checks them attached, every scenario). What it takes by
+// itself (--launch-form auto) is among what it allows.
+TEST(Registry, LaunchFormsOfTheStrategyAreItsDeclaration) {
+  for (const auto& e : strategy_registry()) {
+    const auto s = e.make();
+    const LaunchForms allowed = s->launch_forms();
+    EXPECT_EQ(forms_of(allowed), e.launch_forms.static_forms)
+        << e.name << ": " << forms_of(allowed).to_string();
+    const LaunchForms own{s->acquire_ahead(), s->launch_group(), s->epoch_capturable()};
+    for (const EpochForm f : kEpochForms)
+      if (own.allows(f)) {
+        EXPECT_TRUE(allowed.allows(f)) << e.name << " " << to_string(f);
+      }
+  }
+}
+
+TEST(Registry, LaunchFormRefusalSaysWhy) {
+  StrategyOptions o;
+  EXPECT_EQ(launch_form_refusal(*find_strategy("resident"), o, EpochForm::Kernel), "");
+  EXPECT_EQ(launch_form_refusal(*find_strategy("pinned"), o, EpochForm::Graph), "");
+  const std::string pinned = launch_form_refusal(*find_strategy("pinned"), o, EpochForm::Kernel);
+  EXPECT_NE(pinned.find("strategy pinned runs per-batch, graph in the static scenario"),
+            std::string::npos) << pinned;
+  EXPECT_NE(pinned.find("one device batch buffer"), std::string::npos) << pinned;
+  o.scenario = Scenario::Stream;
+  const std::string staged =
+      launch_form_refusal(*find_strategy("zero-copy-staged"), o, EpochForm::PerBatch);
+  EXPECT_NE(staged.find("runs no launch form in the stream scenario"), std::string::npos) << staged;
+  EXPECT_EQ(launch_form_refusal(*find_strategy("um"), o, EpochForm::PerBatch), "");
+}
+
+TEST(Registry, EpochFormNames) {
+  for (const EpochForm f : kEpochForms) EXPECT_EQ(parse_epoch_form(to_string(f)), f);
+  EXPECT_FALSE(parse_epoch_form("auto").has_value());
+  EXPECT_EQ(EpochFormSet{}.to_string(), "none");
+  EXPECT_EQ((EpochFormSet{EpochForm::Kernel, EpochForm::PerBatch}.to_string()), "per-batch, kernel");
+  EXPECT_TRUE(is_kernel_form(EpochForm::ChunkKernels));
+  EXPECT_FALSE(is_kernel_form(EpochForm::Graph));
+}

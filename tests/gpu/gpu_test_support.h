@@ -48,7 +48,7 @@ inline RunConfig short_run(std::string_view strategy = "resident") {
   return c;
 }
 
-/// The epoch form of a capturable strategy with --epoch-launch on and the single-launch step:
+/// The epoch form of a capturable strategy with --launch-form auto and the single-launch step:
 /// double-buffer-graph and zero-copy-staged hand out a chunk's batches together (launch_group),
 /// so each chunk's steps run in one kernel launch; every other one is captured as one epoch graph.
 inline EpochForm captured_form(std::string_view strategy) {
@@ -74,18 +74,27 @@ struct RunOutput {
   std::string step;           // the step implementation that ran (config.step)
 };
 
-inline RunOutput train_run(const RunConfig& c) {
+/// Runs `c` on `data` through Session (a failed run throws with its error); the whole record
+/// goes to `record` where given.
+inline RunOutput train_run_on(const HostDataset& data, const RunConfig& c,
+                              RunRecord* record = nullptr) {
   RunOutput out;
-  const RunRecord r = run_session(c, [&](int, const std::vector<float>& losses) {
+  std::ostringstream o, err;
+  RunRecord r = Session(c, data).run(o, err, [&](int, const std::vector<float>& losses) {
     out.sample_loss.push_back(losses);
   });
+  if (r.status == RunStatus::Failed)
+    throw std::runtime_error(std::string(c.strategy->name) + " failed: " + r.error + "\n" + err.str());
   for (const EpochRecord& e : r.epochs) out.epochs.push_back(e.train);
   out.test = r.totals->final_test;
   out.epoch_launch = r.epoch_launch->on;
   out.epoch_form = r.epoch_launch->form;
   out.step = r.step->step;
+  if (record != nullptr) *record = std::move(r);
   return out;
 }
+
+inline RunOutput train_run(const RunConfig& c) { return train_run_on(mnist(), c); }
 
 /// The --fused request that forces step implementation `step` (a record's config.step).
 inline FusedMode fused_mode_for(const std::string& step) {

@@ -44,10 +44,10 @@ std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const RunConfig& 
 
 // One counter window per epoch of `strategy` at batch 256, u8.
 std::vector<WindowCounters> epoch_windows(CuptiProfiler& prof, const std::string& strategy,
-                                          Scenario sc, EpochLaunch launch = EpochLaunch::On) {
+                                          Scenario sc, LaunchForm launch = LaunchForm::Auto) {
   RunConfig c = short_run(strategy);  // batch 256, u8, graphs as the CLI's
   c.scenario = sc;
-  c.epoch_launch = launch;
+  c.launch_form = launch;
   return epoch_windows(prof, c);
 }
 
@@ -129,9 +129,9 @@ TEST_F(BestForms, ZeroCopyStagedIsOneStagingKernelPerChunkAndNoCopyEngineCopy) {
     // EpochGraphBestFormsEnqueueNothingPerBatch below). The naive form's step is one graph
     // replay per batch too (its step implementation differs: the batch is read in host memory)
     // and it stages nothing.
-    const std::vector<WindowCounters> naive = epoch_windows(*prof_, "zero-copy", sc, EpochLaunch::Off);
+    const std::vector<WindowCounters> naive = epoch_windows(*prof_, "zero-copy", sc, LaunchForm::PerBatch);
     const std::vector<WindowCounters> staged =
-        epoch_windows(*prof_, "zero-copy-staged", sc, EpochLaunch::Off);
+        epoch_windows(*prof_, "zero-copy-staged", sc, LaunchForm::PerBatch);
     for (int e = 1; e < kEpochs; ++e) {  // epoch 1 captures the step graphs
       EXPECT_EQ(launches(staged[e]), launches(naive[e]) + chunks)
           << to_string(sc) << " epoch " << e + 1;
@@ -152,8 +152,8 @@ TEST_F(BestForms, GraphBestFormsCopyChunksOfWholeBatches) {
   for (const auto& [naive, best] : {std::pair{"pinned", "pinned-graph"},
                                     std::pair{"double-buffer", "double-buffer-graph"}}) {
     for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
-      const std::vector<WindowCounters> n = epoch_windows(*prof_, naive, sc, EpochLaunch::Off);
-      const std::vector<WindowCounters> b = epoch_windows(*prof_, best, sc, EpochLaunch::Off);
+      const std::vector<WindowCounters> n = epoch_windows(*prof_, naive, sc, LaunchForm::PerBatch);
+      const std::vector<WindowCounters> b = epoch_windows(*prof_, best, sc, LaunchForm::PerBatch);
       for (int e = 1; e < kEpochs; ++e)
         EXPECT_EQ(n[e].api.count("cudaMemcpyAsync") - b[e].api.count("cudaMemcpyAsync"),
                   2 * batches - chunks)

@@ -2,7 +2,7 @@
 // (epoch_capturable), the first epoch's enqueues (acquire, step, release for every batch, then
 // end_epoch) are captured into ONE CUDA graph and replayed every later epoch with only
 // begin_epoch in between. It must be the same training as enqueuing batch by batch
-// (--epoch-launch off), bit for bit, static and refresh, u8 and f32, with a ragged last batch;
+// (--launch-form per-batch), bit for bit, static and refresh, u8 and f32, with a ragged last batch;
 // it is captured exactly once; and the record says which form ran.
 #include "gpu_test_support.h"
 
@@ -47,7 +47,7 @@ TEST(EpochGraph, ReplayedGraphIsBitwiseTheSameTrainingAsPerBatchEnqueue) {
           graph.batch = batch;
           graph.epochs = 3;  // two replays
           RunConfig per_batch = graph;
-          per_batch.epoch_launch = EpochLaunch::Off;
+          per_batch.launch_form = LaunchForm::PerBatch;
           const RunOutput a = train_run(graph), b = train_run(per_batch);
           EXPECT_TRUE(a.epoch_launch) << what;
           // double-buffer-graph's chunks run one launch each with the single-launch step (the
@@ -73,7 +73,7 @@ TEST(EpochGraph, EveryStepImplementationReplaysBitwiseTheSame) {
       RunConfig graph = short_run(e->name);
       graph.fused = f;
       RunConfig per_batch = graph;
-      per_batch.epoch_launch = EpochLaunch::Off;
+      per_batch.launch_form = LaunchForm::PerBatch;
       const RunOutput a = train_run(graph), b = train_run(per_batch);
       EXPECT_EQ(a.epoch_form, EpochForm::Graph) << e->name;
       EXPECT_EQ(a.step, b.step) << e->name;
@@ -113,26 +113,26 @@ TEST(EpochGraph, TheRecordSaysWhichFormRanAndWhyNotOne) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   struct Case {
     const char* strategy;
-    EpochLaunch launch;
+    LaunchForm launch;
     int batch;
     EpochForm form;
     const char* reason;  // a part of config.epoch_launch_off_reason; nullptr: none
   };
   const int lt_batch = static_cast<int>(kSingleLaunchMaxWork / 256) + 64;  // cuBLASLt step
   const Case cases[] = {
-      {"resident", EpochLaunch::On, 256, EpochForm::Kernel, nullptr},
-      {"pinned-graph", EpochLaunch::On, 256, EpochForm::Graph, nullptr},
-      {"double-buffer-graph", EpochLaunch::On, lt_batch, EpochForm::Graph, nullptr},
-      {"double-buffer-graph", EpochLaunch::On, 256, EpochForm::ChunkKernels, nullptr},
-      {"zero-copy-staged", EpochLaunch::On, lt_batch, EpochForm::Graph, nullptr},
-      {"zero-copy-staged", EpochLaunch::On, 256, EpochForm::ChunkKernels, nullptr},
-      {"pinned-graph", EpochLaunch::Off, 256, EpochForm::PerBatch, "--epoch-launch off"},
-      {"pinned", EpochLaunch::On, 256, EpochForm::PerBatch, "cannot be captured"},
-      {"resident", EpochLaunch::On, lt_batch, EpochForm::PerBatch, "one launch per batch"},
+      {"resident", LaunchForm::Auto, 256, EpochForm::Kernel, nullptr},
+      {"pinned-graph", LaunchForm::Auto, 256, EpochForm::Graph, nullptr},
+      {"double-buffer-graph", LaunchForm::Auto, lt_batch, EpochForm::Graph, nullptr},
+      {"double-buffer-graph", LaunchForm::Auto, 256, EpochForm::ChunkKernels, nullptr},
+      {"zero-copy-staged", LaunchForm::Auto, lt_batch, EpochForm::Graph, nullptr},
+      {"zero-copy-staged", LaunchForm::Auto, 256, EpochForm::ChunkKernels, nullptr},
+      {"pinned-graph", LaunchForm::PerBatch, 256, EpochForm::PerBatch, "--launch-form per-batch"},
+      {"pinned", LaunchForm::Auto, 256, EpochForm::PerBatch, "cannot be captured"},
+      {"resident", LaunchForm::Auto, lt_batch, EpochForm::PerBatch, "one launch per batch"},
   };
   for (const Case& k : cases) {
     RunConfig c = short_run(k.strategy);
-    c.epoch_launch = k.launch;
+    c.launch_form = k.launch;
     c.batch = k.batch;
     c.epochs = 1;
     const RunRecord r = run_session(c);

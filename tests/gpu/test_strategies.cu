@@ -81,7 +81,7 @@ TEST(Strategies, EpochLaunchOnAndOffAreBitwiseIdentical) {
       RunConfig on = short_run(), off = short_run();
       on.scenario = off.scenario = sc;
       on.transfer = off.transfer = t;
-      off.epoch_launch = EpochLaunch::Off;
+      off.launch_form = LaunchForm::PerBatch;
       const RunOutput a = train_run(on), b = train_run(off);
       EXPECT_TRUE(a.epoch_launch);
       EXPECT_FALSE(b.epoch_launch);
@@ -92,7 +92,7 @@ TEST(Strategies, EpochLaunchOnAndOffAreBitwiseIdentical) {
   RunConfig on = short_run(), off = short_run();
   on.batch = off.batch = 8;
   on.epochs = off.epochs = 1;
-  off.epoch_launch = EpochLaunch::Off;
+  off.launch_form = LaunchForm::PerBatch;
   const RunOutput a = train_run(on), b = train_run(off);
   EXPECT_TRUE(a.epoch_launch);
   EXPECT_EQ(first_difference(a, b), "") << "batch 8";

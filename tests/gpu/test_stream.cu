@@ -138,7 +138,8 @@ TEST(Stream, GraphsOnAndOffAreBitwiseIdentical) {
 }
 
 // Attached in the stream scenario, no strategy offers the whole-epoch forms (an epoch graph, or
-// acquiring every batch up front): its batches depend on the producers.
+// acquiring every batch up front), whether it takes them by itself or is asked for one by name
+// (launch_forms: per batch only, as the registry declares): its batches depend on the producers.
 TEST(Stream, NoStrategyIsCapturableOrAcquiresAhead) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   Stream compute = Stream::create();
@@ -148,6 +149,9 @@ TEST(Stream, NoStrategyIsCapturableOrAcquiresAhead) {
       s->attach(mnist(), strategy_options(stream_run(e->name, a, 2)), compute);
       EXPECT_FALSE(s->epoch_capturable()) << e->name << " " << to_string(a);
       EXPECT_FALSE(s->acquire_ahead()) << e->name << " " << to_string(a);
+      EXPECT_EQ(forms_of(s->launch_forms()), EpochFormSet{EpochForm::PerBatch})
+          << e->name << " " << to_string(a) << ": " << forms_of(s->launch_forms()).to_string();
+      EXPECT_EQ(e->launch_forms.in(Scenario::Stream), EpochFormSet{EpochForm::PerBatch}) << e->name;
     }
   }
 }
