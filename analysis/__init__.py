@@ -5,8 +5,9 @@
     analysis/primitives.py P.jsonl --out DIR          # `memstrat primitives` records
     analysis/cost_model.py results/<dir> --primitives P.jsonl   # predicted vs measured
 
-Modules: records (load + validate), stats (median over processes, bootstrap interval,
-stability, tiers), aggregate (records -> configurations, the compute-only reference, floors,
+Modules: records (load + validate), stats (median over processes and its order-statistic
+interval, effects between configurations, Mann-Whitney tests with Holm's correction, ranks,
+stability), aggregate (records -> configurations, the compute-only reference, floors,
 overlap efficiency, CSV), plots (one PNG per figure), document (the report's Markdown/HTML),
 report (the CLI: report.md + self-contained report.html), report_model (its primitives and
 cost-model sections), compare (BASE vs NEW), primitives (transfer-primitive records, knees,

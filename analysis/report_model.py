@@ -31,7 +31,7 @@ PRIMITIVES_CAPTION = (
     "overhead (docs/methodology.md, Transfer primitives).")
 PARITY_CAPTION = (
     "Each configuration's steady epoch as the cost model predicts it (x) and as measured (y, "
-    "median over processes, whiskers: 95% interval), GPU time and wall time; grey band: "
+    "median over processes, whiskers: its order-statistic interval), GPU time and wall time; grey band: "
     f"|residual| <= {UNEXPLAINED:.0%}; hollow: unstable. The compute-only reference is left "
     "out (its prediction is its measurement). docs/methodology.md, Cost model.")
 
@@ -124,8 +124,8 @@ def cost_model_section(doc: Doc, comparisons: Sequence[Comparison],
     png = None
     if rows:
         doc.table(["configuration", "scenario", "transfer", "batch", "form", "C ms",
-                   "transfers ms", "predicted GPU ms", "measured GPU ms [95% CI]",
-                   "residual", "predicted wall ms", "measured wall ms [95% CI]", "residual"],
+                   "transfers ms", "predicted GPU ms", "measured GPU ms [interval]",
+                   "residual", "predicted wall ms", "measured wall ms [interval]", "residual"],
                   rows, align="lllrl" + "r" * 8)
         doc.p("'transfers ms': every modelled transfer summed (in an overlapping form most of "
               "it is hidden); '(n=1)': one process, no interval; '!': "

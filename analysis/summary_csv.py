@@ -18,11 +18,14 @@ CSV_COLUMNS = (
     "epochs", "runs",
     "n_processes", "timing_profile",
     "counter_runs", "steady_epochs",
-    "wall_ms_median", "ci_low", "ci_high", "ci_half_pct", "unstable",
+    # The interval of the median over processes: its method and its exact coverage (below
+    # 0.95 where too few processes allow no 95% interval; docs/methodology.md).
+    "wall_ms_median", "ci_low", "ci_high", "ci_method", "ci_coverage", "ci_half_pct",
+    "unstable",
     "wall_ms_process_min", "wall_ms_process_max", "wall_ms_process_rel_iqr",
     "pooled_epochs_wall_ms_p25", "pooled_epochs_wall_ms_p75",
     "pooled_epochs_wall_ms_min", "pooled_epochs_wall_ms_max",
-    "gpu_ms_median", "gpu_ms_ci_low", "gpu_ms_ci_high",
+    "gpu_ms_median", "gpu_ms_ci_low", "gpu_ms_ci_high", "gpu_ms_ci_coverage",
     "host_ms_median", "copy_ms_median", "compute_ms_median", "stall_ms_median",
     "h2d_bytes_median", "um_htod_bytes_median", "um_dtoh_bytes_median",
     "um_gpu_faults_median", "um_cpu_faults_median",
@@ -59,6 +62,8 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "wall_ms_median": wall.median if wall else None,
             "ci_low": wall.ci.low if wall and wall.ci else None,
             "ci_high": wall.ci.high if wall and wall.ci else None,
+            "ci_method": wall.ci.method if wall and wall.ci else None,
+            "ci_coverage": wall.ci.coverage if wall and wall.ci else None,
             "ci_half_pct": wall.half_width_pct if wall else None,
             "unstable": wall.unstable if wall else None,
             "wall_ms_process_min": wall.min if wall else None,
@@ -71,6 +76,7 @@ def csv_rows(groups: Sequence[Group], pinned_bw: float | None = None) -> list[di
             "gpu_ms_median": gpu.median if gpu else None,
             "gpu_ms_ci_low": gpu.ci.low if gpu and gpu.ci else None,
             "gpu_ms_ci_high": gpu.ci.high if gpu and gpu.ci else None,
+            "gpu_ms_ci_coverage": gpu.ci.coverage if gpu and gpu.ci else None,
             **{f"{m}_median": g.median(m) for m in
                ("host_ms", "copy_ms", "compute_ms", "stall_ms", "h2d_bytes",
                 "um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_faults",
