@@ -28,12 +28,11 @@ import json
 import re
 from typing import Any, Callable, Sequence
 
-from analysis.aggregate import (REFERENCE_MISSING, REFERENCE_STRATEGY, STRATEGY_ORDER, Group,
-                                GroupKey, variant_rank, aggregate, floors, representative)
+from analysis.aggregate import Group, GroupKey, aggregate, representative, variant_rank
 from analysis.document import Doc, fmt_num
 from analysis.results_set import ResultsSet
-from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, holm,
-                            interval_text, rank_by_tests, ratio, stability_label)
+from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, interval_text,
+                            rank_by_tests, ratio, stability_label)
 from analysis.stream import ordered_curves, stop_table, stream_points
 from analysis.strategy_pairs import IMPROVES  # best form -> naive form (one table)
 
@@ -288,143 +287,8 @@ def loose_note(loose: Sequence[Group]) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# The generators
+# The generators of the spread and the stream scenario (the comparisons: block_generators_ranking)
 # --------------------------------------------------------------------------------------
-@generator("headline", defaults=HEADLINE)
-def headline(rs: ResultsSet, a: BlockArgs) -> str:
-    """GPU, commit, date; resident in one launch per epoch; the compute-only reference;
-    the fastest tier of the strategies that move data to the GPU (all but resident)."""
-    groups = select(rs, a)
-    p = rs.provenance
-    one_launch = pick(groups, REFERENCE_STRATEGY, epoch_launch=True)
-    reference = pick(groups, REFERENCE_STRATEGY, epoch_launch=False)
-    moving = [g for g in groups if g.key.strategy != REFERENCE_STRATEGY]
-    ranked, loose = ordered(moving)
-    if ranked:
-        tops = sum(1 for rank, _ in ranked if rank == 1)
-        fastest = ("fastest data-moving strateg" + ("ies: " if tops > 1 else "y: ")
-                   + first_rank_text(ranked))
-    elif moving:
-        fastest = "fastest data-moving strategy: not determined (too few processes)"
-    else:
-        fastest = f"data-moving strategies: {NOT_MEASURED}"
-    gpu_time = (f"; its GPU time, the compute floor: {group_value(reference, 'gpu_ms')}"
-                if reference is not None else "")
-    items = [f"resident, whole epoch in one kernel launch: {group_value(one_launch)}",
-             f"compute-only reference (resident, one launch per batch): "
-             f"{group_value(reference)}{gpu_time}", fastest]
-    if loose:
-        items.append(loose_note(loose))
-    items += pooling_notes([g for g in (one_launch, reference, *moving) if g is not None])
-    doc = Doc()
-    doc.p(f"**{p.gpu}**, {p.commit}, {p.date}; ms per epoch (wall clock) at {a.where()}:")
-    doc.ul(items)
-    return doc.markdown()
-
-
-def _floor_cells(g: Group, floor, ms: Summary | None) -> tuple[str, str]:
-    if floor.floor_ms is None:
-        if any(r.startswith("no measured pinned") for r in floor.reasons):
-            why = "pinned bandwidth not measured"
-        else:
-            why = "; ".join("no compute-only reference" if r == REFERENCE_MISSING else r
-                            for r in floor.reasons) or "unknown"
-        return f"no floor: {why}", "n/a"
-    ratio = f"{fmt_num(ms.median / floor.floor_ms)}×" if ms and floor.floor_ms > 0 else "n/a"
-    return fmt_num(floor.floor_ms), ratio
-
-
-@generator("strategy-table", required=("batch", "transfer", "scenario"))
-def strategy_table(rs: ResultsSet, a: BlockArgs) -> str:
-    """One row per strategy (and variant): median [CI] n, tier, stability, floor, ratio to
-    the floor, and the naive form a best form improves."""
-    groups = select(rs, a)
-    if not groups:
-        return f"No configuration at {a.where()}: {NOT_MEASURED}."
-    fl = floors(rs.groups, rs.pinned.bytes_per_s if rs.pinned else None)
-    best_of = improves(rs)
-    ranked, loose = ordered(groups)
-    rows = []
-    counts = {rank: sum(1 for r, _ in ranked if r == rank) for rank, _ in ranked}
-    labelled = [(str(rank) if counts[rank] == 1 else f"{rank} (tie)", g) for rank, g in ranked]
-    labelled += [(f"none (n<{MIN_PROCESSES})", g) for g in loose]
-    for rank, g in labelled:
-        floor_ms, ratio = _floor_cells(g, fl[g.key], wall(g))
-        rows.append([g.key.variant_label, rank, group_value(g), stability_label(wall(g)),
-                     floor_ms, ratio, best_of.get(g.key.strategy, "")])
-    doc = Doc()
-    doc.table(["strategy", "rank", "ms/epoch [interval], n", "stability", "floor ms",
-               "measured/floor", "best form of"], rows, align="llllrrl")
-    notes = [RANK_RULE[0].upper() + RANK_RULE[1:] + ". UNSTABLE: a 95% interval whose "
-             f"half-width is above {UNSTABLE_HALF_WIDTH:.0%} of the median (not assessed "
-             "below 6 processes)."]
-    if loose:
-        notes.append(f"Rank none: {', '.join(g.key.variant_label for g in loose)}: fewer than "
-                     f"{MIN_PROCESSES} processes, not tested, not ordered.")
-    if rs.pinned:
-        notes.append(f"Floors (docs/methodology.md): pinned bandwidth {rs.pinned.gb_per_s:.1f} "
-                     f"GB/s, the median peak of {rs.pinned.records} pinned-h2d primitive "
-                     "record(s); measured/floor = median ms/epoch / floor.")
-    else:
-        notes.append("No floor: pinned bandwidth not measured (no pinned-h2d primitive "
-                     "record in this results set).")
-    doc.ul(notes + pooling_notes(groups))
-    return doc.markdown()
-
-
-def pair_verdicts(pairs: Sequence[tuple[Group | None, Group | None]]
-                  ) -> list[tuple[str, str]]:
-    """Per (base, other) pair: (other/base as a Hodges-Lehmann ratio with its Moses interval,
-    the verdict of the Mann-Whitney test, Holm-corrected over the pairs that could be tested)."""
-    effects = [ratio(b.process_values("wall_ms"), o.process_values("wall_ms"))
-               if b is not None and o is not None and wall(b) and wall(o) else None
-               for b, o in pairs]
-    tested = [i for i, e in enumerate(effects) if e is not None]
-    adjusted = dict(zip(tested, holm([effects[i].p for i in tested])))
-    out = []
-    for i, e in enumerate(effects):
-        if e is None:
-            b, o = pairs[i]
-            measured = b is not None and o is not None and wall(b) and wall(o)
-            out.append((NOT_MEASURED, NOT_MEASURED) if not measured else
-                       (NOT_MEASURED, f"too few processes (n<{MIN_PROCESSES}): not compared"))
-        elif adjusted[i] >= 0.05:
-            out.append((effect_text(e), f"not significantly different (Holm p={adjusted[i]:.2g})"))
-        else:
-            out.append((effect_text(e), ("faster" if e.estimate < 1 else "slower")
-                        + f" (Holm p={adjusted[i]:.2g})"))
-    return out
-
-
-@generator("naive-vs-best", required=("batch", "transfer", "scenario"))
-def naive_vs_best(rs: ResultsSet, a: BlockArgs) -> str:
-    """Each (naive, best form) pair: both medians, best/naive with a bootstrap interval of
-    the ratio, and whether the two intervals overlap."""
-    rep = representative(select(rs, a))
-    pairs = sorted(improves(rs).items(), key=lambda bn: (
-        STRATEGY_ORDER.index(bn[1]) if bn[1] in STRATEGY_ORDER else len(STRATEGY_ORDER), bn))
-    rows, shown, found = [], [], []
-    for best_name, naive_name in pairs:
-        naive, best = pick(rep, naive_name), pick(rep, best_name)
-        found.append((naive_name, best_name, naive, best))
-        shown += [g for g in (naive, best) if g is not None]
-    for (naive_name, best_name, naive, best), (eff, verdict) in zip(
-            found, pair_verdicts([(n, b) for _, _, n, b in found])):
-        rows.append([naive_name, best_name, group_value(naive), group_value(best), eff,
-                     verdict.replace("faster", "best form faster").replace(
-                         "slower", "best form slower")])
-    doc = Doc()
-    doc.table(["naive form", "best form", "naive ms/epoch", "best form ms/epoch",
-               "best/naive [interval]", "test"], rows, align="llllll")
-    doc.p(f"At {a.where()}. best/naive: the Hodges-Lehmann ratio (the median of the ratios of "
-          "every best-form process to every naive process) with its Moses interval (exact "
-          "coverage from the Mann-Whitney U distribution when the two differ by a factor). "
-          "Test: two-sided Mann-Whitney U over processes, Holm-corrected over the pairs of "
-          "the table; a pair not significantly different is not ordered.")
-    doc.ul(pooling_notes(shown))
-    return doc.markdown()
-
-
 def variant_value(rec: dict[str, Any], key: str) -> str:
     """The record's value of `key` (config.KEY, or a dotted path such as env.host); for
     run_tag the repeat index (`_r<N>`) is dropped, so that repeats stay together."""

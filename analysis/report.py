@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import cost_model  # noqa: E402
-from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa: E402
+from analysis.aggregate import (PIPELINED_STRATEGIES, Group, LinkRates, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in)
 from analysis.document import Doc, fmt_num  # noqa: E402
@@ -45,7 +45,7 @@ from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
                               ok_records, resolve_inputs)
 from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa: E402
-                                   primitives_section)
+                                   primitives_section, sm_mapped_rate)
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
                             describe_interval, median_with_interval, rank_by_tests,
                             stability_label)
@@ -209,7 +209,7 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
             doc.ul(notes)
 
 
-def null_notes(groups: Sequence[Group], pinned_bw: float | None = None) -> list[str]:
+def null_notes(groups: Sequence[Group], pinned_bw: LinkRates | float | None = None) -> list[str]:
     notes = []
     for metric, text in NULL_METRICS.items():
         null = [g for g in groups if g.median(metric) is None]
@@ -323,10 +323,15 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                       if pinned_bw is not None else "")
     if pinned_bw is None and tables:
         pinned_bw, bandwidth_note = pinned_bandwidth(tables, groups)
+    sm_bw = sm_mapped_rate(tables, groups) if tables else None
+    if sm_bw is not None:
+        bandwidth_note += (f"; S = {sm_bw / 1e9:.1f} GB/s, the sm-copy-mapped peak, for the "
+                           "strategies whose SMs read mapped host memory")
+    rates = LinkRates(pinned_bw, sm_bw)
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
-    csv_path = write_csv(groups, out / "summary.csv", pinned_bw)
+    csv_path = write_csv(groups, out / "summary.csv", rates)
 
     title = title or f"memstrat results: {', '.join(Path(f).parent.name or str(f) for f in files[:1])}"
     doc = Doc()
@@ -384,7 +389,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         ranking(doc, part, level + 1, failed)
         doc.h(level, "Figures")
         missing = []
-        options = {"batch": batch, "pinned_bw": pinned_bw}
+        options = {"batch": batch, "pinned_bw": rates}
         for name, (fn, heading) in PLOTS.items():
             params = inspect.signature(fn).parameters
             kwargs = {k: v for k, v in options.items() if v is not None and k in params}
@@ -411,7 +416,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
 
     if main:
         doc.h(2, "Null and unavailable values")
-        doc.ul(null_notes(main, pinned_bw) or ["None: every counter was recorded for every run."])
+        doc.ul(null_notes(main, rates) or ["None: every counter was recorded for every run."])
 
     if failed:
         doc.h(2, f"Failed runs ({len(failed)})")
@@ -427,7 +432,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.h(2, "All configurations")
     doc.p("Timing columns: median over processes (n says how many, and whether the profiler "
           "was on in them); counters come from the profiled runs ('profiled runs').")
-    fl = floors(groups, pinned_bw)
+    fl = floors(groups, rates)
     eff = {p.group.key: p.efficiency for p in overlap_efficiency(groups)}
     rows = []
     for g in groups:

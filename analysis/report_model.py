@@ -18,6 +18,7 @@ from .primitives import PrimitiveTable, plot_primitives, size_label, summary_row
 from .stats import median_with_interval
 
 PINNED = "pinned-h2d"
+SM_MAPPED = "sm-copy-mapped"
 
 
 def _size(nbytes: float) -> str:
@@ -52,6 +53,18 @@ def pinned_bandwidth(tables: dict[str, PrimitiveTable],
     return row["peak_gbps"] * 1e9, (
         f"B = {row['peak_gbps']:.1f} GB/s, the {PINNED} peak that `memstrat primitives` "
         f"measured on {gpus[0]} (at {_size(row['peak_bytes'])})")
+
+
+def sm_mapped_rate(tables: dict[str, PrimitiveTable], groups: Sequence[Group]) -> float | None:
+    """The sm-copy-mapped peak in bytes/s measured on the runs' one GPU (the transfer floor of
+    the strategies that stage through SMs); None with several GPUs or no ok record."""
+    gpus = sorted({g.key.gpu for g in groups})
+    if len(gpus) != 1:
+        return None
+    curve = tables.get(gpus[0], PrimitiveTable({})).curves.get(SM_MAPPED)
+    if curve is None or curve.status != "ok" or not curve.points:
+        return None
+    return summary_row(curve)["peak_gbps"] * 1e9
 
 
 def primitives_section(doc: Doc, tables: dict[str, PrimitiveTable], plots_dir: Path,

@@ -252,6 +252,15 @@ def ratio(base: Sequence[float | None], new: Sequence[float | None],
                                            len(_clean(base)), len(_clean(new)))
 
 
+def family_can_order(sizes: Sequence[int], alpha: float = ALPHA) -> bool:
+    """Whether any pair of a family of items with these process counts can be significant
+    after Holm's correction over all its pairs: the smallest attainable p of the two largest
+    samples, times the number of pairs, below alpha."""
+    n = sorted(x for x in sizes if x >= MIN_PROCESSES)
+    pairs = len(n) * (len(n) - 1) // 2
+    return pairs > 0 and min_attainable_p(n[-1], n[-2]) * pairs < alpha
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values, in the input's order (monotone, capped at 1)."""
     m = len(pvalues)

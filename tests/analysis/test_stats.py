@@ -240,3 +240,11 @@ def test_too_few_processes_can_never_be_ordered():
     assert stats.min_attainable_p(3, 3) == pytest.approx(0.1)
     ranked = stats.rank_by_tests(["x", "y"], {"x": [1.0, 1.1, 1.2], "y": [9.0, 9.1, 9.2]}.get)
     assert [r.rank for r in ranked] == [1, 1]
+
+
+def test_a_family_of_five_process_configurations_can_never_be_ordered():
+    # 2 / C(10, 5) = 0.0079: one pair can pass, 10 pairs (5 items) cannot after Holm
+    assert stats.family_can_order([5, 5])
+    assert not stats.family_can_order([5] * 5)
+    assert stats.family_can_order([10] * 12)          # 66 pairs x 1.1e-5
+    assert not stats.family_can_order([10, 1])
