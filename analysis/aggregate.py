@@ -297,7 +297,7 @@ class Group:
         if s is None or s.ci is None or s.ci.low <= 0:
             return None
         return Interval(self.train_samples / (s.ci.high / 1000.0),
-                        self.train_samples / (s.ci.low / 1000.0))
+                        self.train_samples / (s.ci.low / 1000.0), s.ci.coverage, s.ci.method)
 
 
 def aggregate(records: Iterable[dict[str, Any]]) -> list[Group]:

@@ -36,7 +36,7 @@ from analysis import cost_model  # noqa: E402
 from analysis.aggregate import (PIPELINED_STRATEGIES, Group, LinkRates, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in)
-from analysis.document import Doc, fmt_num  # noqa: E402
+from analysis.document import Doc, also_as, fmt_num  # noqa: E402
 from analysis.environment import environment_section  # noqa: E402
 from analysis.plot_style import SCENARIO_NOTE, context  # noqa: E402
 from analysis.summary_csv import write_csv  # noqa: E402
@@ -53,33 +53,38 @@ from analysis.stream import is_stream, section as stream_section  # noqa: E402
 
 CAPTIONS = {
     "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
-                    "2..N, per bar the median over processes; whiskers: the order-statistic "
-                    "interval of that median (coverage at least 95% from 6 processes on; "
-                    "none below 3); hatched: unstable. Dashed grey line: compute floor; solid purple line: floor "
+                    "2..N, per point (strategy colour, one marker per batch size) the median over "
+                    "processes; whiskers: the order-statistic interval of that median (coverage "
+                    "at least 95% from 6 processes on; none below 3); ×: unstable. Dashed grey "
+                    "line: compute floor; solid black line: floor "
                     "(docs/methodology.md, Floors). double-buffer is shown at its default "
                     "depth 2 with one copy stream.",
     "throughput_vs_batch": "Training samples per second at the median epoch time; the "
-                           "band spans the order-statistic interval of the median over processes.",
+                           "whiskers span the order-statistic interval of the median over processes; "
+                           "circles/solid: naive form, squares/dashed: best form.",
     "epoch_breakdown": "Medians over processes. Stacked: compute-stream busy time, "
                        "stall (compute waiting for data) and host-side data preparation "
                        "(refresh rewrite); black tick: wall clock with its interval. "
                        "Light blue: GPU time of the strategy's own copies/prefetches; it "
                        "runs on copy engines and may overlap compute, so it is not stacked. "
-                       "Dashed grey line: compute floor; solid purple line: floor.",
+                       "Dashed grey line: compute floor; solid black line: floor.",
     "epoch1_vs_steady": "Epoch 1 includes first-touch page faults, CUDA-graph capture and "
                         "library warm-up; steady state is the median over processes of "
-                        "each process's median of epochs 2..N.",
+                        "each process's median of epochs 2..N. Hollow: epoch 1 (whisker "
+                        "min-max over processes); filled: steady state (whisker: its interval).",
     "malloc_per_epoch": "cudaMalloc calls counted by CUPTI (profiled runs): in set-up "
                         "(before epoch 1) and in every epoch. A correct strategy allocates "
                         "nothing after set-up, so every epoch column should read 0.",
     "um_counters": "CUPTI unified-memory counters (profiled runs): GPU page faults and "
                    "bytes migrated host-to-device and device-to-host, epoch 1 vs steady "
-                   "state. Strategies that do not use managed memory report null (n/a).",
+                   "state. Strategies whose counters are all 0 (measured) or all null are named "
+                   "above the figure, not drawn.",
     "overlap_efficiency": "Overlap efficiency of each double-buffer configuration "
                           "(docs/methodology.md, Overlap efficiency): 1 = the shorter of "
                           "copy and compute is completely hidden, 0 = they ran one after "
-                          "the other. Compute-only = the resident run with one launch per "
-                          "batch, static data, same transfer, batch, hidden and GEMM.",
+                          "the other. Compute-only = resident at the same launch form, static "
+                          "data, same step, transfer, batch, hidden and GEMM. Colour and marker: "
+                          "batch size; hollow: 2 copy streams.",
 }
 NULL_METRICS = {
     "copy_ms": "copy_ms (the strategy issues no copies or prefetches of its own)",
@@ -399,7 +404,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                 continue
             written[name].append(png)
             doc.h(level + 1, heading)
-            doc.img(png, f"plots/{png.name}", heading, CAPTIONS[name])
+            doc.img(png, f"plots/{png.name}", heading, CAPTIONS[name] + also_as(png))
         if missing:
             doc.p("Not drawn for lack of data (no such runs, or the counters were null): "
                   + "; ".join(missing) + ".")
