@@ -17,20 +17,31 @@ A configuration is a REGRESSION when NEW's median is more than the threshold slo
 end above BASE's high end): the same rule by which the report refuses to order
 overlapping intervals. A configuration with fewer than 3 processes on either side has no
 interval and is listed as not judged, never flagged. Configurations in only one set are
-listed and not compared. Configurations are matched on everything but the GPU name (a
-note says when the GPUs differ).
+listed and not compared.
 
-Exit status: 0 no regression, 1 at least one regression, 2 usage error (a missing or
-invalid input, no configuration in common).
+GPUs (env.gpu_name): a configuration is keyed by its GPU too. When BASE and NEW ran on the same
+GPUs, configurations are matched on the same GPU only; when each ran on one GPU and they differ
+(a new machine against the published set), they are matched on everything but the GPU name and
+a note says so. Any other mix (e.g. BASE on one GPU, NEW on that GPU and another) is refused
+with exit 2, since some of NEW's runs would be matched against another GPU's or not compared
+at all: split the records by GPU first.
+
+Records read twice (the same run_id) count once; a torn last line of a records file is skipped
+with a warning (analysis/records.py).
+
+Exit status: 0 no regression, 1 at least one regression, 2 usage error (a missing, unreadable
+or invalid input, sets that mix GPUs, no configuration in common, an output file that cannot
+be written).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -68,8 +79,33 @@ def match_key(key: GroupKey) -> GroupKey:
     return dataclasses.replace(key, gpu="")
 
 
+def gpus(groups: Sequence[Group]) -> set[str]:
+    return {g.key.gpu for g in groups}
+
+
+def matcher(base_groups: Sequence[Group], new_groups: Sequence[Group]
+            ) -> Callable[[GroupKey], GroupKey]:
+    """How configurations of BASE and NEW are paired: on the same GPU when both sets ran on the
+    same GPUs, across GPUs when each ran on one; UsageError for any other mix."""
+    base, new = gpus(base_groups), gpus(new_groups)
+    if len(base) == 1 and len(new) == 1:
+        return match_key            # one GPU each: the name is no part of the label
+    if base == new:
+        return lambda key: key      # labels then start with the GPU's name
+    raise UsageError(f"BASE ran on {_gpu_list(base)} and NEW on {_gpu_list(new)}: sets that mix "
+                     "GPUs are compared only when both hold the same GPUs (each "
+                     "configuration then against itself on its GPU); split the records by "
+                     "env.gpu_name and compare one GPU at a time")
+
+
+def _gpu_list(names: set[str]) -> str:
+    return ", ".join(sorted(names)) if len(names) == 1 else \
+        f"{len(names)} GPUs ({', '.join(sorted(names))})"
+
+
 def label(key: GroupKey, varying: Sequence[str]) -> str:
-    text = (f"{key.variant_label} {key.scenario}/{key.transfer}/b{key.batch}"
+    text = (f"{key.gpu + ': ' if key.gpu else ''}{key.variant_label} "
+            f"{key.scenario}/{key.transfer}/b{key.batch}"
             f"/h{key.hidden_label}/{key.gemm}/e{key.epochs}")
     other = dict(key.other)
     extra = [f"{k}={other.get(k)}" for k in varying]
@@ -89,6 +125,18 @@ def verdict(base: Summary, new: Summary, ratio: float, threshold: float) -> str:
     return ("slower" if slower else "faster") + f", within {threshold:.0%}"
 
 
+def check_output_file(path: str) -> None:
+    """UsageError unless `path` can be written: its folder exists and it is not a folder."""
+    p = Path(path)
+    folder = p.parent
+    if p.is_dir():
+        raise UsageError(f"--json {path}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise UsageError(f"--json {path}: no such folder {folder}")
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UsageError(f"--json {path}: not writable")
+
+
 def _load(path: str) -> list[Group]:
     if not Path(path).exists():
         raise UsageError(f"{path}: no such file or folder")
@@ -103,9 +151,11 @@ def _load(path: str) -> list[Group]:
 
 def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: str,
             threshold: float) -> tuple[list[Comparison], list[str], list[str]]:
-    """(comparisons of the common configurations, labels only in BASE, only in NEW)."""
-    base = {match_key(g.key): g for g in base_groups}
-    new = {match_key(g.key): g for g in new_groups}
+    """(comparisons of the common configurations, labels only in BASE, only in NEW);
+    UsageError when the sets mix GPUs in a way that cannot be paired (see matcher)."""
+    key_of = matcher(base_groups, new_groups)
+    base = {key_of(g.key): g for g in base_groups}
+    new = {key_of(g.key): g for g in new_groups}
     keys = set(base) | set(new)
     names = {k for key in keys for k, _ in key.other}
     varying = sorted(n for n in names
@@ -175,7 +225,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Compare the timing of two sets of memstrat records, configuration by "
                     "configuration; exit 1 when NEW is slower than BASE by more than the "
                     "threshold with non-overlapping 95% intervals.",
-        epilog="Exit status: 0 no regression, 1 regression, 2 usage error. Example: "
+        epilog="GPUs: sets holding the same GPUs are compared GPU by GPU, one GPU against "
+               "another with a note; any other mix (e.g. NEW adds a GPU) is refused with exit "
+               "2: split the records by env.gpu_name. Exit status: 0 no regression, 1 "
+               "regression, 2 usage error. Example: "
                "analysis/compare.py docs/results/nvidia-h200 results/matrix")
     ap.add_argument("base", metavar="BASE", help="records file, results folder or results set")
     ap.add_argument("new", metavar="NEW", help="records file, results folder or results set")
@@ -191,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threshold < 0:
         ap.error("--threshold must be >= 0")
     try:
+        if args.json and args.json != "-":
+            check_output_file(args.json)
         base_groups, new_groups = _load(args.base), _load(args.new)
         rows, only_base, only_new = compare(base_groups, new_groups, args.metric,
                                             args.threshold)
@@ -204,14 +259,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     regressions = [c for c in rows if c.regression]
     doc = as_json(rows, only_base, only_new, args.metric, args.threshold)
     if args.json and args.json != "-":
-        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        try:
+            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        except OSError as e:
+            print(f"error: --json {args.json}: cannot write: {e.strerror or e}", file=sys.stderr)
+            return 2
     if args.json == "-":
         print(json.dumps(doc, indent=2))
     else:
-        gpus = ({g.key.gpu for g in base_groups}, {g.key.gpu for g in new_groups})
-        if gpus[0] != gpus[1]:
-            print(f"note: BASE ran on {', '.join(sorted(gpus[0]))}, NEW on "
-                  f"{', '.join(sorted(gpus[1]))}")
+        on = (gpus(base_groups), gpus(new_groups))
+        if on[0] != on[1]:
+            print(f"note: BASE ran on {', '.join(sorted(on[0]))}, NEW on "
+                  f"{', '.join(sorted(on[1]))}")
         print(table(rows, args.metric))
         for name, only in (("BASE", only_base), ("NEW", only_new)):
             if only:

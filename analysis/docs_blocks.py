@@ -192,6 +192,10 @@ def run(files: Sequence[Path], root: Path, check: bool, results: str | None) -> 
         except (OSError, MarkerError) as e:
             errors.append(str(e) if isinstance(e, MarkerError) else f"{name}: {e.strerror}")
             continue
+        except UnicodeDecodeError as e:
+            errors.append(f"{name}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                          f"{e.start})")
+            continue
         total += n
         if new != old:
             changed.append((f, name, old, new))
@@ -212,8 +216,12 @@ def run(files: Sequence[Path], root: Path, check: bool, results: str | None) -> 
         print(f"{total} generated block(s) in {len(files)} file(s): all current", file=out)
         return 0
     for f, name, _, new in changed:
-        with open(f, "w", encoding="utf-8", newline="") as fh:
-            fh.write(new)
+        try:
+            with open(f, "w", encoding="utf-8", newline="") as fh:
+                fh.write(new)
+        except OSError as e:
+            print(f"error: {name}: cannot write: {e.strerror or e}", file=err)
+            return 2
         print(f"rewrote {name}", file=out)
     print(f"{total} generated block(s) in {len(files)} file(s), {len(changed)} file(s) "
           "rewritten", file=out)

@@ -34,7 +34,8 @@ from typing import Any, Iterable, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.records import RecordError, json_type, read_jsonl  # noqa: E402
+from analysis.records import (RecordError, drop_duplicates, json_type,  # noqa: E402
+                              read_jsonl)
 
 PRIMITIVE_SCHEMA_VERSION = 1
 RECORD_KIND = "primitive"
@@ -141,13 +142,15 @@ def validate_primitive_record(rec: Any, source: str) -> dict[str, Any]:
 
 
 def load_primitive_records(inputs: Iterable[str | Path] | str | Path) -> list[dict[str, Any]]:
-    """Every primitive record of the given .jsonl files, validated (any status)."""
+    """Every primitive record of the given .jsonl files, validated (any status), each run once
+    (records.drop_duplicates)."""
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
-    return [validate_primitive_record(rec, source)
-            for path in inputs
-            for source, rec in read_jsonl(path, "no such file (pass the .jsonl file that "
-                                                "`memstrat primitives --json` wrote)")]
+    return drop_duplicates([validate_primitive_record(rec, source)
+                            for path in inputs
+                            for source, rec in read_jsonl(
+                                path, "no such file (pass the .jsonl file that "
+                                      "`memstrat primitives --json` wrote)")])
 
 
 # ---- curves and what they say ---------------------------------------------------------------

@@ -7,6 +7,16 @@ and line and says what is wrong, e.g. ``results/x/records.jsonl:12: schema_versi
 supported ...``, ``...:3: missing required field 'config.batch'``.
 Records are returned as plain dicts (the JSON as written) with two additions:
 ``_source`` ("file:line") and ``config.hidden`` normalised to a list of ints.
+
+Reading (analysis/jsonl.py) forgives two things a crash or a careless copy leaves, and says so
+on stderr: a torn last line (no newline at its end and not valid JSON: a write cut short) is
+skipped, and a record read twice (the same ``run_id`` and the same content: a file given twice,
+a line appended twice) counts once. A damaged line anywhere else, and two different records
+under one ``run_id``, stay errors.
+
+Validation is fast where jsonschema-rs (a compiled validator of the same schema) is installed:
+it only answers valid or not, and every record it does not accept is validated again by
+jsonschema, whose first error is the one reported; without it jsonschema validates everything.
 """
 from __future__ import annotations
 
@@ -14,9 +24,17 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import jsonschema
+
+from analysis.jsonl import (TORN_LINE, RecordError, drop_duplicates,  # noqa: F401 (re-exported)
+                            read_jsonl, read_lines, warn)
+
+try:  # optional: the same answers, about 200 times faster
+    import jsonschema_rs
+except ImportError:  # then jsonschema validates every record: slower, the same answers
+    jsonschema_rs = None
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
@@ -26,20 +44,32 @@ RUN_KIND = "run"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "run_record.schema.json"
 
 
-class RecordError(ValueError):
-    """A record file or line that cannot be used; str() is 'file:line: problem'."""
-
-    def __init__(self, source: str, problem: str):
-        super().__init__(f"{source}: {problem}")
-        self.source = source
-        self.problem = problem
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     """The validator of docs/schema/run_record.schema.json: the one statement of the format."""
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _fast_validator() -> Any:
+    """jsonschema-rs's validator of the same schema, or None where it is not installed."""
+    return None if jsonschema_rs is None else jsonschema_rs.Draft202012Validator(_schema())
+
+
+def _fast_valid(rec: dict) -> bool:
+    """True only when the compiled validator accepts `rec`; False means 'ask jsonschema'."""
+    fast = _fast_validator()
+    if fast is None:
+        return False
+    try:
+        return bool(fast.is_valid(rec))
+    except (ValueError, TypeError, OverflowError):   # a value it cannot convert
+        return False
 
 
 def json_type(value: Any) -> str:
@@ -82,6 +112,8 @@ def _problem(err: jsonschema.ValidationError) -> str:
         return "field 'epochs' is empty in a record with status ok"
     if err.validator in ("minimum", "exclusiveMinimum"):
         return f"field '{where}' is {value!r}; expected a value >= {err.validator_value}"
+    if err.validator in ("maximum", "exclusiveMaximum"):
+        return f"field '{where}' is {value!r}; expected a value <= {err.validator_value:g}"
     if where == "config.hidden":
         return f"config.hidden {value!r} is not a list of layer sizes"
     return f"field '{where}': {err.message}"
@@ -98,6 +130,21 @@ def _first_error(rec: dict) -> jsonschema.ValidationError | None:
         if e.validator in ("then", "else"):
             leaves.extend(e.context)
     return min(leaves or errors, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
+
+
+def _all_finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in `value` (the quick check; _non_finite says where)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is dict:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is float and not math.isfinite(v):
+            return False
+    return True
 
 
 def _non_finite(value: Any, path: tuple = ()) -> str | None:
@@ -125,8 +172,9 @@ def _normalise_hidden(value: Any) -> list[int]:
     return list(value)
 
 
-def validate_record(rec: Any, source: str) -> dict[str, Any]:
-    """Check one decoded record; returns it (hidden normalised, _source added)."""
+def validate_record(rec: Any, source: str, finite: bool = False) -> dict[str, Any]:
+    """Check one decoded record; returns it (hidden normalised, _source added). finite: the
+    decoder already refused NaN and infinities (jsonl.read_lines' strict)."""
     if not isinstance(rec, dict):
         raise RecordError(source, f"a record must be a JSON object, got {json_type(rec)}")
     if "schema_version" not in rec:
@@ -145,12 +193,12 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
     if status not in ("ok", "failed"):
         raise RecordError(source, f"field 'status' must be \"ok\" or \"failed\", got "
                                   f"{status!r}")
-    err = _first_error(rec)
-    if err is not None:
-        raise RecordError(source, _problem(err))
-    bad = _non_finite(rec)
-    if bad is not None:
-        raise RecordError(source, f"field '{bad}' is not a finite number")
+    if not _fast_valid(rec):
+        err = _first_error(rec)
+        if err is not None:
+            raise RecordError(source, _problem(err))
+    if not finite and not _all_finite(rec):
+        raise RecordError(source, f"field '{_non_finite(rec)}' is not a finite number")
     cfg = rec["config"]
     if cfg.get("hidden") is not None:
         cfg["hidden"] = _normalise_hidden(cfg["hidden"])
@@ -168,29 +216,6 @@ def validate_record(rec: Any, source: str) -> dict[str, Any]:
     return rec
 
 
-def read_jsonl(path: str | Path, missing: str = "no such file"
-               ) -> Iterator[tuple[str, Any]]:
-    """(source "file:line", decoded value) for every non-blank line of a JSON Lines file.
-
-    A missing file or a line that is not one complete JSON value is a RecordError naming the
-    file (and line); `missing` is the problem reported when the file does not exist.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise RecordError(str(path), missing)
-    with open(path, "r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            source = f"{path}:{lineno}"
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno}); "
-                                          "each line must be one complete record") from None
-            yield source, value
-
-
 def record_kind(rec: dict[str, Any]) -> str:
     """'run', 'primitive', 'baseline:<framework>' or the record's own 'record' value."""
     kind = rec.get("record")
@@ -201,10 +226,11 @@ def record_kind(rec: dict[str, Any]) -> str:
     return RUN_KIND if framework in (None, "memstrat") else f"baseline:{framework}"
 
 
-def load_file(path: str | Path) -> list[dict[str, Any]]:
-    """The memstrat run records of one JSON Lines file, validated; blank lines and records of
-    other kinds (transfer primitives, baseline frameworks) are skipped."""
-    return [validate_record(rec, source) for source, rec in read_jsonl(path)
+def load_file(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The memstrat run records of one JSON Lines file, validated; blank lines, a torn last
+    line and records of other kinds (transfer primitives, baseline frameworks) are skipped."""
+    return [validate_record(rec, source, strict)
+            for source, rec, strict in read_lines(path, notes=notes)
             if not isinstance(rec, dict) or record_kind(rec) == RUN_KIND]
 
 
@@ -230,14 +256,16 @@ def resolve_inputs(inputs: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def load_records(inputs: Iterable[str | Path] | str | Path) -> list[dict[str, Any]]:
-    """Load and validate every record from folders and/or .jsonl files (ok and failed)."""
+def load_records(inputs: Iterable[str | Path] | str | Path,
+                 notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """Load and validate every record from folders and/or .jsonl files (ok and failed), each
+    run once (drop_duplicates); what was skipped is warned about and added to `notes`."""
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
     records: list[dict[str, Any]] = []
     for f in resolve_inputs(inputs):
-        records.extend(load_file(f))
-    return records
+        records.extend(load_file(f, notes))
+    return drop_duplicates(records, notes)
 
 
 def ok_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

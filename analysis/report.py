@@ -19,12 +19,17 @@ profiler on. Runs of the stream scenario get their own section (analysis/stream.
 time and starvation against host workers, where each strategy stops starving). Statistics:
 analysis/stats.py; floors and overlap: analysis/aggregate.py; all defined in
 docs/methodology.md.
+
+A record read twice (the same run_id; e.g. a file given twice) counts once, and a torn last line
+of a records file is skipped; both are said on stderr and in the report (analysis/records.py).
+Exit status: 0 written, 2 an input that cannot be read or used, or an OUT that cannot be written.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
 import inspect
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -246,8 +251,9 @@ def null_notes(groups: Sequence[Group], pinned_bw: LinkRates | float | None = No
                          "exists.")
         else:
             notes.append(f"Floors: {why}, for {', '.join(sorted(names))}.")
-    for why in sorted({p.reason for p in overlap_efficiency(groups) if p.reason}):
-        missing = [p.group for p in overlap_efficiency(groups) if p.reason == why]
+    points = overlap_efficiency(groups)
+    for why in sorted({p.reason for p in points if p.reason}):
+        missing = [p.group for p in points if p.reason == why]
         notes.append(f"Overlap efficiency: n/a for {len(missing)} configuration"
                      f"{'s' if len(missing) != 1 else ''} of "
                      + ", ".join(strategies_in(missing)) + f": {why}.")
@@ -315,7 +321,8 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     """
     out = Path(out)
     files = resolve_inputs(inputs)
-    records = load_records(files)
+    notes: list[str] = []        # what reading skipped: torn last lines, duplicate records
+    records = load_records(files, notes)
     ok = ok_records(records)
     failed = failed_records(records)
     if not ok:
@@ -345,6 +352,8 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.p(f"Generated {now} from {len(records)} run records ({len(ok)} ok, {len(failed)} "
           f"failed) in {', '.join(f'`{f}`' for f in files)}; {len(groups)} configurations. "
           "Per-configuration numbers are in `summary.csv` (empty cell = null/unavailable).")
+    if notes:
+        doc.p("Reading the records: " + "; ".join(notes) + ".")
 
     doc.h(2, "Environment")
     environment_section(doc, records, [r for g in groups for r in g.timing_records])
@@ -466,6 +475,18 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
             "groups": groups, "records": records}
 
 
+def out_folder_problem(out: Path) -> str | None:
+    """Why the report cannot be written into `out` (checked before any work), or None."""
+    if out.exists() and not out.is_dir():
+        return "exists and is not a folder"
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created or written ({parent} is not a writable folder)"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="report.py",
@@ -490,12 +511,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.pinned_bandwidth is not None and args.pinned_bandwidth <= 0:
         ap.error("--pinned-bandwidth must be a positive number of GB/s")
+    problem = out_folder_problem(Path(args.out))
+    if problem:
+        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
     try:
         res = build_report(args.inputs, args.out, args.title, args.batch,
                            None if args.pinned_bandwidth is None
                            else args.pinned_bandwidth * 1e9, args.primitives)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = e.filename or args.out
+        print(f"error: cannot write {where}: {e.strerror or e}", file=sys.stderr)
         return 2
     print(f"wrote {res['markdown']}, {res['html']}, {res['csv']}"
           + (f", {res['cost_model_csv']}" if res["cost_model_csv"] else "") + " and "

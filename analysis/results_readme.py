@@ -22,7 +22,7 @@ from typing import Any, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.records import RecordError, read_jsonl  # noqa: E402
+from analysis.records import RecordError, drop_duplicates, read_jsonl  # noqa: E402
 
 MANIFEST = "manifest.json"
 README = "README.md"
@@ -66,11 +66,16 @@ def describe_set(root: Path) -> dict[str, Any]:
     dirty = False
     dates: list[str] = []
     contents: dict[str, dict[str, int]] = {}
+    read: list[tuple[Path, dict]] = []
+    for path in files:
+        for source, rec in read_jsonl(path):
+            if isinstance(rec, dict):
+                rec["_source"] = source
+                read.append((path, rec))
+    once = {id(rec) for rec in drop_duplicates(rec for _, rec in read)}   # a run counts once
     for path in files:
         kinds: Counter = Counter()
-        for _, rec in read_jsonl(path):
-            if not isinstance(rec, dict):
-                continue
+        for rec in (rec for p, rec in read if p == path and id(rec) in once):
             kinds[f"{_kind(rec)}:{rec.get('status', 'ok')}"] += 1
             env = rec.get("env") or {}
             if _kind(rec) in ("run", "primitive"):  # memstrat's own records name its build
@@ -177,8 +182,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SetError, RecordError, json.JSONDecodeError) as e:
         print(f"results_readme: {e}", file=sys.stderr)
         return 2
-    (a.root / MANIFEST).write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
-    (a.root / README).write_text(readme_text(m), encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"results_readme: {a.root / MANIFEST}: cannot read: "
+              f"{getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        return 2
+    try:
+        (a.root / MANIFEST).write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
+        (a.root / README).write_text(readme_text(m), encoding="utf-8")
+    except OSError as e:
+        print(f"results_readme: cannot write {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"results_readme: wrote {a.root / README} and {a.root / MANIFEST}")
     return 0
 

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.aggregate import Group, LinkRates, aggregate
-from analysis.records import (RECORDS_DIR, RECORDS_FILE, RUN_KIND, RecordError, ok_records,
-                              record_kind, validate_record)
+from analysis.records import (RECORDS_DIR, RECORDS_FILE, RUN_KIND, RecordError,
+                              drop_duplicates, ok_records, read_jsonl, record_kind,
+                              validate_record)
 
 MANIFEST_FILE = "manifest.json"
 PRIMITIVE_KIND = "primitive"
@@ -147,10 +148,10 @@ def load_results_set(path: str | Path, label: str) -> ResultsSet:
                                  "results set")
     rs = ResultsSet(path, label, [], [], Counter(), _manifest(path / MANIFEST_FILE))
     for f in files:
-        with open(f, "r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
-                    _add_line(rs, line, f"{f}:{lineno}")
+        for source, rec in read_jsonl(f):
+            _add_line(rs, rec, source)
+    rs.runs = drop_duplicates(rs.runs)
+    rs.primitives = drop_duplicates(rs.primitives)
     ok = ok_records(rs.runs)
     if not ok:
         raise RecordError(label, f"no memstrat run record with status ok "
@@ -163,11 +164,7 @@ def load_results_set(path: str | Path, label: str) -> ResultsSet:
     return rs
 
 
-def _add_line(rs: ResultsSet, line: str, source: str) -> None:
-    try:
-        rec = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise RecordError(source, f"not valid JSON ({e.msg} at column {e.colno})") from None
+def _add_line(rs: ResultsSet, rec: Any, source: str) -> None:
     if not isinstance(rec, dict):
         raise RecordError(source, "a record must be a JSON object")
     kind = record_kind(rec)
@@ -187,6 +184,9 @@ def _manifest(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise RecordError(str(path), f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(str(path), f"cannot read: {getattr(e, 'strerror', None) or e}") \
+            from None
     return doc if isinstance(doc, dict) else {}
 
 

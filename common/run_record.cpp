@@ -14,26 +14,13 @@
 #include <regex>
 #include <stdexcept>
 
+#include "common/build_info.h"
 #include "common/cuda_check.h"
 #include "common/json_optional.h"
-
-#ifndef MEMSTRAT_GIT_SHA
-#define MEMSTRAT_GIT_SHA "unknown"
-#endif
-#ifndef MEMSTRAT_GIT_DIRTY
-#define MEMSTRAT_GIT_DIRTY 0
-#endif
-#ifndef MEMSTRAT_VERSION
-#define MEMSTRAT_VERSION "0.0.0"
-#endif
 
 namespace memstrat {
 
 namespace {
-std::string version_string(int v) {  // 13000 -> "13.0"
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
 // Fill the GPU's PCIe link and NUMA node from sysfs, the rest from NVML. pcie_gen/pcie_width
 // keep their source (sysfs, the link as trained now) and fall back to NVML's current link where
 // sysfs does not expose it; the maximum is NVML's only.
@@ -98,9 +85,10 @@ Environment host_environment() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   env.host = host;
-  env.git_sha = MEMSTRAT_GIT_SHA;
-  env.git_dirty = MEMSTRAT_GIT_DIRTY != 0;
-  env.memstrat_version = MEMSTRAT_VERSION;
+  const BuildInfo build = build_info();
+  env.git_sha = build.git_sha;
+  env.git_dirty = build.git_dirty;
+  env.memstrat_version = build.version;
   env.hardware = read_host_hardware();
   return env;
 }
@@ -122,8 +110,8 @@ Environment device_environment(int device, GpuMonitor& monitor) {
   int drv = 0, rt = 0;
   CUDA_CHECK(cudaDriverGetVersion(&drv));
   CUDA_CHECK(cudaRuntimeGetVersion(&rt));
-  gpu.driver_version = version_string(drv);
-  gpu.runtime_version = version_string(rt);
+  gpu.driver_version = cuda_version_string(drv);
+  gpu.runtime_version = cuda_version_string(rt);
   // The kernel module's release, e.g. "580.159.04", from a line like "NVRM version: NVIDIA UNIX
   // x86_64 Kernel Module for x86_64  580.159.04  Release Build ..." (absent where there is none).
   const std::string nv = read_first_line("/proc/driver/nvidia/version");
@@ -181,17 +169,43 @@ Spread spread_of(std::vector<double> v) {
   return s;
 }
 
+bool is_utf8(const std::string& s) {
+  // The record writer's own rule: what nlohmann::json refuses to dump strictly is not UTF-8.
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
 void append_jsonl(const std::string& path, const nlohmann::json& record) {
-  const std::string line = record.dump() + "\n";
+  // Bytes that are not UTF-8 (a path, a message) become U+FFFD instead of losing the record.
+  const std::string line =
+      record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error("cannot open results file '" + path + "': " + std::strerror(errno));
   const ssize_t n = ::write(fd, line.data(), line.size());
-  const int err = errno;
-  ::fsync(fd);
-  ::close(fd);
-  if (n != static_cast<ssize_t>(line.size()))
-    throw std::runtime_error("short write to results file '" + path + "': " + std::strerror(err));
+  int err = errno;
+  bool ok = n == static_cast<ssize_t>(line.size());
+  // A write can be accepted and still fail on its way to the disk (a full or remote file
+  // system): fsync and close say so. A pipe cannot be synced (EINVAL): nothing to wait for.
+  if (ok && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) {
+    ok = false;
+    err = errno;
+  }
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    throw std::runtime_error("could not write to results file '" + path + "': " +
+                             (n >= 0 && n < static_cast<ssize_t>(line.size())
+                                  ? "short write (" + std::to_string(n) + " of " +
+                                        std::to_string(line.size()) + " bytes): "
+                                  : std::string()) +
+                             std::strerror(err));
 }
 
 }  // namespace memstrat

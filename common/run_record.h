@@ -70,8 +70,13 @@ struct Spread {
 /// Median, min, max and quartiles (linear interpolation). Empty input -> all zero.
 Spread spread_of(std::vector<double> v);
 
+/// True when `s` is valid UTF-8: a record holds it as JSON text exactly as given.
+bool is_utf8(const std::string& s);
+
 /// Append one record as a single line with one write() on an O_APPEND descriptor, then fsync,
-/// so concurrent writers and crashes never leave a partial line. Throws on failure.
+/// so concurrent writers and crashes never leave a partial line. Strings that are not UTF-8 are
+/// written with U+FFFD in place of the bad bytes (the record is kept). Throws
+/// std::runtime_error when the line was not written in full or fsync/close report an error.
 void append_jsonl(const std::string& path, const nlohmann::json& record);
 
 }  // namespace memstrat

@@ -30,6 +30,8 @@ sys.path.insert(0, str(REPO_ROOT / "experiments" / "matrix"))
 from baseline_record import append_jsonl, iso_utc_now  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
 from run_matrix import run_order  # noqa: E402  (the matrix runner's shuffled order)
+sys.path.insert(0, str(REPO_ROOT))
+from analysis.records import drop_duplicates  # noqa: E402  (a run read twice counts once)
 
 PLAN_KIND = "baseline-plan"
 PLAN_SCHEMA_VERSION = 1
@@ -226,8 +228,10 @@ def order_lines(records: Sequence[dict]) -> list[str]:
 
 
 def read_records(paths: Iterable[str | Path]) -> list[dict]:
-    """Every JSON line of the files; ValueError naming file:line for one that is not JSON."""
-    out = []
+    """Every JSON line of the files, a run read twice (same run_id, same content) once;
+    ValueError naming file:line for one that is not JSON or for two different records under
+    one run_id."""
+    out, where = [], {}
     for p in paths:
         for n, line in enumerate(Path(p).read_text().splitlines(), 1):
             if line.strip():
@@ -235,7 +239,8 @@ def read_records(paths: Iterable[str | Path]) -> list[dict]:
                     out.append(json.loads(line))
                 except ValueError as e:
                     raise ValueError(f"{p}:{n}: not a JSON line ({e})") from None
-    return out
+                where[id(out[-1])] = f"{p}:{n}"
+    return drop_duplicates(out, source_of=lambda rec: where[id(rec)])
 
 
 # ---------------------------------------------------------------------------------------------

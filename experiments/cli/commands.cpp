@@ -14,6 +14,7 @@
 #include "common/idx.h"
 #include "common/run_record.h"
 #include "experiments/core/device_check.h"
+#include "experiments/core/output_files.h"
 #include "experiments/core/run_inputs.h"
 #include "experiments/core/session.h"
 #include "experiments/primitives/run_primitives.h"
@@ -27,6 +28,20 @@ using nlohmann::json;
 int usage_error(std::ostream& err, const std::exception& e) {
   err << "memstrat: " << e.what() << "\n";
   return kExitUsage;
+}
+
+/// Appends `rec` to `path`; where that fails, says so and prints the record on `err` instead,
+/// so that a finished run's figures are never lost. Returns whether it was appended.
+bool append_or_print(const std::string& path, const nlohmann::json& rec, std::ostream& err) {
+  try {
+    append_jsonl(path, rec);
+    return true;
+  } catch (const std::exception& e) {
+    err << "memstrat: the record could not be appended: " << e.what()
+        << "\nmemstrat: the record, as one JSON line:\n"
+        << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    return false;
+  }
 }
 
 json describe_json() {
@@ -184,11 +199,11 @@ int run_describe(const CliRequest& req, std::ostream& out) {
 
 int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
   const RunConfig& cfg = req.run;
-  // Everything that needs no GPU first: the data set, the output files.
+  // Everything that needs no GPU first: the output files, the data set.
   HostDataset data;
   try {
-    data = load_run_data(cfg);
     check_outputs(cfg);
+    data = load_run_data(cfg);
   } catch (const DataError& e) {
     return usage_error(err, e);
   } catch (const std::invalid_argument& e) {
@@ -205,17 +220,12 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
   }
   if (rec.status == RunStatus::Failed) {
     err << "memstrat: run failed: " << rec.error << "\n";
-    if (!cfg.json.empty()) {
-      try {
-        append_jsonl(cfg.json, rec.to_json());
-        err << "memstrat: a record marked \"failed\" was appended to " << cfg.json << "\n";
-      } catch (const std::exception& e) {
-        err << "memstrat: could not write the failed record: " << e.what() << "\n";
-      }
-    }
+    if (!cfg.json.empty() && append_or_print(cfg.json, rec.to_json(), err))
+      err << "memstrat: a record marked \"failed\" was appended to " << cfg.json << "\n";
     return kExitRunFailed;
   }
-  if (!cfg.json.empty()) append_jsonl(cfg.json, rec.to_json());
+  // The run finished; a record that cannot be written fails it all the same (exit 1).
+  if (!cfg.json.empty() && !append_or_print(cfg.json, rec.to_json(), err)) return kExitRunFailed;
   return kExitOk;
 }
 
@@ -226,7 +236,7 @@ int run_primitives_command(const CliRequest& req, std::ostream& out, std::ostrea
     return kExitOk;
   }
   try {
-    if (!a.json.empty()) check_appendable(a.json, "--json");
+    if (!a.json.empty()) check_output_file(a.json, "--json");
     require_device(a.device,
                    "`primitives` needs an NVIDIA GPU (`memstrat primitives --list` works without one).");
   } catch (const DeviceUnavailable& e) {

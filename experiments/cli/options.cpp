@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -10,6 +13,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/build_info.h"
+#include "common/run_record.h"  // is_utf8
 #include "memory_strategies/registry.h"
 #include "memory_strategies/stream_slots.h"  // the ranges of --workers, --prefetch
 
@@ -17,6 +22,53 @@ namespace memstrat {
 
 namespace {
 using nlohmann::json;
+
+/// Where a number typed as `s` starts for std::from_chars, which takes no leading '+'.
+const char* number_start(const std::string& s) {
+  return s.size() > 1 && s[0] == '+' && s[1] >= '0' && s[1] <= '9' ? s.data() + 1 : s.data();
+}
+
+/// A whole number in decimal that fits T: refuses what strtoull-style parsing would wrap or
+/// saturate ("-1" or 2^64 as an unsigned seed) or read in another base ("0x10", "010"), and
+/// hands the number on in plain decimal.
+template <typename T>
+CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        T v{};
+        const char* end = s.data() + s.size();
+        const auto [stop, ec] = std::from_chars(number_start(s), end, v);
+        if (ec != std::errc() || stop != end)
+          return "'" + s + "' is not a whole number in " +
+                 std::to_string(std::numeric_limits<T>::min()) + ".." +
+                 std::to_string(std::numeric_limits<T>::max());
+        s = std::to_string(v);
+        return "";
+      },
+      "");
+}
+
+/// A number that stays finite, and above `min` where `min` is exclusive, once it is the float
+/// the run uses: "nan", 1e39 (infinite as a float) and, for --lr, 1e-50 (0 as a float) are
+/// refused, which a range check on the typed value lets through. Read as CLI11 reads it
+/// (strtold, then the float).
+CLI::Validator finite_float(double min, bool min_exclusive) {
+  return CLI::Validator(
+      [min, min_exclusive](std::string& s) -> std::string {
+        char* stop = nullptr;
+        const long double typed = std::strtold(s.c_str(), &stop);
+        if (s.empty() || stop != s.c_str() + s.size() || std::isnan(typed))
+          return "'" + s + "' is not a number";
+        const float f = static_cast<float>(typed);
+        if (!std::isfinite(f))
+          return "'" + s + "' is beyond the range of a 32-bit float (at most about 3.4e38)";
+        if (min_exclusive && !(f > min))
+          return "'" + s + "' is " + json(f).dump() + " as a 32-bit float; use a value > " +
+                 json(min).dump() + " (at least about 1.2e-38)";
+        return "";
+      },
+      "");
+}
 
 /// Declares `train` options to CLI11 and, in the same call, records what `describe` reports.
 class TrainOptions {
@@ -50,6 +102,7 @@ class TrainOptions {
   void integer(const std::string& names, T& field, std::optional<double> min,
                std::optional<double> max, const char* record_key, const std::string& help) {
     CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    o->transform(whole_number<T>());  // first: it rewrites the value in plain decimal
     if (min && max) o->check(CLI::Range(*min, *max));
     else if (min && *min == 0) o->check(CLI::NonNegativeNumber);
     else if (min) o->check(CLI::Range(*min, static_cast<double>(std::numeric_limits<T>::max())));
@@ -62,6 +115,7 @@ class TrainOptions {
   void number(const std::string& names, float& field, double min, std::optional<double> max,
               const char* record_key, const std::string& help) {
     CLI::Option* o = app_.add_option(names, field, help)->capture_default_str();
+    o->check(finite_float(min, !max));
     o->check(max ? CLI::Range(min, *max) : CLI::PositiveNumber);
     // As typed (0.05), not as the float it becomes (0.0500000007...).
     OptionInfo& i = add(o, "number", json(std::stod(o->get_default_str())), record_key);
@@ -128,12 +182,38 @@ class TrainOptions {
 /// The options only the stream scenario reads.
 constexpr const char* kStreamOptions[] = {"--workers", "--prefetch", "--augment"};
 
+/// "double-buffer, zero-copy-staged, ...": the strategies whose registry entry declares `option`.
+std::string strategies_reading(std::string_view option) {
+  std::string users;
+  for (const StrategyEntry& e : strategy_registry())
+    for (const StrategyOption& o : e.options)
+      if (o.name == option) users += (users.empty() ? "" : ", ") + std::string(e.name);
+  return users;
+}
+
+/// A strategy's own option given with a strategy that does not read it would be ignored
+/// silently; refused instead, whatever its value (the default typed out included), as the stream
+/// scenario's options are outside that scenario.
+void check_strategy_options(const StrategyEntry& chosen, const CLI::App& train) {
+  for (const StrategyEntry& e : strategy_registry())
+    for (const StrategyOption& o : e.options) {
+      const std::string flag = "--" + std::string(o.name);
+      const bool reads = std::any_of(chosen.options.begin(), chosen.options.end(),
+                                     [&](const StrategyOption& c) { return c.name == o.name; });
+      if (!reads && train.count(flag) > 0)
+        throw std::invalid_argument(flag + " is an option of " + strategies_reading(o.name) +
+                                    "; --strategy " + std::string(chosen.name) +
+                                    " does not read it (drop " + flag + ")");
+    }
+}
+
 /// Rules that involve two options, which no single option's declaration can state, and a
 /// strategy that no device runs with these options (StrategyEntry::unsupported_with). Throws
 /// std::invalid_argument saying what to change.
 void check_consistent(const RunConfig& c, const CLI::App& train) {
   if (!c.trace.empty() && !c.profile)
     throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
+  check_strategy_options(*c.strategy, train);
   if (c.scenario != Scenario::Stream)
     for (const char* opt : kStreamOptions)
       if (train.count(opt) > 0)
@@ -165,11 +245,7 @@ const StrategyOption& strategy_option(std::string_view name) {
 
 /// "<the strategies that read it>: <meaning> (<allowed values>)" for --help and describe.
 std::string strategy_option_help(const StrategyOption& opt) {
-  std::string users;
-  for (const StrategyEntry& e : strategy_registry())
-    for (const StrategyOption& o : e.options)
-      if (o.name == opt.name) users += (users.empty() ? "" : ", ") + std::string(e.name);
-  return users + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
+  return strategies_reading(opt.name) + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
 }
 
 std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
@@ -313,6 +389,15 @@ std::vector<OptionInfo> train_option_table() {
 
 std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req, std::ostream& out,
                              std::ostream& err) {
+  // Records hold the command line (and the paths in it) as JSON text: bytes that are not UTF-8
+  // could not be written there as typed, so they are refused before anything runs.
+  for (int i = 1; i < argc; ++i)
+    if (!is_utf8(argv[i])) {
+      err << "memstrat: argument " << i << " ("
+          << json(argv[i]).dump(-1, ' ', true, json::error_handler_t::replace)
+          << ") is not valid UTF-8; records hold every argument as text: use UTF-8 names\n";
+      return 2;
+    }
   req.run.argv.assign(argv, argv + argc);
   CLI::App app{
       "memstrat: how should a training loop move its data to the GPU? Trains one MNIST MLP on "
@@ -321,6 +406,9 @@ std::optional<int> parse_cli(int argc, const char* const* argv, CliRequest& req,
       "  memstrat train --strategy double-buffer --epochs 10 --batch 256 --transfer u8 "
       "--scenario refresh --json results/run.jsonl"};
   app.require_subcommand(1);
+  app.set_version_flag("-V,--version", version_text,
+                       "Print the version, the commit, the CUDA runtime it was built with and the "
+                       "CUDA version of the installed driver, then exit");
 
   app.add_subcommand("list", "List the memory strategies, one per line")
       ->callback([&] { req.command = Command::List; });

@@ -1,40 +1,21 @@
 #include "experiments/core/run_inputs.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "common/mnist.h"
+#include "common/run_record.h"  // is_utf8
 #include "memory_strategies/epoch_data.h"    // transfer_bytes_per_sample
 #include "memory_strategies/stream_slots.h"  // check_stream_slots
 
 namespace memstrat {
 
-void check_appendable(const std::string& path, const char* what) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::invalid_argument(std::string(what) + ": cannot open '" + path + "' for writing: " +
-                                std::strerror(errno) + " (does the directory exist?)");
-  ::close(fd);
-}
-
-namespace {
-
-void check_writable(const std::string& path, const char* what) {
-  std::ofstream f(path, std::ios::app);
-  if (!f)
-    throw std::invalid_argument(std::string(what) + ": cannot write '" + path +
-                                "' (does the directory exist?)");
-}
-}  // namespace
-
 HostDataset load_run_data(const RunConfig& c) {
-  HostDataset data = load_mnist(resolve_data_dir(c.data));
+  const std::string dir = resolve_data_dir(c.data);
+  if (!is_utf8(dir))  // the record holds the path as JSON text
+    throw std::invalid_argument("the data directory '" + dir + "' (--data or " + kDataEnvVar +
+                                ") is not valid UTF-8; name it with a UTF-8 path");
+  HostDataset data = load_mnist(dir);
   truncate_dataset(data, c.train_samples, c.test_samples);
   if (c.batch > data.n_train())
     throw std::invalid_argument("--batch " + std::to_string(c.batch) +
@@ -44,12 +25,6 @@ HostDataset load_run_data(const RunConfig& c) {
   if (c.scenario == Scenario::Stream)
     check_stream_slots(c.prefetch, c.batch, transfer_bytes_per_sample(data.features(), c.transfer));
   return data;
-}
-
-void check_outputs(const RunConfig& c) {
-  if (!c.json.empty()) check_appendable(c.json, "--json");
-  if (!c.trace.empty()) check_writable(c.trace, "--trace");
-  if (!c.loss_curve.empty()) check_writable(c.loss_curve, "--loss-curve");
 }
 
 }  // namespace memstrat

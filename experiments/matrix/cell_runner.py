@@ -1,7 +1,9 @@
 """Runs matrix cells as `memstrat train` processes, one worker per GPU: each cell's record
-lands in OUT/records.jsonl (a failed record when the process left none), its output in
-OUT/logs/<cell-key>.log; progress with an ETA; Ctrl-C or SIGTERM stops the cells in progress
-without recording them."""
+lands in OUT/records.jsonl (a failed record when the process left none; one that says
+"rejected by memstrat" when it exited 2 or 3), its output in OUT/logs/<cell-key>.log; progress
+with an ETA; Ctrl-C or SIGTERM stops the cells in progress without recording them. Each cell
+runs under cell_guard.py, which stops its whole process group when the runner ends in any
+way, kill -9 included."""
 from __future__ import annotations
 
 import json
@@ -16,11 +18,14 @@ import time
 import uuid
 from pathlib import Path
 
+from cell_guard import GRACE_S as GUARD_GRACE_S
 from matrix_file import Cell, Matrix
-from records_file import RECORDS_FILE, append_lines, synthesized_failure, utc_now
+from records_file import (RECORDS_FILE, append_lines, rejection, synthesized_failure,
+                          utc_now)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NSYS_RUN = REPO_ROOT / "experiments" / "scripts" / "nsys_run"
+CELL_GUARD = Path(__file__).resolve().parent / "cell_guard.py"
 
 
 # --------------------------------------------------------------------------------------
@@ -35,13 +40,14 @@ def fmt_duration(seconds: float) -> str:
 
 class Runner:
     def __init__(self, matrix: Matrix, out: Path, memstrat: Path, timeout: float | None,
-                 nsys: bool, gpus: list[str | None]):
+                 nsys: bool, gpus: list[str | None], hold_fds: tuple[int, ...] = ()):
         self.matrix = matrix
         self.out = out
         self.memstrat = memstrat
         self.timeout = timeout
         self.nsys = nsys
         self.gpus = gpus
+        self.hold_fds = hold_fds  # passed on to every cell: the results folder's lock
         self.records = out / RECORDS_FILE
         self.logs = out / "logs"
         self.tmp = out / "tmp"
@@ -53,6 +59,7 @@ class Runner:
         self.total = 0
         self.ran = 0
         self.failed: list[tuple[Cell, str]] = []
+        self.rejected: list[tuple[Cell, str]] = []
         self.internal_error = False
         self.t0 = time.monotonic()
 
@@ -78,6 +85,23 @@ class Runner:
                   f"elapsed {fmt_duration(elapsed)} | ETA {fmt_duration(eta)} | "
                   f"{cell.key}", flush=True)
 
+    def _start(self, cmd: list[str], log, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+        """Start `cmd` under cell_guard.py; returns the guard and the write end of the pipe
+        whose closing (the runner's end) stops the cell."""
+        watch_r, watch_w = os.pipe()
+        try:
+            guard = [sys.executable, "-S", str(CELL_GUARD), "--watch", str(watch_r),
+                     *(f"--hold={fd}" for fd in self.hold_fds), "--", *cmd]
+            proc = subprocess.Popen(guard, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                    pass_fds=(watch_r, *self.hold_fds))
+        except BaseException:
+            os.close(watch_w)
+            raise
+        finally:
+            os.close(watch_r)
+        return proc, watch_w
+
     def run_cell(self, cell: Cell, gpu: str | None) -> None:
         tmp = self.tmp / f"{cell.key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.jsonl"
         cmd = self.command(cell, tmp)
@@ -89,14 +113,14 @@ class Runner:
         rc: int | None = None
         timed_out = False
         error = ""
+        rejected = False
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"=== {utc_now()} gpu={gpu if gpu is not None else 'default'} "
                       f"cmd: {shlex.join(cmd)}\n")
             log.flush()
+            log_start = log.tell()
             try:
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, env=env,
-                                        start_new_session=True)
+                proc, watch_w = self._start(cmd, log, env)
             except OSError as e:
                 proc = None
                 log.write(f"=== could not start: {e}\n")
@@ -113,8 +137,11 @@ class Runner:
                 finally:
                     with self._lock:
                         self._procs.discard(proc)
+                    os.close(watch_w)
                 if timed_out:
                     error = f"timed out after {self.timeout:g} s"
+                elif rc != 0 and (refusal := rejection(rc, _last_line(log_path, log_start))):
+                    error, rejected = refusal, True
                 elif rc != 0:
                     error = f"exited with code {rc}"
             seconds = time.monotonic() - t0
@@ -146,22 +173,22 @@ class Runner:
                     raw = json.dumps(rec, separators=(",", ":"))
                 lines.append(raw)
         statuses = [json.loads(l).get("status", "ok") for l in lines]
-        if not lines:
+        if lines:
+            rejected = False  # memstrat wrote its own record: an ordinary run
+        else:
             why = error or "exited with code 0"
-            if bad:
-                why += " and wrote an unreadable record"
-            else:
-                why += " and wrote no record"
+            if not rejected:
+                why += " and wrote an unreadable record" if bad else " and wrote no record"
             lines = [json.dumps(synthesized_failure(
                 cell, cmd, f"{why} (log: logs/{cell.key}.log)", self.matrix.schema_version),
                 separators=(",", ":"))]
             statuses = ["failed"]
         append_lines(self.records, lines)
         tmp.unlink(missing_ok=True)
-        outcome = "ok" if "ok" in statuses else "FAILED"
+        outcome = "ok" if "ok" in statuses else "REJECT" if rejected else "FAILED"
         if outcome != "ok":
             with self._lock:
-                self.failed.append((cell, str(log_path)))
+                (self.rejected if rejected else self.failed).append((cell, str(log_path)))
         self._progress(cell, outcome, seconds)
 
     def _worker(self, gpu: str | None, work: "queue.Queue[Cell]") -> None:
@@ -217,13 +244,19 @@ class Runner:
         if self.internal_error:
             return 3
         print(f"done: {self.ran} cells run in {fmt_duration(elapsed)}, "
-              f"{len(self.failed)} failed; records in {self.records}", flush=True)
+              f"{len(self.failed)} failed, {len(self.rejected)} rejected by memstrat; "
+              f"records in {self.records}", flush=True)
+        if self.rejected:
+            print("cells memstrat rejected (exit 2: a bad option or input; 3: no GPU or the "
+                  "strategy waived on it): a rerun skips them; --retry-rejected runs them "
+                  "again:", file=sys.stderr)
+            for cell, log in self.rejected:
+                print(f"  {cell.key}  log: {log}", file=sys.stderr)
         if self.failed:
             print("failed cells (rerun the same command to retry them):", file=sys.stderr)
             for cell, log in self.failed:
                 print(f"  {cell.key}  log: {log}", file=sys.stderr)
-            return 1
-        return 0
+        return 1 if self.failed or self.rejected else 0
 
 
 def _remove_stale_temp_files(tmp_dir: Path) -> None:
@@ -248,9 +281,22 @@ def _remove_stale_temp_files(tmp_dir: Path) -> None:
             f.unlink(missing_ok=True)
 
 
+def _last_line(log_path: Path, start: int) -> str:
+    """The last non-empty line the cell's process wrote to its log (what memstrat said)."""
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(max(start, fh.seek(0, os.SEEK_END) - 4096))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no output)"
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
-    """Terminate the process group of `proc` (nsys and its children included)."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, None)):
+    """Stop a cell: SIGTERM to its guard, which stops the cell's process group (nsys and its
+    children included); SIGKILL to the guard's group if it has not ended after its grace."""
+    for sig, grace in ((signal.SIGTERM, GUARD_GRACE_S + 5.0), (signal.SIGKILL, None)):
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -20,6 +21,8 @@ import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Sequence
+
+from train_args import check_train_args
 
 # depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
 # reads which; for a strategy that does not read one, the axis collapses to a single cell.
@@ -50,6 +53,14 @@ RUN_KEYS = ("repeats", "seed", "vary_seed")
 TOP_KEYS = ("name", "description", "axes", "exclude", "extra_args")
 
 ORDERS = ("shuffled", "sequential")
+
+# A matrix's name goes into job names and generated shell scripts: letters, digits, ".", "_"
+# and "-" only.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# Cells a matrix may expand to (before exclusions) unless the caller allows more
+# (run_matrix.py --allow-large): a typo such as repeats = 1000000 is refused at once instead of
+# expanding for minutes.
+MAX_CELLS = 100_000
 
 
 class MatrixError(Exception):
@@ -240,6 +251,11 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
                 raise MatrixError(f"{where}: {v!r} is not one of {', '.join(option['choices'])}")
         elif axis == "hidden":
             v = _parse_hidden(v, where)
+            lo, hi = option.get("min"), option.get("max")  # per layer, where describe says
+            if any((lo is not None and h < lo) or (hi is not None and h > hi) for h in v):
+                raise MatrixError(f"{where}: hidden sizes must be in {lo or 1:g}.."
+                                  f"{hi if hi is not None else math.inf:g} ({option['name']}), "
+                                  f"got {v}")
         elif axis == "cpus":
             if not isinstance(v, str) or not (v == "all" or re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v)):
                 raise MatrixError(f"{where}: cpus is \"all\" or a CPU list for taskset -c "
@@ -266,10 +282,56 @@ def _normalise_rule_value(axis: str, value: Any, where: str) -> list[Any]:
     return alts
 
 
+def _cell_count(axes: dict[str, list[Any]], strategy_options: dict[str, set[str]],
+                repeats: int) -> int:
+    """The cells the axes expand to before exclusions, counted without expanding them: an
+    axis a cell does not read (depth and copy_streams for the strategies without them, the
+    stream axes outside the stream scenario) collapses to one value."""
+    per_repeat = 0
+    for strategy in axes["strategy"]:
+        for scenario in axes["scenario"]:
+            n = 1
+            for axis in AXES[2:]:
+                if (axis == "depth" and "--depth" not in strategy_options[strategy]) or \
+                        (axis == "copy_streams" and
+                         "--copy-streams" not in strategy_options[strategy]) or \
+                        (axis in STREAM_AXES and scenario != STREAM_SCENARIO):
+                    continue
+                n *= len(axes[axis])
+            per_repeat += n
+    return per_repeat * repeats
+
+
+def _matrix_name(doc: dict[str, Any], path: Path) -> str:
+    name = doc.get("name", path.stem)
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        given = "name" if "name" in doc else "the file name (the default name)"
+        raise MatrixError(f"{path}: {given} {name!r} is not a matrix name: letters, digits, "
+                          "'.', '_' and '-' only (it names Slurm jobs and goes into scripts); "
+                          "set name = \"...\" in the file")
+    return name
+
+
+def _check_extra_args(path: Path, file_extra: Sequence[str], cli_extra: Sequence[str],
+                      description: dict[str, Any]) -> None:
+    """The extra arguments, checked against describe before any cell runs."""
+    given: dict[str, str] = {}
+    for where, args in ((f"{path}: extra_args", file_extra), ("--extra-args", cli_extra)):
+        try:
+            for option in check_train_args(args, description):
+                if option in given:
+                    raise ValueError(f"{option} is also in {given[option]}")
+                given[option] = where
+        except ValueError as e:
+            raise MatrixError(f"{where}: {e}") from None
+
+
 def load_matrix(path: str | Path, description: dict[str, Any],
-                extra_args: Sequence[str] = (), nsys: bool = False) -> Matrix:
-    """Parse and expand a matrix file against `description` (`memstrat describe --json`).
-    Raises MatrixError with a readable message."""
+                extra_args: Sequence[str] = (), nsys: bool = False,
+                max_cells: int | None = MAX_CELLS) -> Matrix:
+    """Parse and expand a matrix file against `description` (`memstrat describe --json`);
+    more than `max_cells` cells (None: no limit) is an error. Raises MatrixError with a
+    readable message."""
     path = Path(path)
     strategies = [s["name"] for s in description["strategies"]]
     # strategy -> the options it reads ("--depth", ...): where its own axes apply
@@ -280,6 +342,13 @@ def load_matrix(path: str | Path, description: dict[str, Any],
             doc = tomllib.load(fh)
     except FileNotFoundError:
         raise MatrixError(f"{path}: no such matrix file") from None
+    except IsADirectoryError:
+        raise MatrixError(f"{path}: a directory, not a matrix file") from None
+    except OSError as e:
+        raise MatrixError(f"{path}: cannot read the matrix file: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise MatrixError(f"{path}: not UTF-8 text (byte {e.start}); a matrix file is TOML, "
+                          "which is UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise MatrixError(f"{path}: not valid TOML: {e}") from None
 
@@ -287,6 +356,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         if key not in TOP_KEYS:
             raise MatrixError(f"{path}: unknown top-level key {key!r} "
                               f"(allowed: {', '.join(TOP_KEYS)})")
+    name = _matrix_name(doc, path)
     axes_doc = doc.get("axes")
     if not isinstance(axes_doc, dict):
         raise MatrixError(f"{path}: missing the [axes] table")
@@ -342,9 +412,13 @@ def load_matrix(path: str | Path, description: dict[str, Any],
 
     file_extra = doc.get("extra_args", [])
     if isinstance(file_extra, str):
-        file_extra = shlex.split(file_extra)
+        try:
+            file_extra = shlex.split(file_extra)
+        except ValueError as e:  # an unclosed quote
+            raise MatrixError(f"{path}: extra_args: {e}") from None
     if not isinstance(file_extra, list) or not all(isinstance(a, str) for a in file_extra):
         raise MatrixError(f"{path}: extra_args must be a string or a list of strings")
+    _check_extra_args(path, file_extra, extra_args, description)
     all_extra = tuple(file_extra) + tuple(extra_args)
     for axis, flags in AXIS_FLAGS.items():
         given = [a for a in all_extra if a.split("=", 1)[0] in flags]
@@ -352,6 +426,19 @@ def load_matrix(path: str | Path, description: dict[str, Any],
             raise MatrixError(f"{path}: axes.{axis} and the extra arguments "
                               f"({' '.join(given)}) both set {'/'.join(flags)}; set it in "
                               "one place")
+
+    stream_flags = [a for a in all_extra
+                    if a.split("=", 1)[0] in ("--" + x for x in STREAM_AXES)]
+    if stream_flags:
+        raise MatrixError(f"{path}: the extra arguments ({' '.join(stream_flags)}) set the "
+                          f"stream scenario's options: the runner passes them to each stream "
+                          f"cell from the axes {', '.join(STREAM_AXES)} (and memstrat refuses "
+                          "them in the other scenarios); use the axes instead")
+    count = _cell_count(axes, strategy_options, run["repeats"])
+    if max_cells is not None and count > max_cells:
+        raise MatrixError(f"{path}: expands to {count:,} cells (before exclusions), more than "
+                          f"the limit of {max_cells:,}; check repeats and the axes, or pass "
+                          "--allow-large to run it")
 
     cells: list[Cell] = []
     seen: set[Cell] = set()
@@ -391,14 +478,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for i, hits in enumerate(rule_hits):
         if hits == 0:
             print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
-    stream_flags = [a for a in all_extra
-                    if a.split("=", 1)[0] in ("--" + x for x in STREAM_AXES)]
-    if stream_flags and any(c.workers is not None for c in cells):
-        raise MatrixError(f"{path}: the extra arguments ({' '.join(stream_flags)}) set what "
-                          "the runner passes to every stream cell; use the axes "
-                          f"{', '.join(STREAM_AXES)} instead")
-    name = doc.get("name", path.stem)
-    return Matrix(path=path, name=str(name), description=str(doc.get("description", "")),
+    return Matrix(path=path, name=name, description=str(doc.get("description", "")),
                   cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
                   seed=run["seed"], schema_version=description["record_schema_version"])
 

@@ -17,12 +17,27 @@ cell key in run order, and what each invocation ran).
 
 Restarting the same command skips every cell that already has a record with
 ``"status": "ok"`` (identified by ``config.run_tag``, which the runner passes as
-``--run-tag <cell-key>``); failed cells are retried, their failed records kept.
+``--run-tag <cell-key>``); failed cells are retried, their failed records kept. A cell that
+memstrat rejected (exit 2: a bad option or input; exit 3: no GPU, or the strategy waived on
+it) is recorded once, as failed, and skipped by a rerun, which says so
+(``--retry-rejected`` runs such cells again). The matrix is checked before any cell runs:
+its axes and extra arguments against ``memstrat describe --json``, its name (letters, digits,
+``.``, ``_``, ``-``), its size (at most 100,000 cells unless ``--allow-large``). A bad
+matrix, binary or results folder is a one-line message and exit 2.
 
-Crash safety: memstrat writes each cell's record into a private temporary file; the
-runner appends the finished line(s) to records.jsonl with one write + fsync, under a
-POSIX lock. Killing the runner at any moment loses at most the cells in progress and
-never leaves a partial or duplicated line.
+Crash safety: memstrat writes each cell's record into a private temporary file; the runner
+appends the finished line(s) to records.jsonl with one write + fsync, cut back to the file's
+former size when the write fails (a full disk), so no partial line is left. A last line left
+torn anyway (a kill during a large write, a foreign writer) is moved to
+``records.jsonl.torn`` by the next runner, which says so. Killing the runner at any moment,
+kill -9 included, loses at most the cells in progress: each cell runs under
+``cell_guard.py``, which stops the cell's whole process group when the runner ends.
+
+One runner at a time per results folder: every runner holds the folder's lock
+(``<out>/.run_matrix.lock``) while it runs cells, and every cell holds it too, so that no cell
+runs twice and no two timed runs overlap. A second runner exits 2 with a message (after
+waiting up to 10 s for the cells of a runner that was killed to stop); an ``--only`` runner
+(a Slurm task) waits for the lock instead, so the tasks of one folder run one after another.
 
 Other modes: ``--dry-run`` lists the cells (and which are already recorded),
 ``--gpus 0,1`` runs one worker per GPU (CUDA_VISIBLE_DEVICES set per worker), ``--nsys``
@@ -34,7 +49,6 @@ The matrix file format is documented in experiments/matrix/matrices/quick.toml.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shlex
 import signal
@@ -43,74 +57,18 @@ from pathlib import Path
 from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cell_runner import NSYS_RUN, REPO_ROOT, Runner, fmt_duration  # noqa: E402
-from matrix_file import (ORDERS, STREAM_AXES, STREAM_SCENARIO, Cell,  # noqa: E402,F401
-                         Matrix, MatrixError, describe, load_matrix, run_order)
-from records_file import (RECORDS_FILE, append_lines, recorded_tags,  # noqa: E402,F401
-                          utc_now, write_manifest)
+from cell_runner import GUARD_GRACE_S, NSYS_RUN, REPO_ROOT, Runner  # noqa: E402
+from folder_lock import FolderBusy, acquire  # noqa: E402
+from matrix_file import (MAX_CELLS, ORDERS, STREAM_AXES, STREAM_SCENARIO,  # noqa: E402,F401
+                         Cell, Matrix, MatrixError, describe, load_matrix, run_order)
+from records_file import (RECORDS_FILE, RecordedCells, append_lines,  # noqa: E402,F401
+                          recorded_tags, repair_torn_tail, write_manifest)
+from slurm_job import ScriptError, slurm_script  # noqa: E402
 # Cell, Matrix, append_lines, run_order: what other scripts and the tests import from here.
 __all__ = ["Cell", "Matrix", "MatrixError", "append_lines", "load_matrix", "run_order",
            "slurm_script", "parse_args", "main"]
 
 DEFAULT_MEMSTRAT = REPO_ROOT / "build" / "memstrat"
-
-
-# --------------------------------------------------------------------------------------
-# Slurm
-# --------------------------------------------------------------------------------------
-def slurm_script(matrix: Matrix, pending: Sequence[Cell], out: Path, memstrat: Path,
-                 args: argparse.Namespace) -> str:
-    """A Slurm array job: task i runs pending cell i through `run_matrix.py --only KEY`."""
-    out = out.resolve()
-    runner_cmd = [str(Path(__file__).resolve()), str(matrix.path.resolve()),
-                  "--out", str(out), "--memstrat", str(memstrat.resolve())]
-    if args.timeout:
-        runner_cmd += ["--timeout", f"{args.timeout:g}"]
-    if args.extra_args:
-        runner_cmd.append(f"--extra-args={args.extra_args}")
-    if args.nsys:
-        runner_cmd.append("--nsys")
-    array = f"0-{len(pending) - 1}"
-    if args.slurm_max_parallel:
-        array += f"%{args.slurm_max_parallel}"
-    time_limit = args.slurm_time or fmt_duration((args.timeout or 1800) + 300)
-    lines = [
-        "#!/bin/bash",
-        f"# Slurm array job generated by experiments/matrix/run_matrix.py on {utc_now()}",
-        f"# matrix: {matrix.path.resolve()} ({matrix.name}); {len(pending)} cells to run "
-        f"of {len(matrix.cells)}.",
-        "# Submit with: sbatch " + (args.slurm or "THIS_FILE"),
-        "# Each task runs one cell and appends its record to "
-        f"{out / RECORDS_FILE} (a POSIX lock",
-        "# serialises the appends; the results folder must be on a file system shared by",
-        "# the nodes). Resubmitting is safe: cells already recorded are skipped; regenerate",
-        "# the script to drop them from the array.",
-        f"#SBATCH --job-name=memstrat-{matrix.name}",
-        f"#SBATCH --array={array}",
-        "#SBATCH --gres=gpu:1",
-        "#SBATCH --ntasks=1",
-        f"#SBATCH --cpus-per-task={args.slurm_cpus}",
-        f"#SBATCH --time={time_limit}",
-        f"#SBATCH --output={out / 'logs' / 'slurm-%A_%a.out'}",
-    ]
-    if args.slurm_partition:
-        lines.append(f"#SBATCH --partition={args.slurm_partition}")
-    if args.slurm_account:
-        lines.append(f"#SBATCH --account={args.slurm_account}")
-    for extra in args.slurm_sbatch or []:
-        lines.append(f"#SBATCH {extra}")
-    lines += [
-        "set -euo pipefail",
-        "",
-        "CELLS=(",
-        *(f"  {c.key}" for c in pending),
-        ")",
-        'KEY="${CELLS[$SLURM_ARRAY_TASK_ID]}"',
-        "# Slurm sets CUDA_VISIBLE_DEVICES to the GPU granted by --gres.",
-        'exec "${PYTHON:-python3}" ' + shlex.join(runner_cmd) + ' --only "$KEY"',
-        "",
-    ]
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -143,13 +101,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "--extra-args=--data=/data/mnist (part of the cell identity; the "
                         "profiler and the epoch launch are matrix axes)")
     p.add_argument("--only", action="append", metavar="KEY",
-                   help="run only the cell with this key (repeatable; used by --slurm)")
+                   help="run only the cell with this key (repeatable; used by --slurm); "
+                        "waits for the results folder's lock where another runner holds it")
     p.add_argument("--order", choices=ORDERS, default="shuffled",
                    help="shuffled: every repeat of every configuration in a seeded random "
                         "order that interleaves configurations, repeat by repeat; "
                         "sequential: as expanded from the matrix (default: %(default)s)")
     p.add_argument("--shuffle-seed", type=int, metavar="N",
                    help="seed of the shuffled order (default: the matrix's seed)")
+    p.add_argument("--retry-rejected", action="store_true",
+                   help="run again the cells memstrat rejected before (exit 2: a bad option "
+                        "or input; exit 3: no GPU, or the strategy waived on it); a rerun "
+                        "skips them otherwise")
+    p.add_argument("--allow-large", action="store_true",
+                   help=f"expand a matrix of more than {MAX_CELLS:,} cells (refused otherwise)")
     g = p.add_argument_group("slurm")
     g.add_argument("--slurm", metavar="FILE",
                    help="write a Slurm array job script for the pending cells instead of "
@@ -158,8 +123,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     g.add_argument("--slurm-account")
     g.add_argument("--slurm-time", help="time limit per task (default: timeout + 5 min)")
     g.add_argument("--slurm-cpus", type=int, default=8, help="CPUs per task (default: 8)")
-    g.add_argument("--slurm-max-parallel", type=int,
-                   help="at most this many tasks at once (array %%N)")
+    g.add_argument("--slurm-max-parallel", type=int, default=1, metavar="N",
+                   help="at most this many tasks at once (array %%N; default: %(default)s, as "
+                        "the tasks of one results folder run one at a time anyway: more only "
+                        "holds GPUs while tasks wait for the folder's lock)")
     g.add_argument("--slurm-sbatch", action="append", metavar="OPTION",
                    help="extra #SBATCH line, written with '=', e.g. "
                         "--slurm-sbatch=--constraint=h200 (repeatable)")
@@ -169,17 +136,61 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _check_out(out: Path) -> str | None:
+    """Why `out` cannot be a results folder, or None."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out}: exists and is not a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "logs").mkdir(exist_ok=True)
+    except OSError as e:
+        return f"--out {out}: cannot create the results folder: {e.strerror or e}"
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"--out {out}: not writable"
+    return None
+
+
+def _summary(matrix: Matrix, cells: Sequence[Cell], pending: Sequence[Cell], done: RecordedCells,
+             skipped: Sequence[Cell], args: argparse.Namespace, seed: int) -> str:
+    retried = sum(c.key in done.failed for c in pending)
+    rejected_again = sum(c.key in done.rejected for c in pending)
+    return (f"matrix {matrix.name}: {len(cells)} cells ({len(cells) - len(pending) - len(skipped)}"
+            f" recorded, {len(pending)} to run"
+            + (f", {retried} of them failed before" if retried else "")
+            + (f", {rejected_again} of them rejected before (--retry-rejected)"
+               if rejected_again else "")
+            + (f"; {len(skipped)} rejected by memstrat before, not run again: --retry-rejected "
+               "runs them" if skipped else "")
+            + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
+            "(an axis that is a strategy's own option collapses where it does not apply, "
+            f"{'/'.join(STREAM_AXES)} outside the {STREAM_SCENARIO} scenario); "
+            + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
+               else "order sequential"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    memstrat = Path(args.memstrat)
+    # Absolute once: the path checked is the path run (a relative "./memstrat" passed on as
+    # "memstrat" would be looked up on $PATH).
+    memstrat = Path(os.path.abspath(args.memstrat))
     out = Path(args.out)
-    extra = tuple(shlex.split(args.extra_args)) if args.extra_args else ()
+    try:
+        extra = tuple(shlex.split(args.extra_args)) if args.extra_args else ()
+    except ValueError as e:  # an unclosed quote
+        return _error(f"--extra-args: {e}")
 
     try:
-        matrix = load_matrix(args.matrix, describe(memstrat), extra, args.nsys)
+        matrix = load_matrix(args.matrix, describe(memstrat), extra, args.nsys,
+                             max_cells=None if args.allow_large else MAX_CELLS)
     except MatrixError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
+    if out.exists() and not out.is_dir():
+        return _error(f"--out {out}: exists and is not a directory")
 
     seed = matrix.seed if args.shuffle_seed is None else args.shuffle_seed
     cells = run_order(matrix.cells, args.order, seed)
@@ -188,93 +199,115 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_key = {c.key: c for c in cells}
         unknown = [k for k in args.only if k not in by_key]
         if unknown:
-            print(f"error: --only: no such cell in {matrix.path}: {', '.join(unknown)}",
-                  file=sys.stderr)
-            return 2
+            return _error(f"--only: no such cell in {matrix.path}: {', '.join(unknown)}")
         cells = [by_key[k] for k in dict.fromkeys(args.only)]
 
-    ok_tags, failed_tags = recorded_tags(out / RECORDS_FILE)
-    pending = [c for c in cells if c.key not in ok_tags]
-    already = len(cells) - len(pending)
-    summary = (f"matrix {matrix.name}: {len(cells)} cells ({already} recorded, "
-               f"{len(pending)} to run"
-               + (f", {sum(c.key in failed_tags for c in pending)} of them failed before"
-                  if failed_tags else "")
-               + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
-               "(an axis that is a strategy's own option collapses where it does not apply, "
-               f"{'/'.join(STREAM_AXES)} outside the {STREAM_SCENARIO} scenario); "
-               + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
-                  else "order sequential"))
+    def pending_cells(done: RecordedCells) -> tuple[list[Cell], list[Cell]]:
+        """(cells to run, cells skipped because memstrat rejected them before)"""
+        todo = [c for c in cells if c.key not in done.ok]
+        if args.retry_rejected:
+            return todo, []
+        return ([c for c in todo if c.key not in done.rejected],
+                [c for c in todo if c.key in done.rejected])
 
+    if args.dry_run or args.slurm:
+        try:
+            done = recorded_tags(out / RECORDS_FILE)
+        except OSError as e:
+            return _error(f"--out {out}: cannot read {RECORDS_FILE}: {e.strerror or e}")
     if args.dry_run:
-        print(summary)
+        pending, skipped = pending_cells(done)
+        print(_summary(matrix, cells, pending, done, skipped, args, seed))
         runner = Runner(matrix, out, memstrat, args.timeout, args.nsys, [None])
         width = len(str(len(cells)))
+        skipped_keys = {c.key for c in skipped}
         for i, c in enumerate(cells, 1):
-            state = ("done" if c.key in ok_tags else
-                     "retry" if c.key in failed_tags else "todo")
+            state = ("done" if c.key in done.ok else "skip" if c.key in skipped_keys else
+                     "retry" if c.key in done.failed or c.key in done.rejected else "todo")
             cmd = runner.command(c, out / "tmp" / f"{c.key}.jsonl")
             print(f"[{i:>{width}}/{len(cells)}] {state:<5} {c.key}\n"
                   f"{'':>{2 * width + 4}}{shlex.join(cmd)}")
         return 0
 
     if args.slurm:
+        pending, skipped = pending_cells(done)
+        summary = _summary(matrix, cells, pending, done, skipped, args, seed)
         if not pending:
             print(summary + "\nnothing to run: no Slurm script written")
             return 0
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "logs").mkdir(exist_ok=True)
-        write_manifest(out, matrix, args.order, seed, ordered, pending, ["slurm"])
-        Path(args.slurm).write_text(slurm_script(matrix, pending, out, memstrat, args))
-        os.chmod(args.slurm, 0o755)
+        try:
+            script = slurm_script(matrix, pending, out, memstrat, args)
+        except ScriptError as e:
+            return _error(str(e))
+        if (why := _check_out(out)):
+            return _error(why)
+        try:
+            write_manifest(out, matrix, args.order, seed, ordered, pending, ["slurm"])
+            Path(args.slurm).write_text(script)
+            os.chmod(args.slurm, 0o755)
+        except OSError as e:
+            return _error(f"--slurm {args.slurm}: cannot write the script: {e.strerror or e}")
         print(summary + f"\nwrote {args.slurm}: a Slurm array of {len(pending)} tasks; "
               f"submit with `sbatch {args.slurm}`")
         return 0
 
-    if not pending:
-        print(summary + "\nnothing to run")
-        return 0
     if args.nsys and not NSYS_RUN.exists():
-        print(f"error: --nsys needs {NSYS_RUN}", file=sys.stderr)
-        return 2
-
+        return _error(f"--nsys needs {NSYS_RUN}")
     gpus: list[str | None]
     if args.gpus:
         gpus = [g.strip() for g in args.gpus.split(",") if g.strip()]
         if not gpus:
-            print("error: --gpus needs at least one id, e.g. --gpus 0,1", file=sys.stderr)
-            return 2
+            return _error("--gpus needs at least one id, e.g. --gpus 0,1")
     else:
         gpus = [None]
+    if (why := _check_out(out)):
+        return _error(why)
 
-    out.mkdir(parents=True, exist_ok=True)
-    lock_fd = None
-    if not args.only:  # Slurm tasks (--only) share the folder on purpose
-        lock_fd = os.open(out / ".run_matrix.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"error: another run_matrix.py is running on {out}", file=sys.stderr)
-            return 2
-        saved = out / "matrix.toml"
-        text = matrix.path.read_text()
-        if not saved.exists():
-            saved.write_text(text)
-        elif saved.read_text() != text:
-            print(f"warning: {matrix.path} differs from the matrix first run into {saved}",
-                  file=sys.stderr)
-        write_manifest(out, matrix, args.order, seed, ordered, pending, gpus)
-    print(summary, flush=True)
-    runner = Runner(matrix, out, memstrat, args.timeout, args.nsys, gpus)
-
-    def _term(signum, frame):  # SIGTERM behaves like Ctrl-C: stop cleanly
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, _term)
+    # Every runner takes the folder's lock, --only runners (Slurm tasks) included: they wait
+    # for it; a full runner refuses to start beside another one (or beside the cells of one that
+    # has ended, once their guards had time to stop them).
     try:
-        return runner.run(pending, already)
+        lock_fd = acquire(out, wait=bool(args.only), orphan_wait_s=GUARD_GRACE_S + 5.0)
+    except FolderBusy as e:
+        return _error(str(e))
+    except OSError as e:
+        return _error(f"--out {out}: cannot lock the results folder: {e.strerror or e}")
+    try:
+        # Under the lock: a torn last record is set aside, and the recorded cells are read
+        # only now (a task that waited may find its cell recorded by the one before).
+        repaired = repair_torn_tail(out / RECORDS_FILE)
+        if repaired:
+            print(f"warning: {repaired}", file=sys.stderr)
+        done = recorded_tags(out / RECORDS_FILE)
+        pending, skipped = pending_cells(done)
+        summary = _summary(matrix, cells, pending, done, skipped, args, seed)
+        if not pending:
+            print(summary + "\nnothing to run")
+            return 1 if skipped else 0
+        if not args.only:
+            saved = out / "matrix.toml"
+            text = matrix.path.read_text(encoding="utf-8")
+            if not saved.exists():
+                saved.write_text(text, encoding="utf-8")
+            elif saved.read_text(encoding="utf-8", errors="replace") != text:
+                print(f"warning: {matrix.path} differs from the matrix first run into {saved}",
+                      file=sys.stderr)
+            write_manifest(out, matrix, args.order, seed, ordered, pending, gpus)
+        print(summary, flush=True)
+        runner = Runner(matrix, out, memstrat, args.timeout, args.nsys, gpus,
+                        hold_fds=(lock_fd,))
+
+        def _term(signum, frame):  # SIGTERM behaves like Ctrl-C: stop cleanly
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, _term)
+        already = len(cells) - len(pending) - len(skipped)
+        rc = runner.run(pending, already)
+        return 1 if skipped and rc == 0 else rc   # rejected cells: the matrix is not complete
+    except OSError as e:
+        return _error(f"--out {out}: {e.strerror or e}" + (f": {e.filename}" if e.filename
+                                                              else ""))
     finally:
-        if lock_fd is not None:
-            os.close(lock_fd)
+        os.close(lock_fd)
 
 
 if __name__ == "__main__":

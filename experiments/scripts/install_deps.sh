@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # install_deps.sh: install what memstrat needs on a fresh Debian/Ubuntu machine that already
 # has the CUDA toolkit: build tools and libraries from apt, Python packages (pinned) from pip.
-# Idempotent and quiet when everything is already there. Used by both README commands.
+# Idempotent and quiet when everything is already there, the Python packages at their pinned
+# versions (experiments/scripts/check_requirements.py compares them). Used by both README
+# commands. The PyTorch baselines' packages (experiments/baselines/requirements.txt, torch) are
+# not installed here: reproduce.sh checks them before its baselines stage.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
@@ -35,9 +38,20 @@ if ! command -v nvcc >/dev/null; then
   fi
 fi
 
-# Python: analysis and the matrix runner. Pinned versions; skip pip when they already import.
-if ! python3 -c "import matplotlib, numpy, pytest, jsonschema" >/dev/null 2>&1; then
+# Python: analysis and the matrix runner, at the versions analysis/requirements.txt pins (a
+# package that imports at another version is reinstalled: numbers and plots depend on it).
+REQ="$REPO/analysis/requirements.txt"
+check_pins() { python3 "$REPO/experiments/scripts/check_requirements.py" --quiet "$REQ"; }
+rc=0
+check_pins || rc=$?
+[ "$rc" -eq 2 ] && exit 2  # the file itself is wrong; the message says where
+if [ "$rc" -ne 0 ]; then
   echo "install_deps: pip install -r analysis/requirements.txt"
-  python3 -m pip install -q -r "$REPO/analysis/requirements.txt" 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages -r "$REPO/analysis/requirements.txt"
+  python3 -m pip install -q -r "$REQ" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages -r "$REQ"
+  check_pins >/dev/null || {
+    echo "install_deps: error: after pip install, the pins of analysis/requirements.txt are still not met:" >&2
+    check_pins >&2 || true
+    exit 1
+  }
 fi

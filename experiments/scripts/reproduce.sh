@@ -17,7 +17,9 @@
 #               spread docs/strategies.md explains, with the conditions that change it
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers)
 #   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
-#               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py)
+#               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py); needs
+#               the pins of experiments/baselines/requirements.txt (torch), checked first:
+#               python3 -m pip install -r experiments/baselines/requirements.txt
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
 #               the results set's README.md and manifest.json, and the generated numbers of
 #               README.md and docs/ (analysis/docs_blocks.py)
@@ -62,6 +64,17 @@ MS="$REPO/build/memstrat"
 PY=python3
 log() { echo "[$(date +%H:%M:%S)] reproduce: $*"; }
 has_stage() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# The baselines need torch (and what analysis/ pins) at the pinned versions: checked before any
+# stage runs, so that hours of matrix runs never end in "No module named 'torch'". torch is a
+# large download, so it is never installed here.
+if has_stage baselines &&
+    ! $PY experiments/scripts/check_requirements.py --quiet experiments/baselines/requirements.txt >&2; then
+  others="$(echo $STAGES | sed 's/ *baselines//; s/^ *//; s/ /,/g')"
+  echo "reproduce: the baselines stage needs the packages above at their pinned versions;" \
+    "install them as shown${others:+, or leave the stage out: --stages $others}" >&2
+  exit 2
+fi
 
 # ---- build first: everything after needs the binary, the GPU's name and the data ----------
 T0=$(date +%s)

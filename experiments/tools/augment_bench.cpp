@@ -7,7 +7,8 @@
 // timings of B batches each, after one untimed pass. Part 2: a BatchProducer with W workers
 // and a ring of 2·W slots in ordinary memory, drained by a consumer that does nothing else
 // (release at once), over one epoch: samples/s delivered, per-worker rate while busy, and how
-// long the consumer waited. Uses MNIST (--data, $MEMSTRAT_DATA, data/mnist, ../shared/data/mnist).
+// long the consumer waited. Uses MNIST where memstrat finds it (--data, $MEMSTRAT_DATA, then
+// data/mnist). Exit codes as memstrat's: 2 for a bad option or data set, 1 for a failure.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -93,9 +94,7 @@ int main(int argc, char** argv) {
   std::string data_dir;
   int batch = 256, batches = 40, reps = 5;
   std::vector<int> workers = {1, 2};
-  app.add_option("--data", data_dir,
-                 "MNIST directory (default: $MEMSTRAT_DATA, data/mnist, "
-                 "../shared/data/mnist)");
+  app.add_option("--data", data_dir, "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   app.add_option("--batch", batch, "rows per batch")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
@@ -109,9 +108,19 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
   try {
-    const HostDataset data = load_mnist(resolve_data_dir(data_dir));
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  HostDataset data;
+  try {
+    data = load_mnist(resolve_data_dir(data_dir));
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "augment_bench: %s\n", e.what());
+    return 2;
+  }
+  try {
     single_thread(data, batch, batches, reps);
     std::printf("producers, one epoch of %lld samples, u8, batch %d:\n",
                 static_cast<long long>(data.n_train()), batch);

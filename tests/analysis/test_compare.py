@@ -102,3 +102,91 @@ def test_cli_as_script(fixtures_dir):
     bad = subprocess.run([sys.executable, str(REPO / "analysis" / "compare.py"), "one"],
                          capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+def _on_gpu(fixtures_dir, name, gpu, slower=1.0, tag=""):
+    """The fixture's records as if run on `gpu` (each its own run), `slower` times the time."""
+    out = []
+    for line in (fixtures_dir / name).read_text().splitlines():
+        rec = json.loads(line)
+        rec["env"]["gpu_name"] = gpu
+        rec["run_id"] += tag
+        for ep in rec["epochs"]:
+            ep["wall_ms"] *= slower
+        out.append(json.dumps(rec))
+    return out
+
+
+def test_a_set_that_adds_another_gpu_is_refused_not_hidden(fixtures_dir, tmp_path, capsys):
+    # BASE on the H200; NEW = the H200 unchanged + an A100 three times slower. Matched without
+    # the GPU, one of the two would silently stand for both: "0 regressions", exit 0.
+    new = tmp_path / "new.jsonl"
+    new.write_text("\n".join(_on_gpu(fixtures_dir, "compare_same.jsonl", "NVIDIA H200")
+                             + _on_gpu(fixtures_dir, "compare_same.jsonl", "NVIDIA A100", 3.0,
+                                       "-a100")) + "\n")
+    assert compare.main([str(fixtures_dir / "compare_base.jsonl"), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert "BASE ran on NVIDIA H200 and NEW on 2 GPUs (NVIDIA A100, NVIDIA H200)" in err
+    assert "split the records by env.gpu_name" in err
+
+
+def test_sets_of_the_same_gpus_are_compared_gpu_by_gpu(fixtures_dir, tmp_path, capsys):
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    base.write_text("\n".join(_on_gpu(fixtures_dir, "compare_base.jsonl", "NVIDIA H200")
+                              + _on_gpu(fixtures_dir, "compare_base.jsonl", "NVIDIA A100", 1.0,
+                                        "-a100")) + "\n")
+    new.write_text("\n".join(_on_gpu(fixtures_dir, "compare_same.jsonl", "NVIDIA H200")
+                             + _on_gpu(fixtures_dir, "compare_same.jsonl", "NVIDIA A100", 3.0,
+                                       "-a100")) + "\n")
+    assert compare.main([str(base), str(new), "--json", "-"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    flagged = sorted(c["configuration"].split(":")[0] for c in doc["configurations"]
+                     if c["verdict"] == "REGRESSION")
+    assert flagged == ["NVIDIA A100"] * 3 and len(doc["configurations"]) == 6
+
+
+def test_one_gpu_against_another_is_matched_with_a_note(fixtures_dir, tmp_path, capsys):
+    new = tmp_path / "new.jsonl"
+    new.write_text("\n".join(_on_gpu(fixtures_dir, "compare_same.jsonl", "NVIDIA A100",
+                                     3.0)) + "\n")
+    assert compare.main([str(fixtures_dir / "compare_base.jsonl"), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "note: BASE ran on NVIDIA H200, NEW on NVIDIA A100" in out
+    assert "3 regressions" in out
+
+
+def test_records_read_twice_are_one_process_each(fixtures_dir, tmp_path, capsys):
+    doubled = tmp_path / "doubled.jsonl"
+    doubled.write_text((fixtures_dir / "compare_same.jsonl").read_text() * 2)
+    assert run(fixtures_dir, "compare_base.jsonl", str(doubled), "--json", "-") == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert {c["new"]["n_processes"] for c in doc["configurations"]} == {5}
+    assert "20 duplicate records (same run_id) ignored" in captured.err
+
+
+def test_a_torn_last_line_does_not_block_the_comparison(fixtures_dir, tmp_path, capsys):
+    folder = tmp_path / "new"
+    folder.mkdir()
+    text = (fixtures_dir / "compare_same.jsonl").read_text()
+    (folder / "records.jsonl").write_text(text + text.splitlines()[0][:300])
+    assert run(fixtures_dir, "compare_base.jsonl", str(folder)) == 0
+    assert "records.jsonl:21: torn last line, ignored" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/x.json", "{tmp}"])
+def test_an_unwritable_json_file_is_a_usage_error_not_a_verdict(fixtures_dir, tmp_path, capsys,
+                                                              target):
+    target = target.format(tmp=tmp_path)              # a folder
+    assert run(fixtures_dir, "compare_base.jsonl", "compare_same.jsonl", "--json", target) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --json {target}: ") and "Traceback" not in err
+
+
+def test_unreadable_inputs_exit_2_with_a_message(fixtures_dir, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"error": "caf\xe9"}\n')
+    for bad, message in ((tmp_path / "empty", "no records.jsonl"),
+                         (tmp_path / "latin1.jsonl", "latin1.jsonl:1: not UTF-8 text")):
+        assert compare.main([str(bad), str(fixtures_dir / "compare_base.jsonl")]) == 2
+        assert message in capsys.readouterr().err

@@ -346,3 +346,31 @@ def test_primitives_block_without_primitive_records_says_not_measured(root):
     path = write(root, block("primitives"))
     assert run(root) == 0
     assert "not measured in this results set" in body(path.read_text(), "primitives")
+
+
+def test_a_results_set_counts_a_copied_records_file_once(root):
+    from analysis.results_set import load_results_set
+    records = root / SET / "records"
+    before = load_results_set(root / SET, SET)
+    (records / "again.jsonl").write_text((records / "runs.jsonl").read_text()
+                                         + (records / "primitives.jsonl").read_text())
+    after = load_results_set(root / SET, SET)
+    assert len(after.runs) == len(before.runs)
+    assert after.pinned.records == before.pinned.records == 3
+    assert [g.n_processes for g in after.groups] == [g.n_processes for g in before.groups]
+
+
+def test_a_results_set_with_a_torn_last_line_still_renders(root, capsys):
+    runs = root / SET / "records" / "runs.jsonl"
+    text = runs.read_text()
+    runs.write_text(text + text.splitlines()[0][:100])
+    write(root, block("headline"))
+    assert run(root) == 0
+    assert "torn last line, ignored" in capsys.readouterr().err
+
+
+def test_a_markdown_file_that_is_not_utf8_exits_2(root, capsys):
+    (root / "README.md").write_bytes(b"caf\xe9 " + block("headline").encode())
+    assert run(root) == 2
+    err = capsys.readouterr().err
+    assert "error: README.md: not UTF-8 text (byte 0xe9" in err and "Traceback" not in err

@@ -1,6 +1,7 @@
 """analysis/primitives.py: primitive records (good, malformed, missing or wrong fields), knees
 on hand values (the same as tests/cpu/test_primitives.cpp), interpolation, fixed cost, the PCIe
 raw rate, and the CSV + plot the CLI writes."""
+import itertools
 import json
 import math
 import re
@@ -14,6 +15,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 K = 1024
 
 
+RUN_IDS = itertools.count()   # every record its own run (records read twice count once)
+
+
 def record(name="pinned-h2d", points=((4 * K, 1.0), (8 * K, 2.0), (16 * K, 6.0), (32 * K, 8.0)),
            status="ok", gpu="NVIDIA H200", pcie=(5, 16), started_at="2026-11-24T10:00:00Z",
            timed_by="cuda-events"):
@@ -25,7 +29,7 @@ def record(name="pinned-h2d", points=((4 * K, 1.0), (8 * K, 2.0), (16 * K, 6.0),
                         "min_us": us * 0.95, "max_us": us * 1.1, "gbps": gbps,
                         "samples_us": [us] * 3, "verified_samples": 5})
     return {
-        "schema_version": 1, "record": "primitive", "run_id": f"20261124T100000Z-{name}",
+        "schema_version": 1, "record": "primitive", "run_id": f"20261124T100000Z-{name}-{next(RUN_IDS)}",
         "started_at": started_at, "status": status,
         "error": "CUDA error" if status == "failed" else None,
         "waived_reason": "no managed memory" if status == "waived" else None,
@@ -197,3 +201,8 @@ def test_plot_without_pcie_and_with_nothing_measured(tmp_path):
 def test_cli_reports_bad_input_with_exit_2(tmp_path, capsys):
     assert P.main([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_file_given_twice_counts_each_record_once(tmp_path):
+    path = write(tmp_path, [record(), record(name="pageable-h2d")])
+    assert len(P.load_primitive_records([path, path])) == 2

@@ -1,4 +1,5 @@
 """The report (analysis/report.py) builds from the fixtures."""
+import json
 import subprocess
 import sys
 
@@ -76,12 +77,12 @@ def test_cli_reports_bad_records(fixtures_dir, tmp_path, capsys):
 
 
 def test_two_configuration_sets_get_separate_figures(fixtures_dir, tmp_path):
-    import json
     lines = (fixtures_dir / "records.jsonl").read_text().splitlines()
     other = []
     for line in lines[:8]:
         rec = json.loads(line)
         rec["config"]["hidden"] = [512, 256]
+        rec["run_id"] += "-h512x256"            # another run
         other.append(json.dumps(rec))
     f = tmp_path / "mixed.jsonl"
     f.write_text("\n".join(lines + other) + "\n")
@@ -154,3 +155,56 @@ def test_cli_rejects_bad_bandwidth(fixtures_dir, tmp_path, capsys):
         report.main([str(fixtures_dir / "records.jsonl"), "--out", str(tmp_path),
                      "--pinned-bandwidth", "0"])
     assert e.value.code == 2
+
+
+def test_a_file_given_twice_does_not_double_n(fixtures_dir, tmp_path, capsys):
+    f = str(fixtures_dir / "processes.jsonl")
+    assert report.main([f, f, "--out", str(tmp_path), "--pinned-bandwidth", "25"]) == 0
+    md = (tmp_path / "report.md").read_text()
+    rows = [l for l in md.split("## All configurations")[1].splitlines()
+            if l.startswith("| pinned |")]
+    assert "5 (profiler off)" in rows[0]
+    n = sum(1 for line in open(f) if line.strip())
+    assert f"Reading the records: {n} duplicate records (same run_id) ignored." in md
+    assert f"warning: {n} duplicate records (same run_id) ignored" in capsys.readouterr().err
+
+
+def test_a_torn_last_line_does_not_block_the_report(fixtures_dir, tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    text = (fixtures_dir / "records.jsonl").read_text()
+    (folder / "records.jsonl").write_text(text + text.splitlines()[1][:500])
+    assert report.main([str(folder), "--out", str(tmp_path / "out")]) == 0
+    note = f"{folder / 'records.jsonl'}:34: torn last line, ignored; the matrix runner moves it " \
+           "aside on resume"
+    assert note in capsys.readouterr().err
+    assert note in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("out, problem", [
+    ("/proc/x", "cannot"),
+    ("{tmp}/a-file", "exists and is not a folder"),
+    ("{tmp}/a-file/sub", "is not a writable folder"),
+])
+def test_an_out_that_cannot_be_written_exits_2(fixtures_dir, tmp_path, capsys, out, problem):
+    (tmp_path / "a-file").write_text("x")
+    out = out.format(tmp=tmp_path)
+    assert report.main([str(fixtures_dir / "records.jsonl"), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and problem in err and "Traceback" not in err
+
+
+def test_inputs_that_cannot_be_used_exit_2(fixtures_dir, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"error": "caf\xe9"}\n')
+    first, second = (fixtures_dir / "records.jsonl").read_text().splitlines()[:2]
+    clash = json.loads(second)
+    clash["run_id"] = json.loads(first)["run_id"]
+    (tmp_path / "clash.jsonl").write_text(first + "\n" + json.dumps(clash) + "\n")
+    for bad, problem in (("missing.jsonl", "no such file or folder"),
+                         ("empty", "no records.jsonl"),
+                         ("latin1.jsonl", "latin1.jsonl:1: not UTF-8 text (byte 0xe9"),
+                         ("clash.jsonl", "clash.jsonl:2: run_id")):
+        assert report.main([str(tmp_path / bad), "--out", str(tmp_path / "out")]) == 2
+        assert problem in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

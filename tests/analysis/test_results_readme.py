@@ -31,6 +31,7 @@ def test_a_set_of_several_commits_is_refused(tmp_path, fixtures_dir, capsys):
     lines = (root / "records" / "results.jsonl").read_text().splitlines()
     rec = json.loads(lines[0])
     rec["env"]["git_sha"] = "0123456789ab"
+    rec["run_id"] += "-other"                    # another run, of another build
     (root / "records" / "other.jsonl").write_text(json.dumps(rec) + "\n")
     assert R.main([str(root)]) == 2
     assert "several commits" in capsys.readouterr().err
@@ -42,3 +43,30 @@ def test_bad_stage_seconds_and_an_empty_set_are_usage_errors(tmp_path, fixtures_
     assert R.main([str(root), "--stage-seconds", "matrix=ten"]) == 2
     assert R.main([str(tmp_path / "nothing")]) == 2
     assert "no records" in capsys.readouterr().err
+
+
+def test_a_records_file_copied_into_the_set_counts_its_runs_once(tmp_path, fixtures_dir, capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    shutil.copy(root / "records" / "results.jsonl", root / "records" / "copy.jsonl")
+    n = len((root / "records" / "results.jsonl").read_text().splitlines())
+    assert R.main([str(root)]) == 0
+    contents = json.loads((root / "manifest.json").read_text())["records"]
+    counts = sorted(sum(kinds.values()) for kinds in contents.values())
+    assert counts == [0, n]                       # the first file read holds them
+    assert f"{n} duplicate records (same run_id) ignored" in capsys.readouterr().err
+
+
+def test_unreadable_manifest_records_or_folder_exit_2(tmp_path, fixtures_dir, capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    (root / "manifest.json").write_bytes(b'{"note": "caf\xe9"}')
+    assert R.main([str(root)]) == 2
+    assert "manifest.json: cannot read" in capsys.readouterr().err
+    (root / "manifest.json").unlink()
+    (root / "records" / "more.jsonl").write_bytes(b"\xff\n")
+    assert R.main([str(root)]) == 2
+    assert "more.jsonl:1: not UTF-8 text" in capsys.readouterr().err
+    (root / "records" / "more.jsonl").unlink()
+    (root / "README.md").mkdir()                  # cannot be written
+    assert R.main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "README.md" in err

@@ -1,5 +1,6 @@
 // cli_test_support.h: what the CLI tests share: parse argv in-process (parse_cli), and run the
-// built `memstrat` binary, capturing its exit code and output (stdout and stderr together).
+// built `memstrat` binary (or any command), capturing its exit code and output (stdout and
+// stderr together).
 #pragma once
 
 #include <sys/wait.h>
@@ -36,8 +37,9 @@ struct Ran {
   std::string output;
 };
 
-inline Ran run_binary(const std::string& args) {
-  const std::string cmd = std::string(MEMSTRAT_BINARY) + " " + args + " 2>&1";
+/// Runs `command` through the shell; output is stdout and stderr together.
+inline Ran run_command(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   Ran r{-1, ""};
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) return r;
@@ -46,6 +48,10 @@ inline Ran run_binary(const std::string& args) {
   const int st = pclose(f);
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+inline Ran run_binary(const std::string& args) {
+  return run_command(std::string(MEMSTRAT_BINARY) + " " + args);
 }
 
 }  // namespace memstrat::testing

@@ -73,7 +73,7 @@ TEST(Cli, EpochLaunchIsOnByDefaultAndCanBeTurnedOff) {
 TEST(Cli, FullOptionSet) {
   auto p = parse({"train", "-s", "double-buffer", "-e", "3", "-b", "1024", "--hidden", "512,128",
                   "--transfer", "f32", "--scenario", "refresh", "--depth", "3", "--copy-streams", "2",
-                  "--gemm", "tiled", "--graphs", "off", "--no-profile", "--advise", "read-mostly",
+                  "--gemm", "tiled", "--graphs", "off", "--no-profile",
                   "--seed", "7", "--json", "x.jsonl", "--run-tag", "cell-1", "--fused", "off",
                   "--lr", "0.1", "--momentum", "0.5", "--tf32", "--train-samples", "1000",
                   "--test-samples", "100", "--device", "1", "-q"});
@@ -87,8 +87,6 @@ TEST(Cli, FullOptionSet) {
   EXPECT_EQ(so.scenario, Scenario::Refresh);
   EXPECT_EQ(so.depth, 3);
   EXPECT_EQ(so.copy_streams, 2);
-  EXPECT_TRUE(so.advise.read_mostly);
-  EXPECT_FALSE(so.advise.preferred_device);
   EXPECT_EQ(so.seed, 7u);
   const MlpConfig m = mlp_of(c);
   EXPECT_EQ(m.layers, (std::vector<int>{784, 512, 128, 10}));
@@ -213,6 +211,14 @@ TEST(Cli, HiddenSizeZeroMessageSaysWhatToDo) {
   EXPECT_NE(p.err.find("256"), std::string::npos) << p.err;  // an example of a valid value
 }
 
+TEST(Cli, AdviseSetsTheHintsOfUmAdvise) {
+  const auto p = parse({"train", "--strategy", "um-advise", "--advise", "read-mostly"});
+  ASSERT_FALSE(p.code) << p.err;
+  const StrategyOptions so = strategy_options(p.req.run);
+  EXPECT_TRUE(so.advise.read_mostly);
+  EXPECT_FALSE(so.advise.preferred_device);
+}
+
 TEST(Cli, AdviseParsing) {
   EXPECT_EQ(parse_advise("none").to_string(), "none");
   EXPECT_EQ(parse_advise("accessed-by,read-mostly").to_string(), "read-mostly,accessed-by");
@@ -239,9 +245,16 @@ TEST(Cli, DescribeReadsTheDeclarations) {
                               : o.default_value.is_array() ? hidden_string(o.default_value.get<std::vector<int>>())
                                                            : o.default_value.dump();
     const bool stream_option = o.help.rfind("stream:", 0) == 0;
-    const auto p = stream_option ? parse({"train", "--scenario", "stream", "--strategy", "pinned",
-                                          o.name.c_str(), typed.c_str()})
-                                 : parse({"train", o.name.c_str(), typed.c_str()});
+    // A strategy's own option goes with a strategy that reads it.
+    std::string reader;
+    for (const StrategyEntry& e : strategy_registry())
+      for (const StrategyOption& so : e.options)
+        if (reader.empty() && "--" + std::string(so.name) == o.name) reader = e.name;
+    const auto p =
+        stream_option     ? parse({"train", "--scenario", "stream", "--strategy", "pinned",
+                                   o.name.c_str(), typed.c_str()})
+        : !reader.empty() ? parse({"train", "--strategy", reader.c_str(), o.name.c_str(), typed.c_str()})
+                          : parse({"train", o.name.c_str(), typed.c_str()});
     EXPECT_FALSE(p.code) << o.name << " " << typed << ": " << p.err;
   }
   const RunConfig defaults;

@@ -183,12 +183,14 @@ TEST(StrategyOptionDecl, DeclarationsAreCompleteAndDefaultsAreStrategyOptionsDef
 }
 
 namespace {
-// `memstrat train [--NAME VALUE]`: the exit code parsing decided (nullopt = accepted) and the
-// option's value as it reaches StrategyOptions.
-std::pair<std::optional<int>, std::string> parse_option(const StrategyOption& o,
+// `memstrat train --strategy S [--NAME VALUE]` for strategy `e`, which reads the option: the
+// exit code parsing decided (nullopt = accepted) and the option's value as it reaches
+// StrategyOptions.
+std::pair<std::optional<int>, std::string> parse_option(const StrategyEntry& e,
+                                                        const StrategyOption& o,
                                                         const std::string& v) {
-  const std::string flag = "--" + std::string(o.name);
-  std::vector<const char*> argv = {"memstrat", "train"};
+  const std::string flag = "--" + std::string(o.name), name(e.name);
+  std::vector<const char*> argv = {"memstrat", "train", "--strategy", name.c_str()};
   if (!v.empty()) argv.insert(argv.end(), {flag.c_str(), v.c_str()});
   CliRequest req;
   std::ostringstream out, err;
@@ -204,24 +206,24 @@ std::pair<std::optional<int>, std::string> parse_option(const StrategyOption& o,
 TEST(StrategyOptionDecl, TheCommandLineAgreesWithTheDeclarations) {
   for (const auto& e : strategy_registry()) {
     for (const auto& o : e.options) {
-      EXPECT_EQ(parse_option(o, "").second, o.default_value) << "--" << o.name << " default";
+      EXPECT_EQ(parse_option(e, o, "").second, o.default_value) << "--" << o.name << " default";
       if (o.kind == OptionKind::Integer) {
         for (int v : {o.min, o.max}) {
-          const auto [code, got] = parse_option(o, std::to_string(v));
+          const auto [code, got] = parse_option(e, o, std::to_string(v));
           EXPECT_FALSE(code.has_value()) << "--" << o.name << " " << v << " refused";
           EXPECT_EQ(got, std::to_string(v)) << "--" << o.name;
         }
         for (int v : {o.min - 1, o.max + 1})
-          EXPECT_EQ(parse_option(o, std::to_string(v)).first, 2) << "--" << o.name << " " << v;
+          EXPECT_EQ(parse_option(e, o, std::to_string(v)).first, 2) << "--" << o.name << " " << v;
       } else {
         std::vector<std::string> values = {"none"};
         values.insert(values.end(), o.choices.begin(), o.choices.end());
         for (const std::string& v : values) {
-          const auto [code, got] = parse_option(o, v);
+          const auto [code, got] = parse_option(e, o, v);
           EXPECT_FALSE(code.has_value()) << "--" << o.name << " " << v << " refused";
           EXPECT_EQ(got, v) << "--" << o.name;
         }
-        EXPECT_EQ(parse_option(o, "no-such-hint").first, 2) << "--" << o.name;
+        EXPECT_EQ(parse_option(e, o, "no-such-hint").first, 2) << "--" << o.name;
       }
     }
   }

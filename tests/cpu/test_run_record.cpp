@@ -110,3 +110,35 @@ TEST(RunRecord, GpuEnvironmentFlattensIntoEnvWithNullsForWhatIsMissing) {
                         "pcie_max_width", "persistence_mode", "gpu_numa_node", "nvml_note"})
     EXPECT_TRUE(j.contains(k) && j[k].is_null()) << k;
 }
+
+TEST(RunRecord, Utf8IsTheRecordWritersRule) {
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_TRUE(is_utf8("cell-1 \xc3\xa9\xe2\x82\xac"));  // é, €
+  EXPECT_FALSE(is_utf8("\xff"));
+  EXPECT_FALSE(is_utf8("runs/\xc3"));  // cut in the middle of a character
+}
+
+// A string that is not UTF-8 (argv, a path, an error message) must not cost a finished run its
+// record: the bytes become U+FFFD and the line is written.
+TEST(RunRecord, AppendKeepsARecordWithBytesThatAreNotUtf8) {
+  char tmpl[] = "/tmp/memstrat_rec_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string path = tmpl;
+  const nlohmann::json rec = {{"argv", {"memstrat", "--run-tag", "a\xff" "b"}},
+                              {"config", {{"dataset", {{"path", "/data/\xfe"}}}}}};
+  ASSERT_NO_THROW(append_jsonl(path, rec));
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["argv"][2], "a\xef\xbf\xbd" "b");  // U+FFFD
+  EXPECT_EQ(j["config"]["dataset"]["path"], "/data/\xef\xbf\xbd");
+  std::remove(path.c_str());
+}
+
+TEST(RunRecord, AppendToAFullDeviceThrows) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full here";
+  EXPECT_THROW(append_jsonl("/dev/full", {{"a", 1}}), std::runtime_error);
+}

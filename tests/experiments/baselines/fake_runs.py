@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sys
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +37,7 @@ def _with_epochs(template: dict, epochs: int, ms: float, **epoch_keys) -> dict:
                         steady_epochs=epochs - 1)
     r["config"]["epochs"] = epochs
     r["status"], r["error"] = "ok", None
+    r["run_id"] = r["run_id"].rsplit("-", 1)[0] + "-" + uuid.uuid4().hex[:8]   # each run its own
     return r
 
 

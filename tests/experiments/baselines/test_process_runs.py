@@ -70,6 +70,16 @@ def test_read_records_names_a_bad_line(tmp_path):
         pr.read_records([f])
 
 
+def test_read_records_counts_a_run_read_twice_once(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"run_id": "a", "x": 1}\n{"run_id": "b"}\n')
+    assert pr.read_records([f, f]) == [{"run_id": "a", "x": 1}, {"run_id": "b"}]
+    f.write_text('{"run_id": "a", "x": 1}\n{"run_id": "a", "x": 2}\n')
+    with pytest.raises(ValueError, match=r"r.jsonl:2: run_id 'a' also names a different "
+                                         r"record at .*r.jsonl:1"):
+        pr.read_records([f])
+
+
 def test_apply_preset_refuses_other_values():
     p = argparse.ArgumentParser()
     p.add_argument("--epochs", type=int, default=5)

@@ -33,3 +33,10 @@ def fake_memstrat():
     if not mode & stat.S_IXUSR:
         os.chmod(FAKE_MEMSTRAT, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return FAKE_MEMSTRAT
+
+
+@pytest.fixture(scope="session")
+def matrix_module(run_matrix):
+    """name -> a module of experiments/matrix/ (on sys.path once run_matrix is loaded)."""
+    import importlib
+    return importlib.import_module

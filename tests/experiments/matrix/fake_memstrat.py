@@ -5,18 +5,29 @@ It answers from the committed copies of what the real binary writes
 (tests/experiments/fixtures/, kept equal to the binary's output by tests/cpu/): `describe
 --json` prints describe.json, `list` its strategies, and `train` accepts exactly the options
 describe.json declares and appends one record built from the example records
-(run_record_ok.json / run_record_failed.json) with this run's config. Behaviour is steered by
-environment variables:
+(run_record_ok.json / run_record_failed.json) with this run's config. Like memstrat, it exits 2
+on an option or value describe.json does not allow (and on --hidden sizes outside 1..65536).
+Behaviour is steered by environment variables:
 
-  FAKE_MEMSTRAT_SLEEP  seconds to sleep before writing the record
-  FAKE_MEMSTRAT_FAIL   if this substring is in the run tag: write a failed record, exit 1
-  FAKE_MEMSTRAT_CRASH  if this substring is in the run tag: exit 3 without a record
-  FAKE_MEMSTRAT_CALLS  file to which each call appends "start|done TAG PID CUDA_VISIBLE_DEVICES"
+  FAKE_MEMSTRAT_SLEEP      seconds to sleep before writing the record
+  FAKE_MEMSTRAT_SLEEP_MAX  sleep a random time in [0, this) instead
+  FAKE_MEMSTRAT_FAIL       if this substring is in the run tag: write a failed record, exit 1
+  FAKE_MEMSTRAT_CRASH      if this substring is in the run tag: exit 134 without a record
+  FAKE_MEMSTRAT_REJECT     if this substring is in the run tag: exit FAKE_MEMSTRAT_REJECT_CODE
+                           (default 2) without a record, as memstrat refusing the run
+  FAKE_MEMSTRAT_CALLS      file to which each call appends "start|done TAG PID CUDA_VISIBLE_DEVICES"
+  FAKE_MEMSTRAT_CHILD      "1": run the training in a child process and wait for it, as
+                           nsys_run does with memstrat (this process notes "wrap TAG PID")
+  FAKE_MEMSTRAT_EXCLUSIVE  a file the training holds an exclusive lock on; finding it locked
+                           (another training runs) appends "overlap TAG PID" to the calls file
 """
 import argparse
 import copy
+import fcntl
 import json
 import os
+import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +44,25 @@ def note(event, tag):
                      f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}\n")
 
 
+def bounded(o):
+    """An integer in the option's declared range (argparse exits 2 otherwise)."""
+    def parse(s):
+        v = int(s)
+        if ("min" in o and v < o["min"]) or ("max" in o and v > o["max"]):
+            raise ValueError(s)
+        return v
+    parse.__name__ = o["name"]
+    return parse
+
+
+def layers(s):
+    """--hidden as memstrat reads it: sizes in 1..65536."""
+    sizes = [int(p) for p in s.split(",")]
+    if not sizes or any(not 1 <= h <= 65536 for h in sizes):
+        raise ValueError(s)
+    return sizes
+
+
 def train_parser():
     """The train options as describe.json declares them, defaults included."""
     ap = argparse.ArgumentParser(prog="fake_memstrat.py train")
@@ -43,7 +73,9 @@ def train_parser():
             for n in o["negations"]:
                 ap.add_argument(n, dest=dest, action="store_false")
         elif o["kind"] == "integer":
-            ap.add_argument(*names, dest=dest, type=int, default=o["default"])
+            ap.add_argument(*names, dest=dest, type=bounded(o), default=o["default"])
+        elif o["kind"] == "list":
+            ap.add_argument(*names, dest=dest, type=layers, default=o["default"])
         else:
             ap.add_argument(*names, dest=dest, default=o["default"])
     return ap
@@ -55,7 +87,7 @@ def record(a, argv, failed):
                                                 "run_record_ok.json")).read_text()))
     rec["run_id"] = f"fake-{os.getpid()}-{time.time_ns()}"
     rec["argv"] = ["memstrat", *argv]
-    hidden = a.hidden if isinstance(a.hidden, list) else [int(h) for h in a.hidden.split(",")]
+    hidden = a.hidden
     rec["config"].update({
         "strategy": a.strategy, "scenario": a.scenario, "transfer": a.transfer,
         "batch": a.batch, "hidden": hidden, "epochs": a.epochs, "seed": a.seed,
@@ -94,12 +126,29 @@ def main(argv):
         return 2
     a = train_parser().parse_args(argv[1:])
     tag = a.run_tag or ""
+    if os.environ.get("FAKE_MEMSTRAT_REJECT") and os.environ["FAKE_MEMSTRAT_REJECT"] in tag:
+        print("memstrat: simulated refusal", file=sys.stderr)
+        return int(os.environ.get("FAKE_MEMSTRAT_REJECT_CODE", "2"))
+    if os.environ.get("FAKE_MEMSTRAT_CHILD") == "1":  # a wrapper, as nsys_run around memstrat
+        env = dict(os.environ, FAKE_MEMSTRAT_CHILD="0")
+        note("wrap", tag)
+        return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
+    exclusive = os.environ.get("FAKE_MEMSTRAT_EXCLUSIVE")
+    if exclusive:
+        held = open(exclusive, "a")  # noqa: SIM115 (held until the process ends)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            note("overlap", tag)
     note("start", tag)
     print(f"fake memstrat: {a.strategy} {tag}", flush=True)
-    time.sleep(float(os.environ.get("FAKE_MEMSTRAT_SLEEP", "0")))
+    if os.environ.get("FAKE_MEMSTRAT_SLEEP_MAX"):
+        time.sleep(random.uniform(0, float(os.environ["FAKE_MEMSTRAT_SLEEP_MAX"])))
+    else:
+        time.sleep(float(os.environ.get("FAKE_MEMSTRAT_SLEEP", "0")))
     if os.environ.get("FAKE_MEMSTRAT_CRASH") and os.environ["FAKE_MEMSTRAT_CRASH"] in tag:
         print("fake memstrat: simulated crash", file=sys.stderr)
-        return 3
+        return 134
     failed = bool(os.environ.get("FAKE_MEMSTRAT_FAIL")) and \
         os.environ["FAKE_MEMSTRAT_FAIL"] in tag
     with open(a.json, "a") as fh:

@@ -89,9 +89,10 @@ def test_pipeline_options_are_axes_not_extra_arguments(run_matrix, describe, tmp
     path = write(tmp_path, "[axes]\nstrategy = 'pinned'\nscenario = 'stream'\n")
     with pytest.raises(run_matrix.MatrixError, match="use the axes"):
         run_matrix.load_matrix(path, describe, extra_args=("--workers=3",))
-    # without stream cells nothing passes them, and memstrat itself refuses --workers there
+    # without stream cells memstrat refuses --workers in every cell: refused before any runs
     static = write(tmp_path, "[axes]\nstrategy = 'pinned'\n")
-    assert run_matrix.load_matrix(static, describe, extra_args=("--workers=3",)).cells
+    with pytest.raises(run_matrix.MatrixError, match="memstrat refuses them in the other"):
+        run_matrix.load_matrix(static, describe, extra_args=("--workers", "3"))
 
 
 def test_stream_dry_run(tmp_path, fake_memstrat):
