@@ -180,8 +180,9 @@ def pair_verdicts(pairs: Sequence[tuple[Group | None, Group | None]]
 
 @generator("naive-vs-best", required=("batch", "transfer", "scenario"))
 def naive_vs_best(rs: ResultsSet, a: BlockArgs) -> str:
-    """Each (naive, best form) pair: both medians, best/naive with a bootstrap interval of
-    the ratio, and whether the two intervals overlap."""
+    """Each (naive, best form) pair: both medians, best/naive as a Hodges-Lehmann ratio with its
+    Moses interval, the Holm-corrected test, and the gain split into launch form and data
+    path."""
     rep = representative(select(rs, a))
     pairs = sorted(improves(rs).items(), key=lambda bn: (
         STRATEGY_ORDER.index(bn[1]) if bn[1] in STRATEGY_ORDER else len(STRATEGY_ORDER), bn))

@@ -347,27 +347,3 @@ def stability_label(s: Summary | None) -> str:
 def _short(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
 
-
-# --------------------------------------------------------------------------------------
-# Transitional: the former API, until every caller reports through the functions above
-# --------------------------------------------------------------------------------------
-def bootstrap_ratio_ci(base: Sequence[float | None], new: Sequence[float | None]
-                       ) -> Interval | None:
-    got = ratio_interval(base, new)
-    return None if got is None else got[1]
-
-
-def tiers(items: Sequence[T], summary: Callable[[T], Summary | None]) -> list[list[T]]:
-    with_ci = [(summary(i), i) for i in items]
-    with_ci = [(s, i) for s, i in with_ci if s is not None and s.ci is not None]
-    with_ci.sort(key=lambda si: (si[0].ci.low, si[0].median))
-    out: list[list[tuple[Summary, T]]] = []
-    reach = -np.inf
-    for s, i in with_ci:
-        if out and s.ci.low <= reach:
-            out[-1].append((s, i))
-            reach = max(reach, s.ci.high)
-        else:
-            out.append([(s, i)])
-            reach = s.ci.high
-    return [[i for _, i in sorted(t, key=lambda si: si[0].median)] for t in out]
