@@ -163,7 +163,7 @@ def test_a_file_given_twice_does_not_double_n(fixtures_dir, tmp_path, capsys):
     md = (tmp_path / "report.md").read_text()
     rows = [l for l in md.split("## All configurations")[1].splitlines()
             if l.startswith("| pinned |")]
-    assert "5 (profiler off)" in rows[0]
+    assert "| 10 (profiler off) |" in rows[0]
     n = sum(1 for line in open(f) if line.strip())
     assert f"Reading the records: {n} duplicate records (same run_id) ignored." in md
     assert f"warning: {n} duplicate records (same run_id) ignored" in capsys.readouterr().err
