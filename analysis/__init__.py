@@ -6,9 +6,12 @@
     analysis/cost_model.py results/<dir> --primitives P.jsonl   # predicted vs measured
 
 Modules: jsonl (reading JSON Lines: a torn last line, records read twice), records (load +
-validate), stats (median over processes, bootstrap interval,
-stability, tiers), aggregate (records -> configurations, the compute-only reference, floors,
-overlap efficiency, CSV), plots (one PNG per figure), document (the report's Markdown/HTML),
+validate), stats (median over processes and its order-statistic interval, effects between
+configurations, Mann-Whitney tests with Holm's correction, ranks, stability), aggregate
+(records -> configurations, the compute-only reference, floors, overlap efficiency, CSV), plots
+(each figure as PNG, SVG and PDF; plot_style the shared look, strategy_pairs the best form ->
+naive form table), timeline (a trace's per-stream timeline figure), document (the report's
+Markdown/HTML),
 report (the CLI: report.md + self-contained report.html), report_model (its primitives and
 cost-model sections), compare (BASE vs NEW), primitives (transfer-primitive records, knees,
 interpolated costs), cost_model (each strategy's epoch predicted from the primitives and the

@@ -12,7 +12,7 @@ the stream scenario's `config.workers`, `prefetch` and `augment` (None in other 
 in records that predate them); analysis/stream.py reads those groups.
 
 Per process (one record): the median of its steady epochs 2..N (all epochs when N == 1).
-Per configuration: the median of those per-process values, its bootstrap 95% interval,
+Per configuration: the median of those per-process values, its order-statistic interval,
 the spread over processes (analysis/stats.py). Timing (CUDA events and the host clock)
 comes from the runs with the CUPTI profiler off whenever the configuration has any, so
 profiled and unprofiled runs are never pooled for timing; CUPTI counters (API calls,
@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .stats import Interval, Summary, summarize
+from .stats import Effect, Interval, Summary, shift, summarize
 
 # The strategy whose pipeline depth / copy streams the report sweeps (overlap figure, variants).
 PIPELINED_STRATEGIES = ("double-buffer",)
@@ -297,7 +297,7 @@ class Group:
         if s is None or s.ci is None or s.ci.low <= 0:
             return None
         return Interval(self.train_samples / (s.ci.high / 1000.0),
-                        self.train_samples / (s.ci.low / 1000.0))
+                        self.train_samples / (s.ci.low / 1000.0), s.ci.coverage, s.ci.method)
 
 
 def aggregate(records: Iterable[dict[str, Any]]) -> list[Group]:
@@ -405,42 +405,62 @@ def strategies_in(groups: Sequence[Group]) -> list[str]:
 # Compute-only reference, floors, overlap efficiency (docs/methodology.md)
 # --------------------------------------------------------------------------------------
 REFERENCE_STRATEGY = "resident"
+# Launch forms (config.epoch_form), the axis orthogonal to the data path: how the host issues an
+# epoch's steps. Words for tables.
+LAUNCH_FORMS = {"per-batch": "one launch per batch", "graph": "one graph per epoch",
+                "kernel-per-chunk": "one launch per chunk", "kernel": "one launch per epoch"}
+LAUNCH_FORM_ORDER = ("per-batch", "graph", "kernel-per-chunk", "kernel")
+# Which link bounds each strategy's transfer: the copy engines (the pinned-h2d primitive's bulk
+# rate) or SM loads of mapped host memory (the sm-copy-mapped primitive's: its bus rate is
+# below the copy engine's, a measured property of the path, not a defect).
+COPY_ENGINE, SM_MAPPED = "copy-engine", "sm-mapped"
 # How each strategy's bytes cross the host link in an epoch: whether that transfer can run
 # while the compute stream works ("overlapping") or the compute waits for it ("serial"),
-# and what measures the bytes: an epoch field, or "dataset" (every byte of the training
-# set; zero-copy kernels read the mapped host copy and no counter sees those reads).
-TRANSFER_FORMS: dict[str, tuple[str, str]] = {
-    "resident": ("serial", "h2d_bytes"),        # refresh: whole-set upload before batch 0
-    "pageable": ("serial", "h2d_bytes"),
-    "pinned": ("serial", "h2d_bytes"),          # copies ordered on the compute stream
-    "double-buffer": ("overlapping", "h2d_bytes"),
-    "zero-copy": ("overlapping", "dataset"),
-    "um": ("serial", "um_htod_bytes"),          # kernels wait on their own page faults
-    "um-prefetch": ("overlapping", "um_htod_bytes"),
-    "um-advise": ("overlapping", "um_htod_bytes"),
-    "pinned-graph": ("serial", "h2d_bytes"),            # one copy per chunk, compute stream
-    "double-buffer-graph": ("overlapping", "h2d_bytes"),
-    "zero-copy-staged": ("overlapping", "h2d_bytes"),   # the staging kernels' bytes
-    "um-prefetch-coarse": ("overlapping", "um_htod_bytes"),
+# what measures the bytes: an epoch field, or "dataset" (every byte of the training set;
+# zero-copy kernels read the mapped host copy and no counter sees those reads), and the link.
+TRANSFER_FORMS: dict[str, tuple[str, str, str]] = {
+    "resident": ("serial", "h2d_bytes", COPY_ENGINE),   # refresh: whole-set upload first
+    "pageable": ("serial", "h2d_bytes", COPY_ENGINE),
+    "pinned": ("serial", "h2d_bytes", COPY_ENGINE),     # copies ordered on the compute stream
+    "double-buffer": ("overlapping", "h2d_bytes", COPY_ENGINE),
+    "zero-copy": ("overlapping", "dataset", SM_MAPPED),
+    "um": ("serial", "um_htod_bytes", COPY_ENGINE),      # kernels wait on their own faults
+    "um-prefetch": ("overlapping", "um_htod_bytes", COPY_ENGINE),
+    "um-advise": ("overlapping", "um_htod_bytes", COPY_ENGINE),
+    "pinned-graph": ("serial", "h2d_bytes", COPY_ENGINE),          # one copy per chunk
+    "double-buffer-graph": ("overlapping", "h2d_bytes", COPY_ENGINE),
+    "zero-copy-staged": ("overlapping", "h2d_bytes", SM_MAPPED),   # the staging kernels' bytes
+    "um-prefetch-coarse": ("overlapping", "um_htod_bytes", COPY_ENGINE),
 }
 IMAGE_PIXELS = 28 * 28     # MNIST and Fashion-MNIST
 LABEL_BYTES = 4            # int32 label per sample
 
 
+@dataclasses.dataclass(frozen=True)
+class LinkRates:
+    """Measured bulk host-to-device rates in bytes/s, per link (None: not measured)."""
+    copy_engine: float | None = None   # the pinned-h2d primitive's peak
+    sm_mapped: float | None = None     # the sm-copy-mapped primitive's peak
+
+    def of(self, link: str) -> float | None:
+        return self.sm_mapped if link == SM_MAPPED else self.copy_engine
+
+
+def link_rates(rates: "LinkRates | float | None") -> LinkRates:
+    """A LinkRates from what callers pass: LinkRates, the pinned bulk rate alone, or None."""
+    if isinstance(rates, LinkRates):
+        return rates
+    return LinkRates(copy_engine=rates)
+
+
 def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
-    """The compute-only reference of `g`: `resident`, scenario static, with the same launch
-    form as `g` (one launch per batch for every per-batch strategy; the kernel form for the
-    kernel form) and the same MLP step, same GPU, transfer, batch, hidden, GEMM, epochs and
-    other options; None when
-    no such group was run. resident never runs as an epoch graph, so a graph-form run is
-    compared with the per-batch reference: the same steps, each launched on its own and
-    enqueued by the host (it can come in below it, which is what removing the per-batch
-    enqueue buys). A kernel-per-chunk run is compared with the kernel form: the same kernel,
-    launched once per chunk instead of once per epoch, which only adds launches."""
-    ref_form = "kernel" if g.key.epoch_form in ("kernel", "kernel-per-chunk") else "per-batch"
+    """The compute-only reference of `g`: `resident`, scenario static, at the SAME launch form
+    (config.epoch_form) and with the same MLP step, on the same GPU, transfer, batch, hidden,
+    GEMM, epochs and other options; None when no such group was run. Time under it is what the
+    launch form and the step cost with no byte moving; time above it is data movement."""
     for r in groups:
         k = r.key
-        if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == ref_form
+        if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == g.key.epoch_form
                 and k.scenario == "static" and k.slice_key() == g.key.slice_key()
                 and k.step == g.key.step
                 and k.transfer == g.key.transfer and k.batch == g.key.batch):
@@ -448,8 +468,8 @@ def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     return None
 
 
-REFERENCE_MISSING = ("no compute-only reference (a resident run with --epoch-launch off, "
-                     "static, same transfer, batch, hidden and GEMM)")
+REFERENCE_MISSING = ("no compute-only reference (a resident run, static, at the same launch "
+                     "form, step, transfer, batch, hidden and GEMM)")
 
 
 def dataset_bytes(g: Group) -> int:
@@ -476,39 +496,64 @@ def bytes_per_epoch(g: Group) -> tuple[float | None, str | None]:
 
 @dataclasses.dataclass
 class Floor:
-    """Lower bounds on a configuration's steady GPU time per epoch, in ms."""
-    compute_ms: float | None       # C: the reference's median gpu_ms
-    transfer_ms: float | None      # T: bytes per epoch / pinned bulk bandwidth
+    """Lower bounds on a configuration's steady GPU time per epoch, in ms, at its launch form."""
+    compute_ms: float | None       # C: the reference's (resident, same form) median gpu_ms
+    transfer_ms: float | None      # T: bytes per epoch / the bulk rate of its link
     form: str | None               # "overlapping" | "serial" | None (unknown strategy)
     floor_ms: float | None         # max(C, T) overlapping, C + T serial
     reasons: list[str]             # why a part is None
+    link: str | None = None        # COPY_ENGINE | SM_MAPPED: whose rate T uses
+
+    def gpu_ratio(self, g: "Group") -> float | None:
+        """measured GPU time / floor: GPU time against a GPU floor, never wall against it."""
+        gpu = g.median("gpu_ms")
+        if gpu is None or self.floor_ms is None or self.floor_ms <= 0:
+            return None
+        return gpu / self.floor_ms
 
 
-def floor_of(groups: Sequence[Group], g: Group, pinned_bw: float | None) -> Floor:
-    """The floors of `g`; `pinned_bw` = measured pinned bulk host->device bytes/s or None."""
+def floor_of(groups: Sequence[Group], g: Group, rates: "LinkRates | float | None") -> Floor:
+    """The floors of `g` at its launch form; `rates` = the measured bulk rates (LinkRates, or
+    the pinned bulk bytes/s alone, or None)."""
+    rates = link_rates(rates)
     reasons: list[str] = []
     ref = compute_reference(groups, g)
     compute = ref.median("gpu_ms") if ref is not None else None
     if ref is None:
         reasons.append(REFERENCE_MISSING)
-    form = TRANSFER_FORMS.get(g.key.strategy, (None, None))[0]
+    form, _, link = TRANSFER_FORMS.get(g.key.strategy, (None, None, None))
     transfer = None
-    if pinned_bw is None or pinned_bw <= 0:
-        reasons.append("no measured pinned bulk bandwidth given")
+    bw = rates.of(link) if link else None
+    if link is None:
+        reasons.append(f"{g.key.strategy}: transfer form unknown to analysis/aggregate.py")
+    elif bw is None or bw <= 0:
+        reasons.append("no measured pinned bulk bandwidth given" if link != SM_MAPPED else
+                       "no measured sm-copy-mapped bulk bandwidth given")
     else:
         nbytes, why = bytes_per_epoch(g)
         if why:
             reasons.append(why)
         else:
-            transfer = nbytes / pinned_bw * 1000.0
+            transfer = nbytes / bw * 1000.0
     combined = None
     if compute is not None and transfer is not None and form is not None:
         combined = max(compute, transfer) if form == "overlapping" else compute + transfer
-    return Floor(compute, transfer, form, combined, reasons)
+    return Floor(compute, transfer, form, combined, reasons, link)
 
 
-def floors(groups: Sequence[Group], pinned_bw: float | None) -> dict[GroupKey, Floor]:
-    return {g.key: floor_of(groups, g, pinned_bw) for g in groups}
+def floors(groups: Sequence[Group], rates: "LinkRates | float | None") -> dict[GroupKey, Floor]:
+    return {g.key: floor_of(groups, g, rates) for g in groups}
+
+
+def data_movement(groups: Sequence[Group], g: Group, metric: str = "wall_ms") -> Effect | None:
+    """The data-movement cost of `g`: its epoch minus the compute-only reference's (resident,
+    static, the same launch form, step and batch), as a Hodges-Lehmann shift over processes
+    with its Moses interval (stats.shift); `metric` wall_ms (wall with wall) or gpu_ms (GPU
+    with GPU). None without a reference or with too few processes."""
+    ref = compute_reference(groups, g)
+    if ref is None:
+        return None
+    return shift(ref.process_values(metric), g.process_values(metric))
 
 
 # Below this share of the longer part, the shorter part is within the noise of the measured

@@ -6,18 +6,20 @@
 BASE and NEW are records files, results folders (their records.jsonl) or results sets (the
 run records under records/; transfer-primitive records are not compared). Records are
 aggregated as for the report (analysis/aggregate.py: per process the median of its steady
-epochs, per configuration the median over processes with a bootstrap 95% interval; timing
-from the runs with the profiler off where there are any). For every configuration present
-in both sets it prints both medians with their intervals and the ratio NEW/BASE of the
-medians with a 95% interval obtained by bootstrapping the ratio (each set's processes
-resampled on their own, 10,000 seeded resamples; analysis/stats.bootstrap_ratio_ci).
+epochs, per configuration the median over processes with its order-statistic interval; timing
+from the runs with the profiler off where there are any). For every configuration present in
+both sets it prints both medians with their intervals and NEW/BASE as the Hodges-Lehmann ratio
+(the median of the ratios of every NEW process to every BASE process) with its Moses interval
+(analysis/stats.ratio), and the two-sided Mann-Whitney U p-value, Holm-corrected over every
+configuration compared (the family).
 
-A configuration is a REGRESSION when NEW's median is more than the threshold slower
-(ratio > 1 + threshold) AND the two configurations' intervals do not overlap (NEW's low
-end above BASE's high end): the same rule by which the report refuses to order
-overlapping intervals. A configuration with fewer than 3 processes on either side has no
-interval and is listed as not judged, never flagged. Configurations in only one set are
-listed and not compared.
+A configuration is a REGRESSION when NEW/BASE is above 1 + threshold AND the Holm-corrected
+test says the two differ: the same test by which the report orders configurations. A
+configuration with fewer than 3 processes on either side is listed as not judged, never
+flagged. When the process counts leave Holm's correction no way to flag anything (5 processes
+against 5 over more than 6 configurations: the smallest attainable p, 2 / C(10, 5), is too
+large), the comparison says so and exits 2: a guard that cannot fail has not passed.
+Configurations in only one set are listed and not compared.
 
 GPUs (env.gpu_name): a configuration is keyed by its GPU too. When BASE and NEW ran on the same
 GPUs, configurations are matched on the same GPU only; when each ran on one GPU and they differ
@@ -30,8 +32,8 @@ Records read twice (the same run_id) count once; a torn last line of a records f
 with a warning (analysis/records.py).
 
 Exit status: 0 no regression, 1 at least one regression, 2 usage error (a missing, unreadable
-or invalid input, sets that mix GPUs, no configuration in common, an output file that cannot
-be written).
+or invalid input, sets that mix GPUs, no configuration in common, too few processes to judge
+anything, an output file that cannot be written).
 """
 from __future__ import annotations
 
@@ -48,8 +50,8 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
 
 from analysis.aggregate import Group, GroupKey, aggregate, sort_key  # noqa: E402
 from analysis.records import RecordError, load_records, ok_records  # noqa: E402
-from analysis.stats import (Interval, Summary, bootstrap_ratio_ci,  # noqa: E402
-                            describe_interval)
+from analysis.stats import (ALPHA, Effect, Summary, describe_interval,  # noqa: E402
+                            family_can_order, holm, interval_text, min_attainable_p, ratio)
 
 DEFAULT_THRESHOLD = 0.10
 METRICS = ("wall_ms", "gpu_ms", "compute_ms", "stall_ms", "copy_ms", "host_ms")
@@ -65,9 +67,9 @@ class Comparison:
     label: str
     base: Summary
     new: Summary
-    ratio: float
-    ratio_ci: Interval | None
-    verdict: str
+    effect: Effect | None     # NEW/BASE: Hodges-Lehmann ratio, Moses interval, Mann-Whitney p
+    p_holm: float | None = None
+    verdict: str = ""
 
     @property
     def regression(self) -> bool:
@@ -112,17 +114,48 @@ def label(key: GroupKey, varying: Sequence[str]) -> str:
     return text + (f" [{', '.join(extra)}]" if extra else "")
 
 
-def verdict(base: Summary, new: Summary, ratio: float, threshold: float) -> str:
-    if base.ci is None or new.ci is None:
-        return f"not judged: n={base.n}/{new.n}, no interval"
-    if base.ci.overlaps(new.ci):
-        return "indistinguishable (intervals overlap)"
-    slower = new.ci.low > base.ci.high
-    if slower and ratio > 1.0 + threshold:
+def verdict(c: Comparison, threshold: float) -> str:
+    """What the Holm-corrected test and the ratio say about one configuration."""
+    if c.effect is None or c.p_holm is None:
+        return f"not judged: n={c.base.n}/{c.new.n}, too few processes"
+    if c.p_holm >= ALPHA:
+        return f"not significantly different (Holm p={c.p_holm:.2g})"
+    slower = c.effect.estimate > 1.0
+    if slower and c.effect.estimate > 1.0 + threshold:
         return REGRESSION
-    if not slower and ratio < 1.0 - threshold:
+    if not slower and c.effect.estimate < 1.0 - threshold:
         return "faster"
     return ("slower" if slower else "faster") + f", within {threshold:.0%}"
+
+
+def judge(rows: Sequence[Comparison], threshold: float) -> None:
+    """Holm over every judged configuration (the family), then each verdict."""
+    judged = [c for c in rows if c.effect is not None]
+    for c, p in zip(judged, holm([c.effect.p for c in judged])):
+        c.p_holm = p
+    for c in rows:
+        c.verdict = verdict(c, threshold)
+
+
+def powerless(rows: Sequence[Comparison]) -> str | None:
+    """Why no configuration of the family could ever be flagged, or None."""
+    judged = [c for c in rows if c.effect is not None]
+    if family_can_order([c.effect.n_base for c in judged] + [c.effect.n_new for c in judged]) \
+            and _best_case(judged) < ALPHA:
+        return None
+    sizes = sorted({(c.effect.n_base, c.effect.n_new) for c in judged})
+    return (f"{len(judged)} configurations judged with {', '.join(f'{b}/{n}' for b, n in sizes)} "
+            "processes (BASE/NEW): even two sets with no overlap at all could not pass Holm's "
+            f"correction at {ALPHA:.0%} over {len(judged)} configurations; run more processes "
+            "per configuration (experiments/matrix/matrices/guard.toml runs 7)")
+
+
+def _best_case(judged: Sequence[Comparison]) -> float:
+    """The smallest Holm-adjusted p the family could reach: the most processes, times the
+    family size."""
+    if not judged:
+        return 1.0
+    return min(min_attainable_p(c.effect.n_base, c.effect.n_new) for c in judged) * len(judged)
 
 
 def check_output_file(path: str) -> None:
@@ -165,10 +198,9 @@ def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: s
         b, n = base[k].stat(metric), new[k].stat(metric)
         if b is None or n is None or b.median == 0:
             continue
-        ratio = n.median / b.median
-        ci = bootstrap_ratio_ci(base[k].process_values(metric), new[k].process_values(metric))
-        rows.append(Comparison(label(k, varying), b, n, ratio, ci,
-                               verdict(b, n, ratio, threshold)))
+        effect = ratio(base[k].process_values(metric), new[k].process_values(metric))
+        rows.append(Comparison(label(k, varying), b, n, effect))
+    judge(rows, threshold)
     only_base = [label(k, varying) for k in sorted(set(base) - set(new), key=sort_key)]
     only_new = [label(k, varying) for k in sorted(set(new) - set(base), key=sort_key)]
     return rows, only_base, only_new
@@ -181,13 +213,13 @@ def _fmt(s: Summary) -> str:
 
 
 def _ratio_text(c: Comparison) -> str:
-    ci = (f" [{c.ratio_ci.low:.3f}, {c.ratio_ci.high:.3f}]" if c.ratio_ci
-          else " (no interval)")
-    return f"{c.ratio:.3f}{ci}"
+    if c.effect is None:
+        return f"{c.new.median / c.base.median:.3f} (medians; no interval)"
+    return f"{c.effect.estimate:.3f} {interval_text(c.effect.ci, lambda v: f'{v:.3f}')}"
 
 
 def table(rows: Sequence[Comparison], metric: str) -> str:
-    headers = ("configuration", f"BASE {metric}", f"NEW {metric}", "NEW/BASE [95% CI]",
+    headers = ("configuration", f"BASE {metric}", f"NEW {metric}", "NEW/BASE [interval]",
                "verdict")
     cells = [(c.label, _fmt(c.base), _fmt(c.new), _ratio_text(c), c.verdict) for c in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
@@ -199,7 +231,8 @@ def table(rows: Sequence[Comparison], metric: str) -> str:
 
 def _summary_json(s: Summary) -> dict[str, Any]:
     return {"median": s.median, "ci_low": s.ci.low if s.ci else None,
-            "ci_high": s.ci.high if s.ci else None, "n_processes": s.n,
+            "ci_high": s.ci.high if s.ci else None,
+            "ci_coverage": s.ci.coverage if s.ci else None, "n_processes": s.n,
             "unstable": s.unstable}
 
 
@@ -207,13 +240,18 @@ def as_json(rows: Sequence[Comparison], only_base: Sequence[str], only_new: Sequ
             metric: str, threshold: float) -> dict[str, Any]:
     return {
         "metric": metric, "threshold": threshold,
-        "ratio_interval": "bootstrap of median(NEW)/median(BASE), 95%, 10,000 resamples",
+        "ratio_interval": "Hodges-Lehmann ratio NEW/BASE with its Moses interval (coverage "
+                          "per configuration); test: two-sided Mann-Whitney U, Holm-corrected "
+                          "over the configurations compared",
         "regressions": sum(c.regression for c in rows),
         "configurations": [
             {"configuration": c.label, "base": _summary_json(c.base),
-             "new": _summary_json(c.new), "ratio": c.ratio,
-             "ratio_ci_low": c.ratio_ci.low if c.ratio_ci else None,
-             "ratio_ci_high": c.ratio_ci.high if c.ratio_ci else None,
+             "new": _summary_json(c.new),
+             "ratio": c.effect.estimate if c.effect else None,
+             "ratio_ci_low": c.effect.ci.low if c.effect else None,
+             "ratio_ci_high": c.effect.ci.high if c.effect else None,
+             "ratio_ci_coverage": c.effect.ci.coverage if c.effect else None,
+             "p": c.effect.p if c.effect else None, "p_holm": c.p_holm,
              "verdict": c.verdict} for c in rows],
         "only_in_base": list(only_base), "only_in_new": list(only_new),
     }
@@ -224,7 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="compare.py",
         description="Compare the timing of two sets of memstrat records, configuration by "
                     "configuration; exit 1 when NEW is slower than BASE by more than the "
-                    "threshold with non-overlapping 95% intervals.",
+                    "threshold and a Mann-Whitney test, Holm-corrected over the configurations "
+                    "compared, says they differ.",
         epilog="GPUs: sets holding the same GPUs are compared GPU by GPU, one GPU against "
                "another with a note; any other mix (e.g. NEW adds a GPU) is refused with exit "
                "2: split the records by env.gpu_name. Exit status: 0 no regression, 1 "
@@ -253,6 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"no configuration with {args.metric} in both {args.base} and "
                              f"{args.new} ({len(only_base)} only in BASE, {len(only_new)} "
                              "only in NEW)")
+        why = powerless(rows)
+        if why:
+            print(table(rows, args.metric), file=sys.stderr)
+            raise UsageError(why)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -279,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{len(rows)} configuration{'s' if len(rows) != 1 else ''} compared: "
               f"{len(regressions)} regression"
               f"{'s' if len(regressions) != 1 else ''} (slower by more than "
-              f"{args.threshold:.0%} with non-overlapping 95% intervals)"
+              f"{args.threshold:.0%} and significantly different after Holm's correction over "
+              f"the {len(rows) - unjudged} configurations judged)"
               + (f", {unjudged} not judged (fewer than 3 processes)" if unjudged else "")
               + ".")
     return 1 if regressions else 0

@@ -530,8 +530,8 @@ def fmt_residual(res: float | None) -> str:
 def table_lines(comparisons: Sequence[Comparison]) -> list[str]:
     """The console table: one line per configuration, then the ones without a model."""
     head = (f"{'configuration':<40} {'form':<7} {'C':>7} {'pred GPU':>9} "
-            f"{'measured GPU [95% CI] n':>38} {'resid':>7} {'pred wall':>9} "
-            f"{'measured wall [95% CI] n':>38} {'resid':>7}")
+            f"{'measured GPU [interval] n':>38} {'resid':>7} {'pred wall':>9} "
+            f"{'measured wall [interval] n':>38} {'resid':>7}")
     lines = [head, "-" * len(head)]
     for c in comparisons:
         if c.prediction is None:
@@ -552,8 +552,9 @@ def table_lines(comparisons: Sequence[Comparison]) -> list[str]:
 
 def build(inputs: Sequence[str | Path], primitives: Sequence[str | Path],
           out: str | Path | None = None) -> dict[str, Any]:
-    """Load, compare, and (with `out`) write cost_model.csv and cost_model_parity.png."""
-    from analysis.parity_plot import plot_parity
+    """Load, compare, and (with `out`) write cost_model.csv and cost_model_parity.png (with
+    its SVG and PDF)."""
+    from analysis.parity_plot import plot_parity  # matplotlib only when a figure is written
     records = ok_records(load_records(inputs))
     if not records:
         raise RecordError(", ".join(map(str, inputs)), "no record with status ok")
@@ -562,7 +563,7 @@ def build(inputs: Sequence[str | Path], primitives: Sequence[str | Path],
     if out is not None:
         out = Path(out)
         res["csv"] = write_csv(comparisons, out / "cost_model.csv")
-        res["plot"] = plot_parity(comparisons, out / "cost_model_parity.png")
+        res["plot"] = plot_parity(comparisons, out / "cost_model_parity.png", UNEXPLAINED)
     return res
 
 

@@ -121,3 +121,9 @@ def fmt_num(v: float | None, digits: int = 3) -> str:
     if a >= 100:
         return f"{v:.1f}"
     return f"{v:.{digits}g}" if a < 1 else f"{v:.2f}"
+
+
+def also_as(png: Path) -> str:
+    """' Also as plots/x.svg and plots/x.pdf.': where a figure's vector copies are (every plot
+    is written as PNG, SVG and PDF; analysis/plot_style.save)."""
+    return f" Also as plots/{png.stem}.svg and plots/{png.stem}.pdf."

@@ -389,11 +389,12 @@ def plot_primitives(curves: Sequence[Curve], path: Path) -> Path | None:
     measured = [c for c in curves if c.status == "ok" and c.points]
     if not measured:
         return None
-    fig, (ax_bw, ax_lat) = plt.subplots(1, 2, figsize=(14, 5.6), dpi=120)
-    colors = matplotlib.colormaps["tab10"].colors
+    from analysis.plot_style import PALETTE, save
+    fig, (ax_bw, ax_lat) = plt.subplots(1, 2, figsize=(14, 5.6))
+    colors = PALETTE
     for i, c in enumerate(measured):
         sizes = [p.bytes for p in c.points]
-        style = dict(color=colors[i % 10], marker="os^vD<>ph"[i % 9], markersize=4,
+        style = dict(color=colors[i % len(colors)], marker="os^vD<>ph"[i % 9], markersize=4,
                      linestyle="-" if c.timed_by == "cuda-events" else "--")
         ax_bw.plot(sizes, [p.gbps for p in c.points], label=c.primitive, **style)
         ax_bw.fill_between(sizes, [p.bytes / (p.p75_us * 1e3) for p in c.points],
@@ -425,9 +426,7 @@ def plot_primitives(curves: Sequence[Curve], path: Path) -> Path | None:
     fig.suptitle(f"Transfer primitives on {measured[0].gpu} (memstrat primitives; dashed: "
                  f"host clock, solid: CUDA events{link_note})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def _slug(text: str) -> str:

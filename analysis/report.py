@@ -12,7 +12,8 @@ sections (analysis/report_model.py), writes cost_model.csv, and takes the floors
 bandwidth from the pinned-h2d peak (``--pinned-bandwidth`` overrides it). The report states the
 environment the runs came from (and warns where the GPU's clocks were held down or moved:
 analysis/environment.py), ranks the strategies per scenario and transfer by the
-median over processes of ms per epoch (never ordering two whose 95% intervals overlap),
+median over processes of ms per epoch (ordered only where a Mann-Whitney test, Holm-corrected
+over the table's pairs, says so),
 lists failed runs, and says which values were null/unavailable and which runs had the
 profiler on. Runs of the stream scenario get their own section (analysis/stream.py: epoch
 time and starvation against host workers, where each strategy stops starving). Statistics:
@@ -37,10 +38,10 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import cost_model  # noqa: E402
-from analysis.aggregate import (PIPELINED_STRATEGIES, Group, aggregate,  # noqa: E402
+from analysis.aggregate import (PIPELINED_STRATEGIES, Group, LinkRates, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in)
-from analysis.document import Doc, fmt_num  # noqa: E402
+from analysis.document import Doc, also_as, fmt_num  # noqa: E402
 from analysis.environment import environment_section  # noqa: E402
 from analysis.plot_style import SCENARIO_NOTE, context  # noqa: E402
 from analysis.summary_csv import write_csv  # noqa: E402
@@ -49,40 +50,46 @@ from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import (RecordError, failed_records, load_records,  # noqa: E402
                               ok_records, resolve_inputs)
 from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa: E402
-                                   primitives_section)
+                                   primitives_section, sm_mapped_rate)
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
-                            describe_interval, median_with_interval, stability_label, tiers)
+                            describe_interval, median_with_interval, rank_by_tests,
+                            stability_label)
 from analysis.stream import is_stream, section as stream_section  # noqa: E402
 
 CAPTIONS = {
     "ms_per_epoch": "Wall-clock time per epoch: per process the median of its steady epochs "
-                    "2..N, per bar the median over processes; whiskers: bootstrap 95% "
-                    "interval of that median (none with fewer than 3 processes); hatched: "
-                    "unstable. Dashed grey line: compute floor; solid purple line: floor "
+                    "2..N, per point (strategy colour, one marker per batch size) the median over "
+                    "processes; whiskers: the order-statistic interval of that median (coverage "
+                    "at least 95% from 6 processes on; none below 3); ×: unstable. Dashed grey "
+                    "line: compute floor; solid black line: floor "
                     "(docs/methodology.md, Floors). double-buffer is shown at its default "
                     "depth 2 with one copy stream.",
     "throughput_vs_batch": "Training samples per second at the median epoch time; the "
-                           "band spans the 95% interval over processes.",
+                           "whiskers span the order-statistic interval of the median over processes; "
+                           "circles/solid: naive form, squares/dashed: best form.",
     "epoch_breakdown": "Medians over processes. Stacked: compute-stream busy time, "
                        "stall (compute waiting for data) and host-side data preparation "
-                       "(refresh rewrite); black tick: wall clock with its 95% interval. "
+                       "(refresh rewrite); black tick: wall clock with its interval. "
                        "Light blue: GPU time of the strategy's own copies/prefetches; it "
                        "runs on copy engines and may overlap compute, so it is not stacked. "
-                       "Dashed grey line: compute floor; solid purple line: floor.",
+                       "Dashed grey line: compute floor; solid black line: floor.",
     "epoch1_vs_steady": "Epoch 1 includes first-touch page faults, CUDA-graph capture and "
                         "library warm-up; steady state is the median over processes of "
-                        "each process's median of epochs 2..N.",
+                        "each process's median of epochs 2..N. Hollow: epoch 1 (whisker "
+                        "min-max over processes); filled: steady state (whisker: its interval).",
     "malloc_per_epoch": "cudaMalloc calls counted by CUPTI (profiled runs): in set-up "
                         "(before epoch 1) and in every epoch. A correct strategy allocates "
                         "nothing after set-up, so every epoch column should read 0.",
     "um_counters": "CUPTI unified-memory counters (profiled runs): GPU page faults and "
                    "bytes migrated host-to-device and device-to-host, epoch 1 vs steady "
-                   "state. Strategies that do not use managed memory report null (n/a).",
+                   "state. Strategies whose counters are all 0 (measured) or all null are named "
+                   "above the figure, not drawn.",
     "overlap_efficiency": "Overlap efficiency of each double-buffer configuration "
                           "(docs/methodology.md, Overlap efficiency): 1 = the shorter of "
                           "copy and compute is completely hidden, 0 = they ran one after "
-                          "the other. Compute-only = the resident run with one launch per "
-                          "batch, static data, same transfer, batch, hidden and GEMM.",
+                          "the other. Compute-only = resident at the same launch form, static "
+                          "data, same step, transfer, batch, hidden and GEMM. Colour and marker: "
+                          "batch size; hollow: 2 copy streams.",
 }
 NULL_METRICS = {
     "copy_ms": "copy_ms (the strategy issues no copies or prefetches of its own)",
@@ -110,18 +117,25 @@ def _spread(g: Group) -> str:
     return fmt_num(s.min) if s.n == 1 else f"{fmt_num(s.min)}-{fmt_num(s.max)}"
 
 
+def ranked_groups(groups: Sequence[Group]) -> tuple[list[tuple[int, Group]], list[Group]]:
+    """([(rank, group)] by stats.rank_by_tests over wall time, the groups too small to test)."""
+    timed = [g for g in groups if g.stat("wall_ms") is not None]
+    ranked = rank_by_tests(timed, lambda g: g.process_values("wall_ms"))
+    return ([(r.rank, r.item) for r in ranked if r.rank is not None],
+            [r.item for r in ranked if r.rank is None])
+
+
 def order_text(groups: Sequence[Group], label=lambda g: g.key.strategy) -> str:
-    """'a < {b, c} < d' by wall time, braces around strategies that cannot be ordered."""
-    parts = []
-    for tier in tiers(groups, lambda g: g.stat("wall_ms")):
-        names = [label(g) for g in tier]
-        parts.append(names[0] if len(names) == 1 else "{" + ", ".join(names) + "}")
-    text = " < ".join(parts)
-    loose = sorted((g for g in groups if g.stat("wall_ms") and g.stat("wall_ms").ci is None),
-                   key=lambda g: g.median("wall_ms"))
+    """'a < {b, c} < d' by rank, braces around strategies of one rank (not ordered)."""
+    ranked, loose = ranked_groups(groups)
+    by_rank: dict[int, list[str]] = {}
+    for rank, g in ranked:
+        by_rank.setdefault(rank, []).append(label(g))
+    text = " < ".join(names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+                      for _, names in sorted(by_rank.items()))
     if loose:
         text += ("; " if text else "") + "not ordered (fewer than " \
-            f"{MIN_PROCESSES} processes, no interval): " + ", ".join(label(g) for g in loose)
+            f"{MIN_PROCESSES} processes): " + ", ".join(label(g) for g in loose)
     return text
 
 
@@ -129,8 +143,9 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
             failed: Sequence[dict] = ()) -> None:
     """Rank strategies per (scenario, transfer) by the median over processes of ms/epoch.
 
-    Ranks come from stats.tiers: strategies whose 95% intervals overlap share a rank and
-    are called indistinguishable; strategies without an interval get no rank at all.
+    Ranks come from stats.rank_by_tests: 1 + the number of strategies of the table that are
+    significantly faster (Mann-Whitney U, Holm over every pair of the table); strategies with
+    too few processes to be tested get no rank at all.
     """
     rep = representative(groups)
     ref = reference_batch(rep)
@@ -144,15 +159,14 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
                 continue
             best = min(g.median("wall_ms") for g in cands)
             doc.h(heading_level, f"{SCENARIO_NOTE.get(s, s)}, {t} transfer")
-            headers = ["rank", "strategy", f"ms/epoch @ batch {ref}", "95% CI", "n",
+            headers = ["rank", "strategy", f"ms/epoch @ batch {ref}", "interval", "n",
                        "stability", "process min-max", "vs best median", "samples/s"]
             headers += [f"ms/epoch @ {b}" for b in other_batches]
-            ranked = tiers(cands, lambda g: g.stat("wall_ms"))
-            unranked = sorted((g for g in cands if g.stat("wall_ms").ci is None),
-                              key=lambda g: g.median("wall_ms"))
+            ranked, unranked = ranked_groups(cands)
+            ties = {rank: sum(1 for r, _ in ranked if r == rank) for rank, _ in ranked}
             rows = []
-            for rank_label, g in ([(str(i) if len(tier) == 1 else f"{i} (tie)", g)
-                                   for i, tier in enumerate(ranked, 1) for g in tier]
+            for rank_label, g in ([(str(r) if ties[r] == 1 else f"{r} (tie)", g)
+                                   for r, g in ranked]
                                   + [("none", g) for g in unranked]):
                 st = g.stat("wall_ms")
                 row = [rank_label, g.key.variant_label, fmt_num(st.median),
@@ -166,14 +180,14 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
                 rows.append(row)
             doc.table(headers, rows, align="rlrlrlrrr" + "r" * len(other_batches))
             notes = []
-            for i, tier in enumerate(ranked, 1):
-                if len(tier) > 1:
-                    names = ", ".join(g.key.variant_label for g in tier)
-                    notes.append(f"Rank {i} (tie): {names} are indistinguishable (intervals "
-                                 "overlap); listed by median, which is not an order.")
+            for r in sorted(rank for rank, n in ties.items() if n > 1):
+                names = ", ".join(g.key.variant_label for rank, g in ranked if rank == r)
+                notes.append(f"Rank {r} (tie): {names}: as many strategies are "
+                             "significantly faster than each; listed by median, which is not "
+                             "an order.")
             if unranked:
                 notes.append("Rank none: " + ", ".join(g.key.variant_label for g in unranked)
-                             + f": fewer than {MIN_PROCESSES} processes, no interval, so no "
+                             + f": fewer than {MIN_PROCESSES} processes, not tested, so no "
                                "order is claimed; listed by median only.")
             on = [g.key.variant_label for g in cands if g.timing_profiled]
             if on:
@@ -205,7 +219,7 @@ def ranking(doc: Doc, groups: Sequence[Group], heading_level: int,
             doc.ul(notes)
 
 
-def null_notes(groups: Sequence[Group], pinned_bw: float | None = None) -> list[str]:
+def null_notes(groups: Sequence[Group], pinned_bw: LinkRates | float | None = None) -> list[str]:
     notes = []
     for metric, text in NULL_METRICS.items():
         null = [g for g in groups if g.median(metric) is None]
@@ -254,18 +268,26 @@ def statistics_notes(groups: Sequence[Group]) -> list[str]:
              + "."]
     if len(few) == len(groups):
         notes.append(f"**Every configuration has fewer than {MIN_PROCESSES} processes "
-                     f"(n={'/'.join(map(str, n))}, no interval):** no 95% interval can be "
+                     f"(n={'/'.join(map(str, n))}, no interval):** no interval can be "
                      "given, so nothing below is ranked or called stable; medians are "
-                     "listed for reference only. Run the matrix with `repeats >= "
-                     f"{MIN_PROCESSES}` for intervals.")
+                     "listed for reference only. Run the matrix with `repeats >= 10` for "
+                     "95% intervals and tests that can order strategies.")
     elif few:
         notes.append(f"{len(few)} of {len(groups)} configurations "
                      f"{'has' if len(few) == 1 else 'have'} fewer than {MIN_PROCESSES} "
                      "processes: 'n=..., no interval' in the tables, and no rank.")
+    below = [g for g in groups if g.stat("wall_ms") and g.stat("wall_ms").ci is not None
+             and not g.stat("wall_ms").ci.meets_target]
+    if below:
+        notes.append(f"{len(below)} of {len(groups)} configurations have 3-5 processes: their "
+                     "interval is the range of the process values, whose coverage of the "
+                     "median (75% to 93.75%) is printed beside it; stability is not assessed "
+                     "for them, and 5 processes or fewer can never be ordered after Holm's "
+                     "correction over more than a few pairs.")
     unstable = [g for g in groups if g.stat("wall_ms") and g.stat("wall_ms").unstable]
     if unstable:
         notes.append(f"{len(unstable)} configuration{'s are' if len(unstable) != 1 else ' is'}"
-                     f" UNSTABLE (interval half-width > {UNSTABLE_HALF_WIDTH:.0%} of the "
+                     f" UNSTABLE (95% interval half-width > {UNSTABLE_HALF_WIDTH:.0%} of the "
                      "median): " + ", ".join(sorted({f"{g.key.variant_label} "
                                                      f"{g.key.scenario}/{g.key.transfer}/"
                                                      f"b{g.key.batch}" for g in unstable}))
@@ -313,10 +335,15 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                       if pinned_bw is not None else "")
     if pinned_bw is None and tables:
         pinned_bw, bandwidth_note = pinned_bandwidth(tables, groups)
+    sm_bw = sm_mapped_rate(tables, groups) if tables else None
+    if sm_bw is not None:
+        bandwidth_note += (f"; S = {sm_bw / 1e9:.1f} GB/s, the sm-copy-mapped peak, for the "
+                           "strategies whose SMs read mapped host memory")
+    rates = LinkRates(pinned_bw, sm_bw)
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
-    csv_path = write_csv(groups, out / "summary.csv", pinned_bw)
+    csv_path = write_csv(groups, out / "summary.csv", rates)
 
     title = title or f"memstrat results: {', '.join(Path(f).parent.name or str(f) for f in files[:1])}"
     doc = Doc()
@@ -337,14 +364,19 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         "host-side data rewrite in `refresh`). Epoch 1 is warm-up and reported separately. "
         "Each process (one `memstrat train` run) gives one value, the median of its epochs "
         "2..N; a configuration's number is the **median over its processes**.",
-        f"**95% CI** is a bootstrap interval of that median over processes (10,000 seeded "
-        f"resamples); it needs at least {MIN_PROCESSES} processes, otherwise the table says "
-        "'n=..., no interval'. **n** counts the processes and says whether the CUPTI "
-        f"profiler was on in them. A configuration is **UNSTABLE** when the interval's "
-        f"half-width exceeds {UNSTABLE_HALF_WIDTH:.0%} of the median.",
-        "**Ranks** are never given to two strategies whose intervals overlap: they share a "
-        "rank marked '(tie)' and are indistinguishable (intervals overlap); a strategy "
-        "without an interval gets rank 'none'.",
+        "**interval**: the distribution-free interval of that median from the order "
+        "statistics of the process values; its coverage is exact (binomial) and at least 95% "
+        "from 6 processes on (97.85% at 10); with 3-5 processes it is the range of the "
+        "values and its lower coverage (75%-93.75%) is printed beside it; below "
+        f"{MIN_PROCESSES} processes the table says 'n=..., no interval'. **n** counts the "
+        "processes and says whether the CUPTI profiler was on in them. A configuration is "
+        "**UNSTABLE** when an interval of at least 95% coverage is wider than "
+        f"±{UNSTABLE_HALF_WIDTH:.0%} of the median (not assessed below 6 processes).",
+        "**Ranks** come from tests, never from comparing intervals: two-sided Mann-Whitney U "
+        "over processes for every pair of strategies in a table, Holm-corrected over the "
+        "table's pairs (family-wise error 5%); a strategy's rank is 1 + the number of "
+        "strategies significantly faster, so equal ranks, marked '(tie)', are not ordered; a "
+        "strategy with too few processes to test gets rank 'none'.",
         "**static**: the training data never changes, so unified memory migrates once and "
         "then stays on the GPU. **refresh**: the host rewrites the data every epoch "
         "(augmentation), so every strategy must move every byte every epoch.",
@@ -371,7 +403,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         ranking(doc, part, level + 1, failed)
         doc.h(level, "Figures")
         missing = []
-        options = {"batch": batch, "pinned_bw": pinned_bw}
+        options = {"batch": batch, "pinned_bw": rates}
         for name, (fn, heading) in PLOTS.items():
             params = inspect.signature(fn).parameters
             kwargs = {k: v for k, v in options.items() if v is not None and k in params}
@@ -381,7 +413,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                 continue
             written[name].append(png)
             doc.h(level + 1, heading)
-            doc.img(png, f"plots/{png.name}", heading, CAPTIONS[name])
+            doc.img(png, f"plots/{png.name}", heading, CAPTIONS[name] + also_as(png))
         if missing:
             doc.p("Not drawn for lack of data (no such runs, or the counters were null): "
                   + "; ".join(missing) + ".")
@@ -398,7 +430,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
 
     if main:
         doc.h(2, "Null and unavailable values")
-        doc.ul(null_notes(main, pinned_bw) or ["None: every counter was recorded for every run."])
+        doc.ul(null_notes(main, rates) or ["None: every counter was recorded for every run."])
 
     if failed:
         doc.h(2, f"Failed runs ({len(failed)})")
@@ -414,7 +446,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.h(2, "All configurations")
     doc.p("Timing columns: median over processes (n says how many, and whether the profiler "
           "was on in them); counters come from the profiled runs ('profiled runs').")
-    fl = floors(groups, pinned_bw)
+    fl = floors(groups, rates)
     eff = {p.group.key: p.efficiency for p in overlap_efficiency(groups)}
     rows = []
     for g in groups:
@@ -429,7 +461,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
                      fmt_num(fl[k].floor_ms), fmt_num(eff.get(k)),
                      fmt_num(g.samples_per_s), fmt_num(g.test_acc)])
     doc.table(["strategy", "scenario", "transfer", "batch", "n", "profiled runs",
-               "ms/epoch", "95% CI", "stability", "epoch 1 ms", "GPU ms", "copy ms",
+               "ms/epoch", "interval", "stability", "epoch 1 ms", "GPU ms", "copy ms",
                "compute ms", "stall ms", "compute floor ms", "floor ms",
                "overlap eff.", "samples/s", "test acc"], rows,
               align="llllrrrllrrrrrrrrrr")

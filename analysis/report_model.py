@@ -12,12 +12,13 @@ from typing import Sequence
 from .aggregate import Group
 from .cost_model import (MODELS, UNEXPLAINED, Comparison, describe, fmt_residual,
                          unexplained)
-from .document import Doc, fmt_num
+from .document import Doc, also_as, fmt_num
 from .parity_plot import plot_parity
 from .primitives import PrimitiveTable, plot_primitives, size_label, summary_row
 from .stats import median_with_interval
 
 PINNED = "pinned-h2d"
+SM_MAPPED = "sm-copy-mapped"
 
 
 def _size(nbytes: float) -> str:
@@ -31,9 +32,12 @@ PRIMITIVES_CAPTION = (
     "overhead (docs/methodology.md, Transfer primitives).")
 PARITY_CAPTION = (
     "Each configuration's steady epoch as the cost model predicts it (x) and as measured (y, "
-    "median over processes, whiskers: 95% interval), GPU time and wall time; grey band: "
-    f"|residual| <= {UNEXPLAINED:.0%}; hollow: unstable. The compute-only reference is left "
-    "out (its prediction is its measurement). docs/methodology.md, Cost model.")
+    "median over processes), GPU time and wall time; grey band: "
+    f"|residual| <= {UNEXPLAINED:.0%}. One row of panels per batch size; colour: the "
+    "strategy's approach, circle: naive form, square: best form; filled: u8 transfer, hollow: "
+    "f32; ×: unstable; whiskers: the measured median's order-statistic interval (coverage in "
+    "the legend). The compute-only reference is left out (its prediction is its measurement). "
+    "docs/methodology.md, Cost model.")
 
 
 def pinned_bandwidth(tables: dict[str, PrimitiveTable],
@@ -54,6 +58,18 @@ def pinned_bandwidth(tables: dict[str, PrimitiveTable],
         f"measured on {gpus[0]} (at {_size(row['peak_bytes'])})")
 
 
+def sm_mapped_rate(tables: dict[str, PrimitiveTable], groups: Sequence[Group]) -> float | None:
+    """The sm-copy-mapped peak in bytes/s measured on the runs' one GPU (the transfer floor of
+    the strategies that stage through SMs); None with several GPUs or no ok record."""
+    gpus = sorted({g.key.gpu for g in groups})
+    if len(gpus) != 1:
+        return None
+    curve = tables.get(gpus[0], PrimitiveTable({})).curves.get(SM_MAPPED)
+    if curve is None or curve.status != "ok" or not curve.points:
+        return None
+    return summary_row(curve)["peak_gbps"] * 1e9
+
+
 def primitives_section(doc: Doc, tables: dict[str, PrimitiveTable], plots_dir: Path,
                        bandwidth_note: str) -> list[Path]:
     """'Transfer primitives': per GPU the figure and the table; returns the PNGs written."""
@@ -72,7 +88,7 @@ def primitives_section(doc: Doc, tables: dict[str, PrimitiveTable], plots_dir: P
         if png is not None:
             written.append(png)
             doc.img(png, f"plots/{png.name}", f"Transfer primitives on {gpu}",
-                    PRIMITIVES_CAPTION)
+                    PRIMITIVES_CAPTION + also_as(png))
         rows = []
         for c in table.curves.values():
             r = summary_row(c)
@@ -124,15 +140,16 @@ def cost_model_section(doc: Doc, comparisons: Sequence[Comparison],
     png = None
     if rows:
         doc.table(["configuration", "scenario", "transfer", "batch", "form", "C ms",
-                   "transfers ms", "predicted GPU ms", "measured GPU ms [95% CI]",
-                   "residual", "predicted wall ms", "measured wall ms [95% CI]", "residual"],
+                   "transfers ms", "predicted GPU ms", "measured GPU ms [interval]",
+                   "residual", "predicted wall ms", "measured wall ms [interval]", "residual"],
                   rows, align="lllrl" + "r" * 8)
         doc.p("'transfers ms': every modelled transfer summed (in an overlapping form most of "
               "it is hidden); '(n=1)': one process, no interval; '!': "
               f"|residual| > {UNEXPLAINED:.0%}.")
-        png = plot_parity(comparisons, plots_dir / "cost_model_parity.png")
+        png = plot_parity(comparisons, plots_dir / "cost_model_parity.png", UNEXPLAINED)
         if png is not None:
-            doc.img(png, f"plots/{png.name}", "Cost model parity plot", PARITY_CAPTION)
+            doc.img(png, f"plots/{png.name}", "Cost model parity plot",
+                    PARITY_CAPTION + also_as(png))
     doc.h(3, f"Unexplained (|residual| > {UNEXPLAINED:.0%})")
     doc.ul(unexplained_lines(comparisons)
            or [f"None: every predicted configuration is within ±{UNEXPLAINED:.0%}."])

@@ -9,7 +9,9 @@ Each JSON line is sorted by its kind before anything is validated:
 - a memstrat run record (no ``record`` field, or ``"record": "run"``, and no
   ``config.framework`` other than memstrat): validated by analysis/records.py and aggregated;
 - a primitive record (``"record": "primitive"``, docs/methodology.md "Transfer primitives"):
-  the ``pinned-h2d`` ones give the pinned bulk host-to-device bandwidth of the floors;
+  the ``pinned-h2d`` ones give the pinned bulk host-to-device bandwidth of the floors, the
+  ``sm-copy-mapped`` ones the bulk rate of SM loads from mapped host memory (the floor of the
+  strategies that stage through SMs);
 - anything else (PyTorch baseline runs, kinds added later) is counted and otherwise left
   alone, never an error.
 
@@ -26,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from analysis.aggregate import Group, aggregate
+from analysis.aggregate import Group, LinkRates, aggregate
 from analysis.records import (RECORDS_DIR, RECORDS_FILE, RUN_KIND, RecordError,
                               drop_duplicates, ok_records, read_jsonl, record_kind,
                               validate_record)
@@ -34,6 +36,7 @@ from analysis.records import (RECORDS_DIR, RECORDS_FILE, RUN_KIND, RecordError,
 MANIFEST_FILE = "manifest.json"
 PRIMITIVE_KIND = "primitive"
 PINNED_PRIMITIVE = "pinned-h2d"
+SM_MAPPED_PRIMITIVE = "sm-copy-mapped"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,15 +68,16 @@ def _peak_gbps(rec: dict[str, Any]) -> float:
         peak = max(rates) if rates else None
     if isinstance(peak, bool) or not isinstance(peak, (int, float)) or peak <= 0:
         raise RecordError(rec.get("_source", "?"),
-                          f"{PINNED_PRIMITIVE} record with status ok but no positive "
+                          f"{_primitive_name(rec)} record with status ok but no positive "
                           "summary.peak_gbps or results[].gbps")
     return float(peak)
 
 
-def pinned_bandwidth(primitives: list[dict[str, Any]], gpus: set[str]) -> PinnedBandwidth | None:
-    """From the ok pinned-h2d primitive records of the runs' GPUs; None without any."""
+def pinned_bandwidth(primitives: list[dict[str, Any]], gpus: set[str],
+                     name: str = PINNED_PRIMITIVE) -> PinnedBandwidth | None:
+    """From the ok `name` (pinned-h2d) primitive records of the runs' GPUs; None without any."""
     peaks = [_peak_gbps(r) for r in primitives
-             if r.get("status") == "ok" and _primitive_name(r) == PINNED_PRIMITIVE
+             if r.get("status") == "ok" and _primitive_name(r) == name
              and ((r.get("env") or {}).get("gpu_name") or "unknown GPU") in gpus]
     if not peaks:
         return None
@@ -116,7 +120,14 @@ class ResultsSet:
     manifest: dict[str, Any]
     groups: list[Group] = dataclasses.field(default_factory=list)
     pinned: PinnedBandwidth | None = None
+    sm_mapped: PinnedBandwidth | None = None     # the sm-copy-mapped peak, same median
     provenance: Provenance | None = None
+
+    @property
+    def rates(self) -> LinkRates:
+        """The measured bulk rates the floors use, per link."""
+        return LinkRates(self.pinned.bytes_per_s if self.pinned else None,
+                         self.sm_mapped.bytes_per_s if self.sm_mapped else None)
 
 
 def record_files(path: Path) -> list[Path]:
@@ -147,7 +158,9 @@ def load_results_set(path: str | Path, label: str) -> ResultsSet:
                                  f"({len(rs.runs)} failed)")
     rs.groups = aggregate(ok)
     rs.provenance = _provenance(rs, ok)
-    rs.pinned = pinned_bandwidth(rs.primitives, {g.key.gpu for g in rs.groups})
+    gpus = {g.key.gpu for g in rs.groups}
+    rs.pinned = pinned_bandwidth(rs.primitives, gpus)
+    rs.sm_mapped = pinned_bandwidth(rs.primitives, gpus, SM_MAPPED_PRIMITIVE)
     return rs
 
 

@@ -6,7 +6,7 @@ stops starving. Definitions (docs/methodology.md, "The stream scenario's measure
   epoch the trainer blocked waiting for a batch the workers had not finished, the pipeline
   fill at the epoch's first batch left out (it is reported apart, as `fill`);
 - per process the median over its steady epochs, per configuration the median over
-  processes with its bootstrap 95% interval (analysis/stats.py), as for epoch time;
+  processes with its order-statistic interval (analysis/stats.py), as for epoch time;
 - a configuration starves when its starvation is at or above STARVATION_LIMIT (5%);
 - a strategy stops starving at w workers (per augmentation and input settings) when w is the
   smallest measured worker count such that it and every larger measured count do not starve.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .aggregate import Group, steady_epochs, strategies_in
-from .document import Doc, fmt_num
+from .document import Doc, also_as, fmt_num
 from .stats import Summary, describe_interval, summarize
 
 STREAM = "stream"
@@ -27,8 +27,9 @@ AUGMENT_ORDER = ("none", "light", "heavy")
 CAPTION = ("Top: wall-clock ms per epoch; bottom: starvation, the share of the epoch the "
            "trainer waited for a batch the host workers had not finished (the first batch's "
            "wait, filling the pipeline, left out). Per process the median of its steady "
-           "epochs, per point the median over processes; whiskers: bootstrap 95% interval "
-           "(none with fewer than 3 processes). Dotted line: the 5% below which a strategy "
+           "epochs, per point the median over processes; whiskers: the order-statistic "
+           "interval of that median (coverage at least 95% from 6 processes on; none below "
+           "3). Dotted line: the 5% below which a strategy "
            "no longer starves.")
 
 
@@ -130,22 +131,32 @@ def _augments(points: Sequence[StreamPoint]) -> list[str]:
 
 
 def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path | None:
-    """Epoch time (top) and starvation (bottom) against workers, one column per augmentation,
-    one line per strategy."""
+    """Epoch time (top) and starvation (bottom, left out when no point measured it) against
+    workers, one column per augmentation, one line per strategy (plot_style.strategy_style);
+    whiskers: the interval of the median over processes (method and coverage in the legend);
+    ×: unstable epoch time. Writes PNG, SVG and PDF; returns the PNG path."""
     if not points:
         return None
-    from .plot_style import _figure, _finish, _maybe_log, strategy_color
+    from .plot_style import (UNSTABLE_LABEL, UNSTABLE_MARK, _figure, _finish, _maybe_log,
+                             interval_label, no_minor_x, strategy_handle, strategy_style,
+                             unstable_handle, whisker_handle)
     augments = _augments(points)
-    fig, axes = _figure(2, len(augments), 5.0, 3.4)
+    with_starvation = any(p.starvation for p in points)
+    fig, axes = _figure(2 if with_starvation else 1, len(augments), 5.0, 3.4)
     by_curve = curves(points)
-    handles: dict[str, Any] = {}
+    drawn: set[str] = set()
+    summaries: list[Summary] = []
+    any_unstable = False
     for col, aug in enumerate(augments):
-        top, bottom = axes[0][col], axes[1][col]
+        top = axes[0][col]
+        bottom = axes[1][col] if with_starvation else None
+        rows = ((top, "epoch_ms", 1.0),) + (((bottom, "starvation", 100.0),)
+                                            if with_starvation else ())
         for (a, strategy), curve in by_curve.items():
             if a != aug:
                 continue
-            color = strategy_color(strategy)
-            for ax, attr, scale in ((top, "epoch_ms", 1.0), (bottom, "starvation", 100.0)):
+            st = strategy_style(strategy)
+            for ax, attr, scale in rows:
                 pts = [(p.workers, getattr(p, attr)) for p in curve if getattr(p, attr)]
                 if not pts:
                     continue
@@ -153,26 +164,48 @@ def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path |
                 ys = [s.median * scale for _, s in pts]
                 err = [[(s.median - s.ci.low) * scale if s.ci else 0 for _, s in pts],
                        [(s.ci.high - s.median) * scale if s.ci else 0 for _, s in pts]]
-                line = ax.errorbar(xs, ys, yerr=err, marker="o", markersize=3.5, color=color,
-                                   capsize=2, linewidth=1.2, elinewidth=0.8)
-                handles.setdefault(strategy, line)
+                ax.errorbar(xs, ys, yerr=err, marker=st["marker"], markersize=4,
+                            color=st["color"], linestyle=st["linestyle"], capsize=2,
+                            linewidth=1.2, elinewidth=0.8)
+                summaries += [s for _, s in pts]
+                drawn.add(strategy)
+                if attr == "epoch_ms":
+                    bad = [(w, y) for (w, s), y in zip(pts, ys) if s.unstable]
+                    if bad:
+                        any_unstable = True
+                        ax.plot(*zip(*bad), **UNSTABLE_MARK)
         _maybe_log(top, [p.epoch_ms.median for p in points if p.augment == aug and p.epoch_ms])
-        bottom.axhline(STARVATION_LIMIT * 100, color="0.3", linestyle=":", linewidth=1.0)
         top.set_title(f"--augment {aug}")
         top.set_ylabel("ms per epoch")
-        bottom.set_ylabel("starvation, % of the epoch")
-        for ax in (top, bottom):
+        if bottom is not None:
+            bottom.axhline(STARVATION_LIMIT * 100, color="0.3", linestyle=":", linewidth=1.0)
+            bottom.set_ylabel("starvation, % of the epoch")
+            bottom.set_ylim(bottom=0)
+        for ax, _, _ in rows:
             ax.set_xscale("log", base=2)
             ticks = sorted({p.workers for p in points if p.augment == aug})
             ax.set_xticks(ticks)
             ax.set_xticklabels([str(t) for t in ticks])
+            no_minor_x(ax)
             ax.set_xlabel("host workers (--workers)")
             ax.grid(alpha=0.3)
             ax.set_axisbelow(True)
-        bottom.set_ylim(bottom=0)
-    names = [s for s in strategies_in([p.group for p in points]) if s in handles]
+    names = [s for s in strategies_in([p.group for p in points]) if s in drawn]
+    key = ([strategy_handle(s, line=True) for s in names], list(names))
+    handles, labels = [], []
+    label = interval_label(summaries)
+    if label:
+        handles.append(whisker_handle())
+        labels.append(label)
+    if any_unstable:
+        handles.append(unstable_handle())
+        labels.append(UNSTABLE_LABEL)
+    if with_starvation:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([], [], color="0.3", linestyle=":", linewidth=1.0))
+        labels.append(f"starvation {STARVATION_LIMIT:.0%}: below it a strategy no longer starves")
     return _finish(fig, path, "Stream scenario: epoch time and starvation vs host workers",
-                   title, [handles[s] for s in names], names)
+                   title, handles, labels, key=key)
 
 
 def _pct(s: Summary | None) -> str:
@@ -181,12 +214,14 @@ def _pct(s: Summary | None) -> str:
     text = f"{100 * s.median:.1f}%"
     if s.ci is not None:
         text += f" [{100 * s.ci.low:.1f}-{100 * s.ci.high:.1f}%]"
+        if not s.ci.meets_target:
+            text += f" {s.ci.coverage_label()}"
     return text
 
 
 def stop_table(points: Sequence[StreamPoint]) -> tuple[list[str], list[list[str]]]:
     """Per (augmentation, strategy): where it stops starving, and what it costs there."""
-    headers = ["augment", "strategy", "stops starving at", "starvation there (95% CI)",
+    headers = ["augment", "strategy", "stops starving at", "starvation there [interval]",
                "ms/epoch there", "starvation at fewest workers", "note"]
     rows = []
     for (aug, strategy), curve in ordered_curves(points):
@@ -257,12 +292,13 @@ def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2) 
         png = plot_stream(part, plots_dir / f"stream_workers{suffix}.png", what)
         if png is not None:
             written.append(png)
-            doc.img(png, f"plots/{png.name}", "epoch time and starvation vs workers", CAPTION)
+            doc.img(png, f"plots/{png.name}", "epoch time and starvation vs workers",
+                    CAPTION + also_as(png))
         doc.h(level + 1, "Where each strategy stops starving")
         headers, rows = stop_table(part)
         doc.table(headers, rows, align="llllrll")
         doc.h(level + 1, "Every stream configuration")
-        doc.table(["augment", "strategy", "workers", "slots", "ms/epoch", "95% CI",
+        doc.table(["augment", "strategy", "workers", "slots", "ms/epoch", "interval",
                    "starvation", "fill ms", "slot wait ms", "samples/s (all)",
                    "samples/s (per worker)", "n"], detail_rows(part),
                   align="llrrrlrrrrrr")

@@ -28,11 +28,12 @@ configurations in one seeded shuffled order (--shuffle-seed, default 1; the matr
 order). A process's value is the median wall ms of its epochs 2..N (epoch 1 is warm-up on both
 sides) and its starvation (the share of an epoch the training loop waited for a batch, the
 first batch's wait left out: docs/methodology.md); a configuration's, the median over its
-processes with a bootstrap 95% interval. The table pairs, per augmentation and worker count,
-every memstrat strategy with every DataLoader setting: both sides' values, the ratio
-DataLoader / memstrat of the medians with the interval of a bootstrap of the ratio, and
-whether the two intervals overlap (then neither is called faster). Below it, each side's
-fastest tier (no member slower than another with intervals apart). The ratio includes the
+processes with its order-statistic interval. The table pairs, per augmentation and worker
+count, every memstrat strategy with every DataLoader setting: both sides' values, DataLoader /
+memstrat as the Hodges-Lehmann ratio with its Moses interval, and whether a Mann-Whitney test,
+Holm-corrected over the table's pairs, separates the two (else neither is called faster). Below
+it, each side's fastest (no other configuration of that side significantly faster). The ratio
+includes the
 training step itself, which is faster in memstrat than in PyTorch eager
 (benchmark_vs_pytorch.py measures that); the starvation columns compare the input pipelines alone.
 
@@ -69,7 +70,7 @@ import memstrat_inputs  # noqa: E402  (the data-dir search)
 import process_runs as pr  # noqa: E402  (processes, order, plan record)
 from analysis.stats import Summary, summarize  # noqa: E402
 from analysis.stream import process_starvation  # noqa: E402  (the one definition)
-from process_stats import (fastest_tier, ms_cell, overlap_cell, pct_cell,  # noqa: E402
+from process_stats import (fastest, judge, ms_cell, overlap_cell, pct_cell,  # noqa: E402
                            process_values, ratio_cell, side_by_side, tally)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
@@ -292,8 +293,7 @@ def entries(records: Iterable[dict]) -> list[Entry]:
             for key, recs in runs.items()]
 
 
-def _row(m: Entry | None, d: Entry | None) -> str:
-    p = side_by_side(m.wall if m else [], d.wall if d else [])
+def _row(m: Entry | None, d: Entry | None, p) -> str:
     return (f"| {(m or d).workers} | {m.setting if m else '-'} | {ms_cell(p.memstrat, '-')} | "
             f"{pct_cell(m.starving) if m else '-'} | {d.setting if d else '-'} | "
             f"{ms_cell(p.other)} | {pct_cell(d.starving) if d else '-'} | {ratio_cell(p)} | "
@@ -301,12 +301,13 @@ def _row(m: Entry | None, d: Entry | None) -> str:
 
 
 def _fastest(mine: Sequence[Entry], side: str) -> tuple[str, Entry | None]:
-    tier = fastest_tier([e for e in mine if e.side == side], lambda e: e.ms)
-    if not tier:
-        return "no configuration with an interval (n<3): none named", None
-    text = "; ".join(f"{e.name}: {ms_cell(e.ms)}" for e in tier)
-    return text + (" (intervals overlap: not ordered among them)" if len(tier) > 1 else ""), \
-        tier[0]
+    top = fastest([e for e in mine if e.side == side], lambda e: e.wall)
+    if not top:
+        return "no configuration with 3 processes or more: none named", None
+    top.sort(key=lambda e: e.ms.median)
+    text = "; ".join(f"{e.name}: {ms_cell(e.ms)}" for e in top)
+    return text + (" (not separated by the Holm-corrected tests: not ordered among them)"
+                   if len(top) > 1 else ""), top[0]
 
 
 def ratio_markdown(all_entries: Sequence[Entry]) -> str:
@@ -318,10 +319,10 @@ def ratio_markdown(all_entries: Sequence[Entry]) -> str:
                              key=lambda k: (AUGMENTS.index(k[0]), k[1])):
         mine = [e for e in all_entries if e.augment == aug and e.batch == batch]
         lines += [f"### --augment {aug}, batch {batch}", "",
-                  "| workers | memstrat | ms/epoch [95% CI] n | starvation | DataLoader | "
-                  "ms/epoch [95% CI] n | starvation | DataLoader / memstrat [95% CI] | "
-                  "intervals |", "|---:|---|---:|---:|---|---:|---:|---:|---|"]
-        pairs = []
+                  "| workers | memstrat | ms/epoch [interval] n | starvation | DataLoader | "
+                  "ms/epoch [interval] n | starvation | DataLoader / memstrat [interval] | "
+                  "test |", "|---:|---|---:|---:|---|---:|---:|---:|---|"]
+        cells = []
         for w in sorted({e.workers for e in mine}):
             ms = sorted((e for e in mine if e.side == "memstrat" and e.workers == w),
                         key=lambda e: order.get(e.setting, len(order)))
@@ -329,9 +330,10 @@ def ratio_markdown(all_entries: Sequence[Entry]) -> str:
                         key=lambda e: e.setting)
             for m in ms or [None]:
                 for d in ds or [None]:
-                    lines.append(_row(m, d))
-                    if m and d:
-                        pairs.append(side_by_side(m.wall, d.wall))
+                    cells.append((m, d, side_by_side(m.wall if m else [], d.wall if d else [])))
+        judge([p for m, d, p in cells if m and d])      # Holm over the table's pairs
+        lines += [_row(m, d, p) for m, d, p in cells]
+        pairs = [p for m, d, p in cells if m and d]
         m_text, m_best = _fastest(mine, "memstrat")
         d_text, d_best = _fastest(mine, "dataloader")
         lines += ["", f"- same worker count: {tally(pairs, 'DataLoader')}" if pairs else
@@ -351,11 +353,12 @@ def report(records: Sequence[dict]) -> str:
           ""]
     md += [f"- {ln}" for ln in pr.environment_lines(records)]
     md += ["- ms/epoch: per process the median wall ms of its epochs 2..N, per configuration "
-           "the median over processes with a bootstrap 95% interval (n = processes; no "
-           "interval with fewer than 3); starvation: the share of an epoch the loop waited for "
-           "a batch, the first batch's wait left out, the same statistics (docs/methodology.md)."
-           " DataLoader / memstrat: the ratio of the medians with the interval of a bootstrap "
-           "of the ratio; where the two intervals overlap, neither side is called faster. The "
+           "the median over processes with its order-statistic interval (its coverage printed "
+           "where below 95%; n = processes; no interval with fewer than 3); starvation: the "
+           "share of an epoch the loop waited for a batch, the first batch's wait left out, the "
+           "same statistics (docs/methodology.md). DataLoader / memstrat: the Hodges-Lehmann "
+           "ratio with its Moses interval; where a Mann-Whitney test, Holm-corrected over the "
+           "table's pairs, does not separate the two, neither side is called faster. The "
            "ratio includes the training step, which memstrat runs faster than PyTorch eager; "
            "the starvation columns compare the input pipelines alone. u8 transfer, "
            "memstrat --prefetch = 2 x workers, the DataLoader with persistent workers and "

@@ -26,10 +26,11 @@ initialises CUDA: part of what independent processes cost), all runs of all conf
 one seeded shuffled order (--shuffle-seed, default 1; the matrix runner's order: every
 configuration's first process in a random order, then every second one, ...). A process's
 value is the median wall ms of its epochs 2..N (epoch 1 is warm-up on both sides); a
-configuration's is the median over its processes with a bootstrap 95% interval
-(docs/methodology.md, "Statistics over processes"). Speed-up = PyTorch / memstrat of the two
-medians, with the interval of a bootstrap of the ratio; the last column says whether the two
-sides' intervals overlap, in which case neither is called faster. memstrat runs with
+configuration's is the median over its processes with its order-statistic interval
+(docs/methodology.md, "Statistics over processes"). Speed-up = PyTorch / memstrat as the
+Hodges-Lehmann ratio with its Moses interval; the last column says whether a Mann-Whitney test,
+Holm-corrected over the table's pairs, separates the two sides (else neither is called
+faster). memstrat runs with
 --no-profile unless --profile (the baseline has no profiler either).
 
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): batches
@@ -346,10 +347,12 @@ def report(records: Sequence[dict]) -> tuple[str, bool, bool]:
         verdict, rows_ok = speed_verdict(rows)
         md += ["## Speed: ms per epoch, speed-up = PyTorch / memstrat", "",
                "Per process the median wall ms of its epochs 2..N (epoch 1 is warm-up); per "
-               "configuration the median over its processes with a bootstrap 95% interval "
-               "(n = processes; no interval with fewer than 3); the speed-up's interval is a "
-               "bootstrap of the ratio (docs/methodology.md, \"Statistics over processes\"). "
-               "Where the two intervals overlap, neither side is called faster. "
+               "configuration the median over its processes with its order-statistic interval "
+               "(n = processes; its coverage printed where below 95%; no interval with fewer "
+               "than 3); the speed-up is the Hodges-Lehmann ratio with its Moses interval "
+               "(docs/methodology.md, \"Statistics over processes\"). Where a Mann-Whitney "
+               "test, Holm-corrected over the table's pairs, does not separate the two, "
+               "neither side is called faster. "
                f"{_memstrat_settings(records)}, static scenario; PyTorch: its own process per "
                "run, the data set held in epoch order as float32 (f32), per-batch slices, "
                "labels int64.", "", speed_markdown(rows), ""]
@@ -443,7 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed:
         return EXIT_RUNS_FAILED
     if not rows_ok:
-        print("note: memstrat was not faster, with intervals apart, in every f32 configuration "
+        print("note: memstrat was not faster, by the Holm-corrected test, in every f32 "
+              "configuration "
               "(see the table)")
     return EXIT_OK
 

@@ -13,8 +13,8 @@ from typing import Sequence
 
 from baseline_record import iso_utc_now
 from process_runs import run_records, tag_of
-from process_stats import (MEMSTRAT_FASTER, SideBySide, ms_cell, overlap_cell, process_values,
-                           ratio_cell, side_by_side, tally)
+from process_stats import (MEMSTRAT_FASTER, SideBySide, judge, ms_cell, overlap_cell,
+                           process_values, ratio_cell, side_by_side, tally)
 
 # memstrat strategy -> the PyTorch mode it is compared with (double-buffer: pinned is PyTorch's
 # nearest; it has no built-in double buffering).
@@ -75,13 +75,14 @@ def build_rows(records: Sequence[dict]) -> list[Row]:
                 mine = process_values(g.get(("memstrat", m, t, b, h, e), []))
                 if mine or pt:
                     rows.append(Row(b, h, e, m, t, p, side_by_side(mine, pt)))
+    judge([r.pair for r in rows])       # Holm over every pair of the table
     return rows
 
 
 def speed_markdown(rows: Sequence[Row]) -> str:
     head = ["batch", "hidden", "epochs", "memstrat", "transfer",
-            "memstrat ms/epoch [95% CI] n", "PyTorch eager", "PyTorch f32 ms/epoch [95% CI] n",
-            "speed-up PyTorch / memstrat [95% CI]", "intervals"]
+            "memstrat ms/epoch [interval] n", "PyTorch eager", "PyTorch f32 ms/epoch [interval] n",
+            "speed-up PyTorch / memstrat [interval]", "test"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * 3 + "---|---|---:|---|---:|---:|---|"]
     for r in rows:
         cells = [str(r.batch), "x".join(map(str, r.hidden)), str(r.epochs), r.memstrat,
@@ -93,8 +94,8 @@ def speed_markdown(rows: Sequence[Row]) -> str:
 
 def speed_verdict(rows: Sequence[Row]) -> tuple[list[str], bool]:
     """Lines of verdict per transfer; True when, with the transfer that is PyTorch's nearest
-    equivalent (f32, else the first present), memstrat is faster with intervals apart in every
-    row."""
+    equivalent (f32, else the first present), memstrat is faster by the Holm-corrected test in
+    every row."""
     transfers = list(dict.fromkeys(r.transfer for r in rows))
     nearest = "f32" if "f32" in transfers else (transfers[0] if transfers else None)
     lines, all_faster = [], True

@@ -2,28 +2,29 @@
 (docs/methodology.md, "Statistics over processes"; the statistics are analysis/stats.py's):
 
 - a process's value is the median of its steady epochs 2..N (analysis/aggregate.py);
-- each side of a configuration: the median over its processes with the seeded bootstrap 95%
-  interval of that median (no interval with fewer than 3 processes);
-- the ratio PyTorch side / memstrat of the two medians, with the interval of a bootstrap of
-  the ratio (each side's processes resampled on their own);
-- when the two sides' intervals overlap, neither is called faster.
+- each side of a configuration: the median over its processes with its order-statistic
+  interval (its coverage printed where below 95%; none with fewer than 3 processes);
+- PyTorch side / memstrat as the Hodges-Lehmann ratio with its Moses interval;
+- which side is faster: a two-sided Mann-Whitney U test over the processes, Holm-corrected over
+  the pairs a table compares (`judge`); a pair the test does not separate is not ordered.
 """
 from __future__ import annotations
 
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from analysis.aggregate import process_median  # noqa: E402  (the one per-process value)
-from analysis.stats import (Interval, Summary, bootstrap_ratio_ci,  # noqa: E402
-                            median_with_interval, summarize, tiers)
+from analysis.stats import (ALPHA, Effect, Summary, holm, interval_text,  # noqa: E402
+                            median_with_interval, rank_by_tests, ratio, summarize)
 
 T = TypeVar("T")
 # SideBySide.order values
-MEMSTRAT_FASTER, OTHER_FASTER, OVERLAP, NOT_JUDGED = "memstrat", "other", "overlap", "not judged"
+MEMSTRAT_FASTER, OTHER_FASTER, NOT_SEPARATED, NOT_JUDGED = (
+    "memstrat", "other", "not separated", "not judged")
 
 
 def process_values(records: Iterable[dict], metric: str = "wall_ms") -> list[float]:
@@ -31,39 +32,52 @@ def process_values(records: Iterable[dict], metric: str = "wall_ms") -> list[flo
     return [v for v in (process_median(r, metric) for r in records) if v is not None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class SideBySide:
     """One configuration: memstrat's processes against the PyTorch side's."""
     memstrat: Summary | None
     other: Summary | None
-    ratio: float | None          # median(other) / median(memstrat)
-    ratio_ci: Interval | None
+    effect: Effect | None          # other / memstrat: Hodges-Lehmann ratio, Moses interval, p
+    p_holm: float | None = field(default=None)   # set by judge(); the plain p until then
+
+    @property
+    def ratio(self) -> float | None:
+        return self.effect.estimate if self.effect else None
+
+    @property
+    def p(self) -> float | None:
+        if self.effect is None:
+            return None
+        return self.p_holm if self.p_holm is not None else self.effect.p
 
     @property
     def order(self) -> str:
-        """MEMSTRAT_FASTER / OTHER_FASTER only when the two intervals are apart; OVERLAP when
-        they overlap; NOT_JUDGED when a side is missing or has no interval."""
-        m, o = self.memstrat, self.other
-        if m is None or o is None or m.ci is None or o.ci is None:
+        """MEMSTRAT_FASTER / OTHER_FASTER only where the (Holm-corrected) test separates the two
+        sides; NOT_SEPARATED where it does not; NOT_JUDGED when a side has < 3 processes."""
+        if self.effect is None:
             return NOT_JUDGED
-        if m.ci.overlaps(o.ci):
-            return OVERLAP
-        return MEMSTRAT_FASTER if m.ci.high < o.ci.low else OTHER_FASTER
+        if self.p >= ALPHA:
+            return NOT_SEPARATED
+        return MEMSTRAT_FASTER if self.effect.estimate > 1.0 else OTHER_FASTER
 
 
 def side_by_side(memstrat_values: Sequence[float], other_values: Sequence[float]) -> SideBySide:
     m, o = summarize(memstrat_values), summarize(other_values)
-    if m is None or o is None or m.median <= 0:
-        return SideBySide(m, o, None, None)
-    return SideBySide(m, o, o.median / m.median,
-                      bootstrap_ratio_ci(memstrat_values, other_values))
+    return SideBySide(m, o, ratio(memstrat_values, other_values))
 
 
-def fastest_tier(items: Sequence[T], summary: Callable[[T], Summary | None]) -> list[T]:
-    """The items no other item is faster than, by non-overlapping intervals (analysis/stats.py
-    tiers); empty when no item has an interval."""
-    ts = tiers(items, summary)
-    return ts[0] if ts else []
+def judge(pairs: Sequence[SideBySide]) -> Sequence[SideBySide]:
+    """Holm over the pairs one table compares: each pair's p becomes its adjusted p."""
+    tested = [p for p in pairs if p.effect is not None]
+    for p, adj in zip(tested, holm([p.effect.p for p in tested])):
+        p.p_holm = adj
+    return pairs
+
+
+def fastest(items: Sequence[T], values: Callable[[T], Sequence[float]]) -> list[T]:
+    """The items no other item is significantly faster than (rank 1 of analysis/stats.py's
+    Holm-corrected pairwise tests), by median; empty when no item has 3 processes."""
+    return [r.item for r in rank_by_tests(items, values) if r.rank == 1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,40 +94,40 @@ def pct_cell(s: Summary | None, missing: str = "n/a") -> str:
 
 
 def ratio_cell(p: SideBySide) -> str:
-    if p.ratio is None:
-        return "-"
-    if p.ratio_ci is None:
-        return f"{p.ratio:.2f}x (no interval)"
-    return f"{p.ratio:.2f}x [{p.ratio_ci.low:.2f}-{p.ratio_ci.high:.2f}]"
+    if p.effect is None:
+        if p.memstrat is None or p.other is None or p.memstrat.median <= 0:
+            return "-"
+        return f"{p.other.median / p.memstrat.median:.2f}x (medians; too few processes)"
+    return f"{p.effect.estimate:.2f}x " + interval_text(p.effect.ci, lambda v: f"{v:.2f}")
 
 
 def overlap_cell(p: SideBySide, other: str) -> str:
-    """The column that says whether the two intervals overlap, i.e. whether either side may be
-    called faster."""
+    """The column that says whether the test separates the two sides, i.e. whether either side
+    may be called faster."""
     o = p.order
-    if o == OVERLAP:
-        return "overlap: not ordered"
+    if o == NOT_SEPARATED:
+        return f"not separated (p={p.p:.2g}): not ordered"
     if o == MEMSTRAT_FASTER:
-        return "apart: memstrat faster"
+        return f"memstrat faster (p={p.p:.2g})"
     if o == OTHER_FASTER:
-        return f"apart: {other} faster"
+        return f"{other} faster (p={p.p:.2g})"
     if p.memstrat is None or p.other is None:
         return "-"
-    return "no interval (n<3)"
+    return "too few processes (n<3)"
 
 
 def tally(pairs: Sequence[SideBySide], other: str) -> str:
-    """'memstrat faster (intervals apart) in 5 of 6, intervals overlap in 1; ratio of the
-    medians 1.20x to 9.80x, geometric mean 3.10x'."""
+    """'memstrat faster in 5 of 6, not separated in 1; ratio 1.20x to 9.80x, geometric mean
+    3.10x' (pairs judged together by `judge`)."""
     orders = [p.order for p in pairs]
-    counts = [(orders.count(MEMSTRAT_FASTER), "memstrat faster (intervals apart)"),
-              (orders.count(OTHER_FASTER), f"{other} faster (intervals apart)"),
-              (orders.count(OVERLAP), "intervals overlap (not ordered)"),
+    counts = [(orders.count(MEMSTRAT_FASTER), "memstrat faster (Holm-corrected test)"),
+              (orders.count(OTHER_FASTER), f"{other} faster (Holm-corrected test)"),
+              (orders.count(NOT_SEPARATED), "not separated by the test (not ordered)"),
               (orders.count(NOT_JUDGED), "not judged (a side missing or n<3)")]
     text = "; ".join(f"{what} in {n} of {len(pairs)}" for n, what in counts if n)
     ratios = [p.ratio for p in pairs if p.ratio is not None]
     if ratios:
         geo = statistics.geometric_mean(ratios)
-        text += (f"; {other} / memstrat of the medians {min(ratios):.2f}x to "
+        text += (f"; {other} / memstrat (Hodges-Lehmann) {min(ratios):.2f}x to "
                  f"{max(ratios):.2f}x, geometric mean {geo:.2f}x")
     return text

@@ -148,7 +148,9 @@ def test_csv_with_processes_and_bandwidth(tmp_path, fixtures_dir):
     with open(path, newline="") as fh:
         rows = {(r["strategy"], r["epoch_launch"]): r for r in csv.DictReader(fh)}
     pinned = rows[("pinned", "false")]
-    assert pinned["n_processes"] == "5" and pinned["runs"] == "6"
+    assert pinned["n_processes"] == "10" and pinned["runs"] == "11"
+    assert pinned["ci_method"] == "order statistics"
+    assert float(pinned["ci_coverage"]) == pytest.approx(1 - 2 * 11 / 1024)
     assert pinned["timing_profile"] == "false" and pinned["counter_runs"] == "1"
     assert float(pinned["ci_low"]) <= float(pinned["wall_ms_median"]) <= float(pinned["ci_high"])
     assert pinned["unstable"] == "false"

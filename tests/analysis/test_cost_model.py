@@ -350,7 +350,7 @@ def test_cli_as_script_and_bad_input(fixtures_dir, tmp_path, capsys):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     line = next(l for l in res.stdout.splitlines() if l.startswith("um-prefetch static/u8/b256"))
-    assert "UNSTABLE" in line and "n=5" in line
+    assert "UNSTABLE" in line and "n=10" in line
     assert M.main([str(fixtures_dir / "records.jsonl"), "--primitives",
                    str(tmp_path / "missing.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -2,9 +2,10 @@
 (analysis/aggregate.py), on hand-made records with round numbers."""
 import pytest
 
-from analysis.aggregate import (MIN_SHORTER_SHARE, REFERENCE_MISSING, aggregate,
-                                compute_reference, dataset_bytes, floor_of,
-                                overlap_efficiency, overlap_value, representative, slices)
+from analysis.aggregate import (COPY_ENGINE, MIN_SHORTER_SHARE, REFERENCE_MISSING, SM_MAPPED,
+                                LinkRates, aggregate, compute_reference, data_movement,
+                                dataset_bytes, floor_of, overlap_efficiency, overlap_value,
+                                representative, slices)
 from analysis.records import load_records
 
 U8_BYTES = 60000 * (784 + 4)       # 47,280,000: pixels + int32 labels
@@ -79,7 +80,7 @@ def test_reference_is_per_batch_static_resident():
     assert pts[("resident", "refresh")].efficiency == pytest.approx(0.0)   # upload is serial
 
 
-def test_graph_form_is_its_own_group_compared_with_per_batch_resident():
+def test_every_launch_form_is_compared_with_resident_at_the_same_form():
     graph = rec("double-buffer-graph", gpu=9.5, copy=4.0, h2d=U8_BYTES, epoch_launch=True)
     graph["config"]["epoch_form"] = "graph"
     chunks = rec("double-buffer-graph", gpu=8.5, copy=4.0, h2d=U8_BYTES, epoch_launch=True)
@@ -89,22 +90,40 @@ def test_graph_form_is_its_own_group_compared_with_per_batch_resident():
     per_batch["config"]["epoch_form"] = "per-batch"
     kernel = rec("resident", gpu=8.0, epoch_launch=True)    # written before epoch_form
     ref = rec("resident", gpu=10.0, epoch_launch=False)
-    groups = aggregate([graph, chunks, per_batch, kernel, ref])
+    ref_graph = rec("resident", gpu=9.0, epoch_launch=True)
+    ref_graph["config"]["epoch_form"] = "graph"
+    groups = aggregate([graph, chunks, per_batch, kernel, ref, ref_graph])
     by = {(g.key.strategy, g.key.epoch_form): g for g in groups}
     assert set(by) == {("double-buffer-graph", "graph"), ("double-buffer-graph", "per-batch"),
-                       ("double-buffer-graph", "kernel-per-chunk"),
+                       ("double-buffer-graph", "kernel-per-chunk"), ("resident", "graph"),
                        ("resident", "kernel"), ("resident", "per-batch")}
     assert by[("double-buffer-graph", "graph")].key.variant_label.endswith("(one graph per epoch)")
     assert by[("double-buffer-graph", "kernel-per-chunk")].key.variant_label.endswith(
         "(one launch per chunk)")
-    # resident never runs as a graph: the graph form's reference is the per-batch resident;
-    # steps in one launch per chunk are bounded by the same kernel in one launch per epoch
     for form in ("graph", "per-batch"):
         assert compute_reference(groups, by[("double-buffer-graph", form)]) is \
-            by[("resident", "per-batch")], form
-    assert compute_reference(groups, by[("double-buffer-graph", "kernel-per-chunk")]) is \
-        by[("resident", "kernel")]
+            by[("resident", form)], form
+    # no resident run in one launch per chunk: no reference, never another form's
+    assert compute_reference(groups, by[("double-buffer-graph", "kernel-per-chunk")]) is None
+    assert REFERENCE_MISSING in floor_of(groups, by[("double-buffer-graph", "kernel-per-chunk")],
+                                         25e9).reasons
     assert compute_reference(groups, by[("resident", "kernel")]) is by[("resident", "kernel")]
+
+
+def test_data_movement_cost_is_the_shift_against_resident_at_the_same_form():
+    runs = []
+    for i in range(10):
+        jitter = 0.001 * i
+        runs.append(rec("resident", gpu=10.0 + jitter, epoch_launch=False))
+        runs.append(rec("pinned", gpu=12.5 + jitter, copy=2.1, h2d=U8_BYTES))
+    by = {g.key.strategy: g for g in aggregate(runs)}
+    cost = data_movement(list(by.values()), by["pinned"])
+    wall = by["pinned"].median("wall_ms") - by["resident"].median("wall_ms")
+    assert cost.estimate == pytest.approx(wall, abs=0.02)
+    assert cost.ci.low <= cost.estimate <= cost.ci.high and cost.ci.coverage >= 0.95
+    assert data_movement(list(by.values()), by["resident"]).estimate == pytest.approx(0.0)
+    gpu = data_movement(list(by.values()), by["pinned"], "gpu_ms")
+    assert gpu.estimate == pytest.approx(2.5, abs=0.02)
 
 
 def test_a_strategys_own_options_make_variants_not_slices():
@@ -156,14 +175,20 @@ def test_floors_by_hand():
     g = list(gs.values())
 
     def floor(strategy):
-        return floor_of(g, gs[(strategy, "static", False)], bw)
+        return floor_of(g, gs[(strategy, "static", False)], LinkRates(bw, bw / 2))
 
     assert floor("pinned").transfer_ms == pytest.approx(2.0)
     assert (floor("pinned").form, floor("pinned").floor_ms) == ("serial", pytest.approx(12.0))
     assert (floor("double-buffer").form, floor("double-buffer").floor_ms) == \
         ("overlapping", pytest.approx(10.0))                    # max(10, 2)
-    # zero-copy reads the whole mapped set although no counter sees it
-    assert floor("zero-copy").transfer_ms == pytest.approx(2.0)
+    # zero-copy reads the whole mapped set although no counter sees it, with SM loads: at the
+    # sm-copy-mapped rate, not the copy engine's
+    assert floor("zero-copy").transfer_ms == pytest.approx(4.0)
+    assert floor("zero-copy").link == SM_MAPPED and floor("pinned").link == COPY_ENGINE
+    assert floor_of(g, gs[("zero-copy", "static", False)], bw).reasons == [
+        "no measured sm-copy-mapped bulk bandwidth given"]
+    # measured/floor compares GPU time with the GPU floor
+    assert floor("pinned").gpu_ratio(gs[("pinned", "static", False)]) == pytest.approx(13 / 12)
     # managed memory in static steady state migrates nothing: the floor is the compute
     assert floor("um").transfer_ms == 0.0 and floor("um").floor_ms == pytest.approx(10.0)
     assert floor("um-prefetch").floor_ms == pytest.approx(10.0)
@@ -197,7 +222,7 @@ def test_dataset_bytes():
 def test_timing_comes_from_unprofiled_runs_counters_from_profiled(fixtures_dir):
     groups = aggregate(load_records(fixtures_dir / "processes.jsonl"))
     pinned = next(g for g in groups if g.key.strategy == "pinned")
-    assert pinned.runs == 6 and len(pinned.timing_records) == 5
+    assert pinned.runs == 11 and len(pinned.timing_records) == 10
     assert not any(r["config"]["profile"] for r in pinned.timing_records)
     assert pinned.timing_profiled is False
     assert [r["config"]["profile"] for r in pinned.counter_records] == [True]

@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "experiments" / "baselines"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_stream as bs  # noqa: E402
+from analysis import stats  # noqa: E402
 import fake_runs  # noqa: E402
 import process_runs as pr  # noqa: E402
 
@@ -37,22 +38,27 @@ def dl(augment, workers, values, pin=True, wait=0.0):
             for i, ms in enumerate(values)]
 
 
+def six(centre, step):
+    """Six processes around `centre`: enough for the Holm-corrected test to separate two sets."""
+    return [centre + k * step for k in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)]
+
+
 @pytest.fixture
 def records():
     return [
         # light: 1 worker, memstrat starves half of the time (wait = 0.5 of the epoch)
-        *rec("pinned", "light", 1, [30.0, 31.0, 32.0], wait=0.5),
-        *rec("double-buffer", "light", 1, [28.0, 29.0, 30.0], wait=0.5),
+        *rec("pinned", "light", 1, six(31.0, 0.4), wait=0.5),
+        *rec("double-buffer", "light", 1, six(29.0, 0.4), wait=0.5),
         *dl("light", 0, [900.0, 910.0, 920.0], wait=0.6),
-        *dl("light", 1, [700.0, 710.0, 720.0], wait=0.5),
-        *dl("light", 1, [650.0, 660.0, 670.0], pin=False),
+        *dl("light", 1, six(710.0, 4.0), wait=0.5),
+        *dl("light", 1, six(660.0, 4.0), pin=False),
         # heavy: two processes of pinned (no interval), a failed run that must not count, and
         # the DataLoader only at 4 workers
         *rec("pinned", "heavy", 4, [100.0, 110.0]),
         *rec("pinned", "heavy", 4, [1.0], status="failed"),
-        *rec("double-buffer", "heavy", 4, [95.0, 100.0, 105.0]),
-        *rec("double-buffer", "heavy", 1, [400.0, 410.0, 420.0]),
-        *dl("heavy", 4, [2000.0, 2100.0, 2200.0]),
+        *rec("double-buffer", "heavy", 4, six(100.0, 2.0)),
+        *rec("double-buffer", "heavy", 1, six(410.0, 4.0)),
+        *dl("heavy", 4, six(2100.0, 40.0)),
         # another scenario is not part of the comparison
         dict(rec("pinned", "light", 1, [5.0])[0],
              config=dict(fake_runs.STREAM["config"], scenario="static")),
@@ -70,6 +76,7 @@ def test_entries_are_one_per_configuration(records):
     assert len(es) == 2 + 3 + 3 + 1
     heavy = es[("memstrat", "heavy", 4, "pinned")]
     assert heavy.wall == [100.0, 110.0] and heavy.ms.median == 105.0 and heavy.ms.ci is None
+    assert es[("memstrat", "heavy", 4, "double-buffer")].ms.n == 6
     light = es[("memstrat", "light", 1, "pinned")]
     # starvation leaves the first batch's wait out: 0.5 of every epoch
     assert light.starving.median == pytest.approx(0.5)
@@ -82,32 +89,35 @@ def test_table_pairs_every_strategy_with_every_setting(records):
     # 0 workers: the DataLoader alone; 1 worker: 2 strategies x 2 DataLoader settings
     assert [r[0] for r in light] == ["0", "1", "1", "1", "1"]
     assert light[0][1:3] == ["-", "-"] and light[0][4] == "pin_memory on, fetch batch"
-    assert light[0][5] == "910.00 [900.00-920.00] n=3" and light[0][7:] == ["-", "-"]
+    # three processes: the range, with its 75% coverage printed
+    assert light[0][5] == "910.00 [900.00-920.00] 75% n=3" and light[0][7:] == ["-", "-"]
     row = next(r for r in light if r[1] == "double-buffer" and r[4].startswith("pin_memory off"))
-    assert row[2:4] == ["29.00 [28.00-30.00] n=3", "50.0% [50.0%-50.0%] n=3"]
-    assert row[5:7] == ["660.00 [650.00-670.00] n=3", "0.0% [0.0%-0.0%] n=3"]
-    assert row[7:] == [f"{660 / 29:.2f}x [{650 / 30:.2f}-{670 / 28:.2f}]",
-                       "apart: memstrat faster"]
+    assert row[2:4] == ["29.00 [28.00-30.00] n=6", "50.0% [50.0%-50.0%] n=6"]
+    assert row[5:7] == ["660.00 [650.00-670.00] n=6", "0.0% [0.0%-0.0%] n=6"]
+    e = stats.ratio(six(29.0, 0.4), six(660.0, 4.0))
+    assert row[7] == f"{e.estimate:.2f}x [{e.ci.low:.2f}, {e.ci.high:.2f}]"
+    assert row[8].startswith("memstrat faster (p=")      # Holm over the 4 pairs: 4 x 0.0022
     heavy = table(md, "heavy")
     # memstrat at 1 worker has no DataLoader partner; pinned at 4 has 2 processes
     assert heavy[0][1] == "double-buffer" and heavy[0][4:6] == ["-", "not run"]
     pinned4 = next(r for r in heavy if r[1] == "pinned")
-    assert pinned4[2] == "105.00 (n=2)" and pinned4[8] == "no interval (n<3)"
-    # the fastest tiers: double-buffer 4 workers against the DataLoader at 4 workers
-    assert "- memstrat's fastest: double-buffer, 4 workers: 100.00 [95.00-105.00] n=3" in md
+    assert pinned4[2] == "105.00 (n=2)" and pinned4[8] == "too few processes (n<3)"
+    # the fastest: double-buffer 4 workers against the DataLoader at 4 workers
+    assert "- memstrat's fastest: double-buffer, 4 workers: 100.00 [95.00-105.00] n=6" in md
+    e = stats.ratio(six(100.0, 2.0), six(2100.0, 40.0))
     assert ("- DataLoader / memstrat, the lowest medians of the fastest (pin_memory on, fetch "
-            f"batch, 4 workers / double-buffer, 4 workers): {2100 / 100:.2f}x") in md
+            f"batch, 4 workers / double-buffer, 4 workers): {e.estimate:.2f}x") in md
 
 
-def test_fastest_tier_does_not_order_overlapping_intervals():
-    es = bs.entries([*rec("pinned", "light", 4, [10.0, 11.0, 12.0]),
-                     *rec("double-buffer", "light", 4, [11.5, 12.5, 13.5]),
-                     *rec("pinned", "light", 8, [20.0, 21.0, 22.0])])
+def test_the_fastest_are_not_ordered_among_themselves_without_a_test():
+    es = bs.entries([*rec("pinned", "light", 4, six(11.0, 0.4)),
+                     *rec("double-buffer", "light", 4, six(11.2, 0.4)),
+                     *rec("pinned", "light", 8, six(21.0, 0.4))])
     md = bs.ratio_markdown(es)
-    assert ("- memstrat's fastest: pinned, 4 workers: 11.00 [10.00-12.00] n=3 UNSTABLE; "
-            "double-buffer, 4 workers: 12.50 [11.50-13.50] n=3 UNSTABLE (intervals overlap: not "
-            "ordered among them)") in md
-    assert "- DataLoader's fastest: no configuration with an interval" in md
+    assert ("- memstrat's fastest: pinned, 4 workers: 11.00 [10.00-12.00] n=6 UNSTABLE; "
+            "double-buffer, 4 workers: 11.20 [10.20-12.20] n=6 UNSTABLE (not separated by the "
+            "Holm-corrected tests: not ordered among them)") in md
+    assert "- DataLoader's fastest: no configuration with 3 processes or more" in md
 
 
 def test_strategies_are_those_the_registry_lets_run_host_produced_batches():

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "experiments" / "baselines"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark_vs_pytorch as bench  # noqa: E402
+from analysis import stats  # noqa: E402
 import comparison  # noqa: E402
 import fake_runs  # noqa: E402
 import process_runs as pr  # noqa: E402
@@ -31,14 +32,19 @@ def torch_side(mode, values, batch=64):
             for i, v in enumerate(values)]
 
 
+def six(centre, step):
+    """Six processes around `centre`: enough for the Holm-corrected test to separate two sets."""
+    return [centre + k * step for k in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)]
+
+
 @pytest.fixture
 def records():
-    return [*mem("resident", "f32", [10.0, 11.0, 12.0]), *mem("resident", "u8", [8.0, 9.0, 10.0]),
-            *mem("pinned", "f32", [100.0, 110.0, 120.0]),
-            *mem("double-buffer", "f32", [30.0, 31.0, 32.0]),
+    return [*mem("resident", "f32", six(11.0, 0.4)), *mem("resident", "u8", six(9.0, 0.4)),
+            *mem("pinned", "f32", six(110.0, 4.0)),
+            *mem("double-buffer", "f32", six(31.0, 0.4)),
             *mem("pageable", "f32", [700.0, 720.0]),             # a process missing: n=2
-            *torch_side("resident", [500.0, 520.0, 540.0]),
-            *torch_side("pinned", [105.0, 115.0, 125.0]),
+            *torch_side("resident", six(520.0, 8.0)),
+            *torch_side("pinned", six(112.0, 4.0)),
             *torch_side("pageable", [600.0, 610.0, 620.0]),
             # neither a failed run nor the curve check's runs are speed runs
             dict(mem("resident", "f32", [1.0])[0], status="failed"),
@@ -57,33 +63,35 @@ def cells(md: str) -> dict[tuple[str, str], list[str]]:
 def test_speed_table_on_hand_values(records):
     rows = comparison.build_rows(records)
     t = cells(comparison.speed_markdown(rows))
-    # memstrat resident f32 10/11/12 against PyTorch resident 500/520/540: apart
-    assert t[("resident", "f32")][5:] == ["11.00 [10.00-12.00] n=3 UNSTABLE", "resident",
-                                          "520.00 [500.00-540.00] n=3", "47.27x [41.67-54.00]",
-                                          "apart: memstrat faster"]
-    assert t[("resident", "u8")][5] == "9.00 [8.00-10.00] n=3 UNSTABLE"
-    assert t[("resident", "u8")][8] == f"{520 / 9:.2f}x [{500 / 10:.2f}-{540 / 8:.2f}]"
-    # pinned 100/110/120 against 105/115/125: the intervals overlap, nothing is ordered
-    assert t[("pinned", "f32")][8:] == ["1.05x [0.88-1.25]", "overlap: not ordered"]
+    # memstrat resident f32 around 11 against PyTorch resident around 520: separated
+    e = stats.ratio(six(11.0, 0.4), six(520.0, 8.0))
+    assert t[("resident", "f32")][5:9] == ["11.00 [10.00-12.00] n=6 UNSTABLE", "resident",
+                                           "520.00 [500.00-540.00] n=6",
+                                           f"{e.estimate:.2f}x [{e.ci.low:.2f}, {e.ci.high:.2f}]"]
+    assert t[("resident", "f32")][9].startswith("memstrat faster (p=")
+    assert t[("resident", "u8")][5] == "9.00 [8.00-10.00] n=6 UNSTABLE"
+    # pinned around 110 against 112: not separated, nothing is ordered
+    assert t[("pinned", "f32")][9].startswith("not separated (p=")
     # double-buffer is compared with PyTorch pinned
-    assert t[("double-buffer", "f32")][6:8] == ["pinned", "115.00 [105.00-125.00] n=3 UNSTABLE"]
-    assert t[("double-buffer", "f32")][9] == "apart: memstrat faster"
+    assert t[("double-buffer", "f32")][6:8] == ["pinned", "112.00 [102.00-122.00] n=6 UNSTABLE"]
+    assert t[("double-buffer", "f32")][9].startswith("memstrat faster")
     # 2 processes: a median, no interval, not judged
     assert t[("pageable", "f32")][5] == "710.00 (n=2)"
-    assert t[("pageable", "f32")][8:] == [f"{610 / 710:.2f}x (no interval)", "no interval (n<3)"]
+    assert t[("pageable", "f32")][8:] == [f"{610 / 710:.2f}x (medians; too few processes)",
+                                          "too few processes (n<3)"]
     # rows exist only where a side ran: no u8 runs of pinned, double-buffer, pageable
     assert ("pinned", "u8") in t and t[("pinned", "u8")][5] == "not run"
     lines, all_faster = comparison.speed_verdict(rows)
     assert not all_faster
     assert lines[0].startswith("memstrat --transfer f32 against PyTorch's nearest equivalent: "
-                               "memstrat faster (intervals apart) in 2 of 4; intervals overlap "
-                               "(not ordered) in 1 of 4; not judged")
+                               "memstrat faster (Holm-corrected test) in 2 of 4; not separated by "
+                               "the test (not ordered) in 1 of 4; not judged")
 
 
 def test_all_faster_needs_separate_intervals(records):
     fast = [r for r in records if r["config"]["strategy"] not in ("pinned", "pageable",
                                                                   "pytorch-pageable")]
-    fast += mem("pinned", "f32", [50.0, 51.0, 52.0])
+    fast += mem("pinned", "f32", six(51.0, 0.4))
     _, all_faster = comparison.speed_verdict(comparison.build_rows(fast))
     assert all_faster
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_runs  # noqa: E402
 import process_runs as pr  # noqa: E402
 import process_stats as ps  # noqa: E402
+from analysis import stats  # noqa: E402
 
 
 def specs(configs=("a", "b", "c", "d", "e", "f"), repeats=3):
@@ -96,63 +97,75 @@ def test_apply_preset_refuses_other_values():
 
 
 # ---------------------------------------------------------------------------------------------
-# statistics over processes, on hand values. With 3 processes the bootstrap interval of the
-# median is the range of the values (each extreme is the resampled median in 7/27 of the
-# resamples, far more than 2.5%), and the ratio's interval runs from min(other) / max(memstrat)
-# to max(other) / min(memstrat).
+# statistics over processes, on hand values. Six processes a side: the order-statistic interval
+# of the median is then [min, max] with 96.9% coverage, and two sets that do not overlap at all
+# give the exact Mann-Whitney test's smallest p, 2 / C(12, 6) = 0.0022.
+
+SIX = (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)
+
+
+def six(centre, step):
+    return [centre + k * step for k in SIX]
+
 
 def test_side_by_side_apart():
-    p = ps.side_by_side([10.0, 11.0, 12.0], [500.0, 520.0, 540.0])
-    assert (p.memstrat.median, p.memstrat.ci.low, p.memstrat.ci.high) == (11.0, 10.0, 12.0)
-    assert (p.other.median, p.other.ci.low, p.other.ci.high) == (520.0, 500.0, 540.0)
-    assert p.ratio == pytest.approx(520 / 11)
-    assert (p.ratio_ci.low, p.ratio_ci.high) == pytest.approx((500 / 12, 540 / 10))
-    assert p.order == ps.MEMSTRAT_FASTER
-    # half-width 9% of the median: marked unstable (analysis/stats.py)
-    assert ps.ms_cell(p.memstrat) == "11.00 [10.00-12.00] n=3 UNSTABLE"
-    assert ps.ms_cell(p.other) == "520.00 [500.00-540.00] n=3"
-    assert ps.ratio_cell(p) == "47.27x [41.67-54.00]"
-    assert ps.overlap_cell(p, "PyTorch") == "apart: memstrat faster"
+    p = ps.side_by_side(six(11.0, 0.5), six(512.5, 5.0))
+    assert (p.memstrat.median, p.memstrat.ci.low, p.memstrat.ci.high) == (11.0, 9.75, 12.25)
+    assert p.memstrat.ci.coverage == pytest.approx(1 - 2 / 64)
+    e = stats.ratio(six(11.0, 0.5), six(512.5, 5.0))
+    assert p.ratio == e.estimate and p.effect.ci == e.ci
+    assert p.p == pytest.approx(2 / 924) and p.order == ps.MEMSTRAT_FASTER
+    # half-width 11% of the median: marked unstable (analysis/stats.py)
+    assert ps.ms_cell(p.memstrat) == "11.00 [9.75-12.25] n=6 UNSTABLE"
+    assert ps.ratio_cell(p) == f"{e.estimate:.2f}x [{e.ci.low:.2f}, {e.ci.high:.2f}]"
+    assert ps.overlap_cell(p, "PyTorch") == "memstrat faster (p=0.0022)"
     # the other way round
-    q = ps.side_by_side([500.0, 520.0, 540.0], [10.0, 11.0, 12.0])
-    assert q.order == ps.OTHER_FASTER and ps.overlap_cell(q, "PyTorch") == "apart: PyTorch faster"
+    q = ps.side_by_side(six(512.5, 5.0), six(11.0, 0.5))
+    assert q.order == ps.OTHER_FASTER and ps.overlap_cell(q, "PyTorch").startswith(
+        "PyTorch faster")
 
 
-def test_side_by_side_overlap_is_not_ordered():
-    p = ps.side_by_side([100.0, 110.0, 120.0], [105.0, 115.0, 125.0])
-    assert p.order == ps.OVERLAP and ps.overlap_cell(p, "PyTorch") == "overlap: not ordered"
-    assert ps.ratio_cell(p) == "1.05x [0.88-1.25]"
-    # touching ends overlap (closed intervals)
-    assert ps.side_by_side([1.0, 2.0, 3.0], [3.0, 4.0, 5.0]).order == ps.OVERLAP
+def test_side_by_side_not_separated_is_not_ordered():
+    p = ps.side_by_side(six(110.0, 4.0), six(112.0, 4.0))
+    assert p.order == ps.NOT_SEPARATED
+    assert ps.overlap_cell(p, "PyTorch").startswith("not separated (p=")
+    # three processes a side can never be separated: the smallest p is 0.1
+    assert ps.side_by_side([1.0, 2.0, 3.0], [30.0, 40.0, 50.0]).order == ps.NOT_SEPARATED
+
+
+def test_holm_over_a_table_can_undo_a_single_pair_verdict():
+    pairs = [ps.side_by_side(six(10.0, 0.1), six(10.0 + 0.05 * k, 0.1)) for k in range(8)]
+    single = [p.order for p in pairs]
+    ps.judge(pairs)
+    assert [p.p_holm >= p.effect.p for p in pairs] == [True] * 8
+    assert sum(o == ps.MEMSTRAT_FASTER for o in single) >= \
+        sum(p.order == ps.MEMSTRAT_FASTER for p in pairs)
 
 
 def test_side_by_side_without_interval():
     p = ps.side_by_side([700.0, 720.0], [600.0, 610.0, 620.0])
     assert p.memstrat.ci is None and p.order == ps.NOT_JUDGED
     assert ps.ms_cell(p.memstrat) == "710.00 (n=2)"
-    assert ps.ratio_cell(p) == f"{610 / 710:.2f}x (no interval)"
-    assert ps.overlap_cell(p, "PyTorch") == "no interval (n<3)"
+    assert ps.ratio_cell(p) == f"{610 / 710:.2f}x (medians; too few processes)"
+    assert ps.overlap_cell(p, "PyTorch") == "too few processes (n<3)"
     gone = ps.side_by_side([], [1.0, 2.0, 3.0])
     assert gone.ratio is None and ps.ratio_cell(gone) == "-" and ps.overlap_cell(gone, "x") == "-"
     assert ps.ms_cell(gone.memstrat) == "not run"
 
 
-def test_tally_counts_only_separated_intervals():
-    pairs = [ps.side_by_side([10.0, 11.0, 12.0], [500.0, 520.0, 540.0]),
-             ps.side_by_side([100.0, 110.0, 120.0], [105.0, 115.0, 125.0]),
-             ps.side_by_side([700.0, 720.0], [600.0, 610.0, 620.0])]
+def test_tally_counts_only_what_the_test_separates():
+    pairs = list(ps.judge([ps.side_by_side(six(11.0, 0.5), six(512.5, 5.0)),
+                           ps.side_by_side(six(110.0, 4.0), six(112.0, 4.0)),
+                           ps.side_by_side([700.0, 720.0], [600.0, 610.0, 620.0])]))
     text = ps.tally(pairs, "PyTorch")
-    assert text.startswith("memstrat faster (intervals apart) in 1 of 3; intervals overlap "
-                           "(not ordered) in 1 of 3; not judged (a side missing or n<3) in 1 "
-                           "of 3; PyTorch / memstrat of the medians 0.86x to 47.27x")
+    assert text.startswith("memstrat faster (Holm-corrected test) in 1 of 3; not separated by "
+                           "the test (not ordered) in 1 of 3; not judged (a side missing or "
+                           "n<3) in 1 of 3; PyTorch / memstrat (Hodges-Lehmann)")
 
 
 def test_process_values_use_the_steady_epochs():
     r = fake_runs.memstrat_record("pinned", "f32", 64, 256, 4, "t", 7.0)
     r["epochs"][2]["wall_ms"] = 9.0           # steady epochs 7, 9, 7: median 7; epoch 1 is 21
     assert ps.process_values([r]) == [7.0]
-    assert ps.fastest_tier([("x", ps.side_by_side([1.0, 2.0, 3.0], [])),
-                            ("y", ps.side_by_side([2.5, 3.0, 4.0], [])),
-                            ("z", ps.side_by_side([9.0, 9.5, 10.0], []))],
-                           lambda i: i[1].memstrat) == [
-        ("x", ps.side_by_side([1.0, 2.0, 3.0], [])), ("y", ps.side_by_side([2.5, 3.0, 4.0], []))]
+    values = {"x": six(2.0, 0.5), "y": six(2.5, 0.5), "z": six(9.5, 0.2)}
+    assert ps.fastest(["z", "y", "x"], values.get) == ["x", "y"]   # x, y not separated
