@@ -3,7 +3,8 @@
 
 It answers from the committed copies of what the real binary writes
 (tests/experiments/fixtures/, kept equal to the binary's output by tests/cpu/): `describe
---json` prints describe.json, `list` its strategies, and `train` accepts exactly the options
+--json` prints describe.json, `list` its strategies, `info` a device line naming
+$FAKE_MEMSTRAT_GPU (default "NVIDIA Fake GPU"), and `train` accepts exactly the options
 describe.json declares and appends one record built from the example records
 (run_record_ok.json / run_record_failed.json) with this run's config. Like memstrat, it exits 2
 on an option or value describe.json does not allow (and on --hidden sizes outside 1..65536).
@@ -116,6 +117,9 @@ def record(a, argv, failed):
 def main(argv):
     if argv[:2] == ["describe", "--json"]:
         print(json.dumps(DESCRIBE, indent=2))
+        return 0
+    if argv[:1] == ["info"]:  # the line scripts read the GPU's name from
+        print(f"device 0 of 1: {os.environ.get('FAKE_MEMSTRAT_GPU', 'NVIDIA Fake GPU')}")
         return 0
     if argv[:1] == ["list"]:
         for s in DESCRIBE["strategies"]:
