@@ -207,3 +207,20 @@ def test_unreadable_inputs_exit_2_with_a_message(fixtures_dir, tmp_path, capsys)
                          (tmp_path / "latin1.jsonl", "latin1.jsonl:1: not UTF-8 text")):
         assert compare.main([str(bad), str(fixtures_dir / "compare_base.jsonl")]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_seven_processes_a_side_can_flag_one_of_34_configurations(fixtures_dir, tmp_path):
+    # the guard's own size: 34 configurations x 7 processes; one 15% slower must be flagged
+    base, new = [], []
+    for c in range(34):
+        for r in range(7):
+            for side, out, factor in (("b", base, 1.0), ("n", new, 1.15 if c == 5 else 1.0)):
+                rec = json.loads((fixtures_dir / "compare_base.jsonl").read_text().splitlines()[0])
+                rec["run_id"] = f"{side}-{c}-{r}"
+                rec["config"]["hidden"] = [64 + c]
+                for ep in rec["epochs"]:
+                    ep["wall_ms"] = 5.0 * (1 + 0.001 * r) * factor
+                out.append(json.dumps(rec))
+    (tmp_path / "b.jsonl").write_text("\n".join(base) + "\n")
+    (tmp_path / "n.jsonl").write_text("\n".join(new) + "\n")
+    assert compare.main([str(tmp_path / "b.jsonl"), str(tmp_path / "n.jsonl")]) == 1

@@ -110,6 +110,19 @@ def test_every_launch_form_is_compared_with_resident_at_the_same_form():
     assert compute_reference(groups, by[("resident", "kernel")]) is by[("resident", "kernel")]
 
 
+def test_one_launch_per_chunk_is_compared_with_resident_cut_into_the_same_chunks():
+    runs = []
+    for mib, gpu in ((8, 9.0), (2, 9.6)):
+        r = rec("resident", gpu=gpu, epoch_launch=True)
+        r["config"].update(epoch_form="kernel-per-chunk", copy_chunk_mib=mib)
+        runs.append(r)
+    staged = rec("zero-copy-staged", gpu=9.4, h2d=U8_BYTES, epoch_launch=True)
+    staged["config"].update(epoch_form="kernel-per-chunk", copy_chunk_mib=2)
+    groups = aggregate([*runs, staged])
+    ref = compute_reference(groups, next(g for g in groups if g.key.strategy != "resident"))
+    assert ref.key.option("copy_chunk_mib") == 2 and ref.median("gpu_ms") == 9.6
+
+
 def test_data_movement_cost_is_the_shift_against_resident_at_the_same_form():
     runs = []
     for i in range(10):
