@@ -16,6 +16,11 @@
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers)
+#   timelines   one traced run per strategy family (batch 256, u8, static, 3 epochs, the launch
+#               form auto picks: resident, pinned-graph, double-buffer, double-buffer-graph,
+#               zero-copy-staged, um-prefetch-coarse): traces/<strategy>.json.gz and the
+#               timeline figure of 3 batches of its steady epoch, plots/timeline_<strategy>.*
+#               (analysis/timeline.py; docs/profiling.md shows them)
 #   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
 #               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py); needs
 #               the pins of experiments/baselines/requirements.txt (torch), checked first:
@@ -41,7 +46,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix spread stream baselines report"
+ALL_STAGES="build data primitives matrix spread stream timelines baselines report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
@@ -145,6 +150,17 @@ stage_matrix() { run_matrix results "$RECORDS"; }
 stage_spread() { run_matrix spread "$OUT_DIR/spread/records"; }
 stage_stream() { run_matrix stream "$RECORDS"; }
 
+TIMELINE_STRATEGIES="resident pinned-graph double-buffer double-buffer-graph zero-copy-staged um-prefetch-coarse"
+stage_timelines() {
+  mkdir -p "$OUT_DIR/traces" "$OUT_DIR/plots"
+  for s in $TIMELINE_STRATEGIES; do
+    "$MS" train --strategy "$s" --epochs 3 --quiet --run-tag "timeline-$s" \
+        --trace "$WORK/trace_$s.json" >/dev/null
+    gzip -c "$WORK/trace_$s.json" > "$OUT_DIR/traces/$s.json.gz"
+    $PY analysis/timeline.py "$WORK/trace_$s.json" --out "$OUT_DIR/plots" --name "timeline_$s"
+  done
+}
+
 stage_baselines() {
   local dest="$OUT_DIR/baselines"
   mkdir -p "$dest/records"
@@ -168,7 +184,7 @@ stage_report() {
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix spread stream baselines report; do
+for s in primitives matrix spread stream timelines baselines report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"
