@@ -168,6 +168,8 @@ def pooled_stat(values: Sequence[float | None]) -> Stat | None:
 
 def _median_or_none(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
+    if len(vals) == 1:                     # a process with one steady epoch, or one value
+        return float(vals[0])
     return float(statistics.median(vals)) if vals else None
 
 
@@ -179,6 +181,11 @@ def steady_epochs(record: dict[str, Any]) -> list[dict[str, Any]]:
 def process_median(record: dict[str, Any], metric: str) -> float | None:
     """One process's value of `metric`: the median of its steady epochs (nulls dropped)."""
     return _median_or_none(ep.get(metric) for ep in steady_epochs(record))
+
+
+def process_medians(records: Sequence[dict[str, Any]], metric: str) -> list[float | None]:
+    """process_median of every record (the per-process values of one group and metric)."""
+    return [process_median(r, metric) for r in records]
 
 
 def profiled(record: dict[str, Any]) -> bool:
@@ -249,6 +256,7 @@ class Group:
     train_samples: int
     test_acc: float | None
     _stats: dict[str, Summary | None] = dataclasses.field(default_factory=dict, repr=False)
+    _medians: dict[str, list[float | None]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def runs(self) -> int:
@@ -262,10 +270,16 @@ class Group:
     def records_for(self, metric: str) -> list[dict[str, Any]]:
         return self.counter_records if metric in COUNTER_METRICS else self.timing_records
 
+    def process_medians(self, metric: str) -> list[float | None]:
+        """Each process's steady median of `metric`, None where it is null, in the order of
+        records_for(metric) (computed once per group and metric)."""
+        if metric not in self._medians:
+            self._medians[metric] = process_medians(self.records_for(metric), metric)
+        return self._medians[metric]
+
     def process_values(self, metric: str) -> list[float]:
         """Each process's steady median of `metric` (processes where it is null dropped)."""
-        vals = (process_median(r, metric) for r in self.records_for(metric))
-        return [v for v in vals if v is not None]
+        return [v for v in self.process_medians(metric) if v is not None]
 
     def stat(self, metric: str) -> Summary | None:
         """Median over processes with its interval and spread (stats.summarize)."""
@@ -599,9 +613,8 @@ def overlap_efficiency(groups: Sequence[Group]) -> list[OverlapPoint]:
         compute = ref.median("gpu_ms") if ref is not None else None
         measured = g.median("gpu_ms")
         eff = overlap_value(compute, copy, measured)
-        per_process = [overlap_value(compute, process_median(r, "copy_ms"),
-                                     process_median(r, "gpu_ms"))
-                       for r in g.timing_records]
+        per_process = [overlap_value(compute, c, m) for c, m in
+                       zip(g.process_medians("copy_ms"), g.process_medians("gpu_ms"))]
         reason = None
         if ref is None:
             reason = REFERENCE_MISSING

@@ -29,6 +29,10 @@ class Doc:
         self.blocks.append(("table", list(headers), [list(map(_cell, r)) for r in rows],
                             align))
 
+    def extend(self, other: "Doc") -> None:
+        """Append another document's blocks (a part written apart)."""
+        self.blocks.extend(other.blocks)
+
     def img(self, path: Path, rel: str, alt: str, caption: str) -> None:
         self.blocks.append(("img", path, rel, alt, caption))
 

@@ -54,10 +54,36 @@ def _reason_counts(records: Sequence[dict]) -> dict[str, int]:
     return counts
 
 
+# Every env field the environment table's rows read.
+ROW_FIELDS = ("gpu_name", "compute_capability", "sm_count", "gpu_memory_bytes", "driver_version",
+              "runtime_version", "pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width",
+              "async_engine_count", "concurrent_managed_access", "pageable_memory_access",
+              "persistence_mode", "host", "cpu_model", "cpu_count", "cpu_affinity",
+              "cpu_affinity_count", "gpu_numa_node", "memstrat_version", "git_sha", "git_dirty")
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
 def environment_rows(records: Sequence[dict]) -> tuple[list[list[str]], list[str]]:
     """Rows for the environment table, and warnings when runs came from different set-ups."""
-    envs = [r.get("env") or {} for r in records if r.get("env")]
     with_env = [r for r in records if r.get("env")]
+    # One env per distinct combination of the fields the rows read: a results set repeats one
+    # machine's env in every record (the rows list distinct values in first-seen order).
+    distinct: dict[tuple, dict] = {}
+    for r in with_env:
+        e = r["env"]
+        key = tuple(map(e.get, ROW_FIELDS))
+        try:
+            distinct.setdefault(key, e)
+        except TypeError:                  # a list or object value: compare it as a tuple
+            distinct.setdefault(tuple(map(_hashable, key)), e)
+    envs = list(distinct.values())
 
     def values(fmt: Callable[[dict], str | None]) -> list[str]:
         seen: list[str] = []

@@ -59,9 +59,13 @@ def save(fig, path: str | Path) -> Path:
     png = Path(path).with_suffix(".png")
     png.parent.mkdir(parents=True, exist_ok=True)
     with matplotlib.rc_context(SAVE_RC):
-        for fmt in FORMATS:
+        for i, fmt in enumerate(FORMATS):
             fig.savefig(png.with_suffix("." + fmt), format=fmt, dpi=DPI,
                         metadata=METADATA[fmt])
+            if i == 0:
+                # The layout is solved once, for the first file; the others keep it (solving
+                # it again per format costs as much as drawing, for the same positions).
+                fig.set_layout_engine("none")
     plt.close(fig)
     return png
 

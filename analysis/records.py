@@ -21,6 +21,7 @@ jsonschema, whose first error is the one reported; without it jsonschema validat
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 from pathlib import Path
@@ -263,8 +264,19 @@ def load_records(inputs: Iterable[str | Path] | str | Path,
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
     records: list[dict[str, Any]] = []
-    for f in resolve_inputs(inputs):
-        records.extend(load_file(f, notes))
+    # Decoding creates millions of small objects and no reference cycle: the cyclic garbage
+    # collector, triggered by every few hundred allocations, would walk all of them again and
+    # again (half the time of reading 100,000 records). It is paused while reading, and what
+    # was read is moved out of its reach (gc.freeze) for the rest of the run.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for f in resolve_inputs(inputs):
+            records.extend(load_file(f, notes))
+    finally:
+        if collecting:
+            gc.enable()
+    gc.freeze()
     return drop_duplicates(records, notes)
 
 

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis import cost_model  # noqa: E402
+from analysis import cost_model, figure_pool  # noqa: E402
 from analysis.aggregate import (PIPELINED_STRATEGIES, Group, LinkRates, aggregate,  # noqa: E402
                                 floors, overlap_efficiency, present, reference_batch,
                                 representative, slices, strategies_in)
@@ -54,6 +54,7 @@ from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
                             describe_interval, median_with_interval, rank_by_tests,
                             stability_label)
+from analysis.stream import figure_jobs as stream_figure_jobs  # noqa: E402
 from analysis.stream import is_stream, section as stream_section  # noqa: E402
 
 CAPTIONS = {
@@ -343,6 +344,21 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     out.mkdir(parents=True, exist_ok=True)
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
+    # Every figure (per configuration set, then the stream section's) is drawn by worker
+    # processes while this one writes the tables (analysis/figure_pool.py).
+    main = [g for g in groups if not is_stream(g)]     # the stream scenario: its own section
+    parts = slices(main)
+    options = {"batch": batch, "pinned_bw": rates}
+    jobs, drawn = [], {}
+    for si, part in enumerate(parts):
+        suffix = "" if len(parts) == 1 else f"_{si + 1}"
+        for name, (fn, _) in PLOTS.items():
+            params = inspect.signature(fn).parameters
+            kwargs = {k: v for k, v in options.items() if v is not None and k in params}
+            drawn[(si, name)] = len(jobs)
+            jobs.append((fn, (part, plots_dir / f"{name}{suffix}.png"), kwargs))
+    stream_jobs = stream_figure_jobs(groups, plots_dir)
+    figures = figure_pool.start(jobs + stream_jobs)
     csv_path = write_csv(groups, out / "summary.csv", rates)
 
     title = title or f"memstrat results: {', '.join(Path(f).parent.name or str(f) for f in files[:1])}"
@@ -390,24 +406,24 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     doc.ul(statistics_notes(groups))
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}
-    # The stream scenario sweeps other axes (workers, augmentation): its own section below.
-    main = [g for g in groups if not is_stream(g)]
-    parts = slices(main)
+    rankings = []
+    for si, part in enumerate(parts):      # the tables first, while the figures are drawn
+        rdoc = Doc()
+        ranking(rdoc, part, (3 if len(parts) > 1 else 2) + 1, failed)
+        rankings.append(rdoc)
+    pngs = figures.results()
+    stream_pngs = pngs[len(jobs):]
     for si, part in enumerate(parts):
-        suffix = "" if len(parts) == 1 else f"_{si + 1}"
         level = 2
         if len(parts) > 1:
             doc.h(2, f"Configuration set {si + 1}: {context(part)}")
             level = 3
         doc.h(level, "Ranking by median ms/epoch over processes (lower is better)")
-        ranking(doc, part, level + 1, failed)
+        doc.extend(rankings[si])
         doc.h(level, "Figures")
         missing = []
-        options = {"batch": batch, "pinned_bw": rates}
         for name, (fn, heading) in PLOTS.items():
-            params = inspect.signature(fn).parameters
-            kwargs = {k: v for k, v in options.items() if v is not None and k in params}
-            png = fn(part, plots_dir / f"{name}{suffix}.png", **kwargs)
+            png = pngs[drawn[(si, name)]]
             if png is None:
                 missing.append(heading)
                 continue
@@ -418,7 +434,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
             doc.p("Not drawn for lack of data (no such runs, or the counters were null): "
                   + "; ".join(missing) + ".")
 
-    written["stream"] = stream_section(doc, groups, plots_dir)
+    written["stream"] = stream_section(doc, groups, plots_dir, pngs=stream_pngs)
 
     model_csv = None
     if tables:

@@ -98,12 +98,18 @@ class Summary:
 
 @dataclasses.dataclass(frozen=True)
 class Effect:
-    """new against base: a Hodges-Lehmann estimate with its Moses interval."""
+    """new against base: a Hodges-Lehmann estimate with its Moses interval, and (computed when
+    first read) the two-sided Mann-Whitney U p-value, unadjusted."""
     estimate: float
     ci: Interval
-    p: float          # two-sided Mann-Whitney U p-value (unadjusted)
     n_base: int
     n_new: int
+    base: tuple = dataclasses.field(default=(), repr=False, compare=False)
+    new: tuple = dataclasses.field(default=(), repr=False, compare=False)
+
+    @functools.cached_property
+    def p(self) -> float:
+        return mann_whitney_p(self.base, self.new)
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
@@ -169,7 +175,26 @@ def mann_whitney_p(a: Sequence[float | None], b: Sequence[float | None]) -> floa
     x, y = _clean(a), _clean(b)
     if len(x) == 0 or len(y) == 0:
         return None
-    return float(sps.mannwhitneyu(x, y, alternative="two-sided", method=_mwu_method(x, y)).pvalue)
+    method = _mwu_method(x, y)
+    if method == "exact":
+        # Without ties the exact p depends only on U and the sizes: SciPy's answer for the
+        # same (U, m, n) is asked once (a report makes thousands of these tests).
+        return _exact_two_sided_p(int((x[:, None] > y[None, :]).sum()), len(x), len(y))
+    return float(sps.mannwhitneyu(x, y, alternative="two-sided", method=method).pvalue)
+
+
+@functools.lru_cache(maxsize=None)
+def _exact_two_sided_p(u: int, m: int, n: int) -> float:
+    x, y = _samples_with_u(u, m, n)
+    return float(sps.mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue)
+
+
+def _samples_with_u(u: int, m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """m x's and n y's, all distinct, whose U statistic (#{x_i > y_j}) is exactly u: y at 0, 2,
+    ..., 2n-2 and x_i just above c_i of them, sum c_i = u."""
+    counts = [min(n, max(0, u - n * i)) for i in range(m)]
+    x = np.array([2.0 * c - 1.0 + (i + 1) / (m + 2.0) for i, c in enumerate(counts)])
+    return x, 2.0 * np.arange(n, dtype=float)
 
 
 def min_attainable_p(m: int, n: int) -> float:
@@ -187,9 +212,7 @@ def u_cdf(u: int, m: int, n: int) -> float:
         return 0.0
     if u >= m * n:
         return 1.0
-    counts = [min(n, max(0, u - n * i)) for i in range(m)]
-    x = np.array([2.0 * c - 1.0 + (i + 1) / (m + 2.0) for i, c in enumerate(counts)])
-    y = 2.0 * np.arange(n, dtype=float)
+    x, y = _samples_with_u(u, m, n)
     method = "exact" if m * n <= _EXACT_MAX_PAIRS else "asymptotic"
     res = sps.mannwhitneyu(x, y, alternative="less", method=method)
     return float(res.pvalue)
@@ -240,16 +263,19 @@ def shift(base: Sequence[float | None], new: Sequence[float | None],
           confidence: float = CONFIDENCE) -> Effect | None:
     """new - base as an Effect (estimate, interval, Mann-Whitney p); None as shift_interval."""
     got = shift_interval(base, new, confidence)
-    return None if got is None else Effect(got[0], got[1], mann_whitney_p(base, new),
-                                           len(_clean(base)), len(_clean(new)))
+    return None if got is None else _effect(got, base, new)
 
 
 def ratio(base: Sequence[float | None], new: Sequence[float | None],
           confidence: float = CONFIDENCE) -> Effect | None:
     """new / base as an Effect; None as ratio_interval."""
     got = ratio_interval(base, new, confidence)
-    return None if got is None else Effect(got[0], got[1], mann_whitney_p(base, new),
-                                           len(_clean(base)), len(_clean(new)))
+    return None if got is None else _effect(got, base, new)
+
+
+def _effect(got: tuple[float, Interval], base, new) -> Effect:
+    b, n = tuple(_clean(base)), tuple(_clean(new))
+    return Effect(got[0], got[1], len(b), len(n), b, n)
 
 
 def family_can_order(sizes: Sequence[int], alpha: float = ALPHA) -> bool:

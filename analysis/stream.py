@@ -258,9 +258,30 @@ def detail_rows(points: Sequence[StreamPoint]) -> list[list[Any]]:
     return rows
 
 
-def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2) -> list[Path]:
-    """The report's stream section for the stream groups among `groups`; the PNGs written."""
+def _sets(groups: Sequence[Group]) -> list[tuple[list, str, str]]:
+    """(points, what they share, figure suffix) per stream set among `groups`."""
     from .plot_style import context
+    sets = stream_sets(stream_points(groups))
+    out = []
+    for i, part in enumerate(sets):
+        k = part[0].group.key
+        what = context([p.group for p in part], transfer=k.transfer, batch=k.batch,
+                       slots=k.prefetch)
+        out.append((part, what, "" if len(sets) == 1 else f"_{i + 1}"))
+    return out
+
+
+def figure_jobs(groups: Sequence[Group], plots_dir: Path) -> list[tuple]:
+    """The stream section's figures as (function, args, kwargs) jobs (analysis/figure_pool.py),
+    in the order `section` takes their results."""
+    return [(plot_stream, (part, plots_dir / f"stream_workers{suffix}.png", what), {})
+            for part, what, suffix in _sets(groups)]
+
+
+def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2,
+            pngs: Sequence[Path | None] | None = None) -> list[Path]:
+    """The report's stream section for the stream groups among `groups`; the PNGs written.
+    `pngs`: the figures already drawn from figure_jobs (else they are drawn here)."""
     points = stream_points(groups)
     if not points:
         return []
@@ -281,15 +302,12 @@ def section(doc: Doc, groups: Sequence[Group], plots_dir: Path, level: int = 2) 
         "other scenarios.",
     ])
     written = []
-    sets = stream_sets(points)
-    for i, part in enumerate(sets):
-        k = part[0].group.key
-        what = context([p.group for p in part], transfer=k.transfer, batch=k.batch,
-                       slots=k.prefetch)
-        suffix = "" if len(sets) == 1 else f"_{i + 1}"
+    sets = _sets(groups)
+    if pngs is None:
+        pngs = [fn(*args, **kwargs) for fn, args, kwargs in figure_jobs(groups, plots_dir)]
+    for i, ((part, what, _), png) in enumerate(zip(sets, pngs)):
         if len(sets) > 1:
             doc.h(level + 1, f"Stream set {i + 1}: {what}")
-        png = plot_stream(part, plots_dir / f"stream_workers{suffix}.png", what)
         if png is not None:
             written.append(png)
             doc.img(png, f"plots/{png.name}", "epoch time and starvation vs workers",

@@ -184,3 +184,14 @@ def test_csv_tells_variants_of_one_strategy_apart(tmp_path, fixtures_dir):
     assert len({r["variant"] for r in rows}) == 2
     assert all(r["copy_chunk_mib"] == "" and r["prefetch_chunk_mib"] == "" for r in rows)
     assert {r["step"] for r in rows} == {base["config"].get("step") or ""}
+
+
+def test_process_medians_at_once_equal_one_record_at_a_time(fixture_records):
+    from analysis.aggregate import process_median, process_medians
+    ok = [r for r in fixture_records if r["status"] == "ok"]
+    for metric in ("wall_ms", "gpu_ms", "copy_ms", "um_gpu_faults", "h2d_bytes"):
+        assert process_medians(ok, metric) == [process_median(r, metric) for r in ok]
+    odd = [{"epochs": [{"wall_ms": 9.0}, {"wall_ms": None}, {"wall_ms": 4.0}]},
+           {"epochs": [{"wall_ms": 3.0}]}, {"epochs": [{"x": 1}, {"x": 2}]}]
+    assert process_medians(odd, "wall_ms") == [4.0, 3.0, None]
+    assert process_medians([], "wall_ms") == []

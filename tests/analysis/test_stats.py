@@ -248,3 +248,13 @@ def test_a_family_of_five_process_configurations_can_never_be_ordered():
     assert not stats.family_can_order([5] * 5)
     assert stats.family_can_order([10] * 12)          # 66 pairs x 1.1e-5
     assert not stats.family_can_order([10, 1])
+
+
+def test_the_exact_p_from_u_alone_is_scipys_p_on_the_data():
+    from scipy import stats as sps
+    rng = np.random.default_rng(9)
+    for m, n in ((3, 3), (5, 7), (10, 10), (12, 9)):
+        for _ in range(25):
+            x, y = rng.lognormal(size=m), 1.1 * rng.lognormal(size=n)
+            want = sps.mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue
+            assert stats.mann_whitney_p(x, y) == pytest.approx(want, rel=1e-12)
