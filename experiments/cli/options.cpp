@@ -291,9 +291,12 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
             "Epochs; epoch 1 is reported separately as warm-up");
   o.integer("-b,--batch", c.batch, 1, 1 << 20, "batch",
             "Batch size (rows); the last batch of an epoch may be partial");
-  o.parsed<std::vector<int>>("--hidden", c.hidden, parse_hidden, hidden_string(c.hidden), "list",
-                             json(c.hidden), "hidden",
-                             "Hidden layer sizes, comma separated (e.g. 256 or 512,256)");
+  OptionInfo& hidden =
+      o.parsed<std::vector<int>>("--hidden", c.hidden, parse_hidden, hidden_string(c.hidden),
+                                 "list", json(c.hidden), "hidden",
+                                 "Hidden layer sizes, comma separated (e.g. 256 or 512,256)");
+  hidden.min = 1;  // each layer's size (describe --json; the matrix runner checks cells by it)
+  hidden.max = kMaxHiddenSize;
   o.choice("--transfer", c.transfer, named({Transfer::U8, Transfer::F32}), "transfer",
            "u8: move raw pixels, normalise on the GPU; f32: move normalised floats (4x bytes)");
   o.choice("--scenario", c.scenario, named({Scenario::Static, Scenario::Refresh, Scenario::Stream}),

@@ -144,10 +144,10 @@ std::vector<int> parse_hidden(const std::string& s) {
     } catch (const std::exception&) {
       pos = 0;
     }
-    if (pos == 0 || pos != tok.size() || v <= 0 || v > 65536)
+    if (pos == 0 || pos != tok.size() || v <= 0 || v > kMaxHiddenSize)
       throw std::invalid_argument("--hidden: '" + s +
-                                  "' is not a comma-separated list of layer sizes in 1..65536 "
-                                  "(e.g. 256 or 512,256)");
+                                  "' is not a comma-separated list of layer sizes in 1.." +
+                                  std::to_string(kMaxHiddenSize) + " (e.g. 256 or 512,256)");
     out.push_back(static_cast<int>(v));
   }
   if (out.empty()) throw std::invalid_argument("--hidden: empty (e.g. 256 or 512,256)");

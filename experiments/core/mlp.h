@@ -88,5 +88,7 @@ class Mlp {
 
 /// "256" or "512,256" -> {512, 256}; throws std::invalid_argument on anything else.
 std::vector<int> parse_hidden(const std::string& s);
+/// The largest hidden layer parse_hidden accepts (each layer: 1..kMaxHiddenSize).
+inline constexpr int kMaxHiddenSize = 65536;
 
 }  // namespace memstrat

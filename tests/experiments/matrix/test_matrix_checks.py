@@ -240,3 +240,13 @@ def test_hidden_sizes_follow_the_range_describe_declares(run_matrix, describe, t
         run_matrix.load_matrix(m, d)
     m.write_text(f"extra_args = '--lr 0.1'\n{PINNED}")
     assert run_matrix.load_matrix(m, d).cells
+
+
+def test_memstrat_declares_the_hidden_range_so_a_bad_size_runs_no_cell(run_matrix, describe,
+                                                                       tmp_path):
+    (hidden,) = [o for o in describe["train_options"] if o["name"] == "--hidden"]
+    assert (hidden["min"], hidden["max"]) == (1, 65536)      # the fixture = memstrat describe
+    m = tmp_path / "m.toml"
+    m.write_text("[axes]\nstrategy = 'pinned'\nhidden = 100000\n")
+    with pytest.raises(run_matrix.MatrixError, match=r"hidden sizes must be in 1..65536"):
+        run_matrix.load_matrix(m, describe)
