@@ -24,9 +24,9 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from .aggregate import present, strategies_in  # noqa: E402
-from .plot_style import (NEUTRAL, TRANSFER_ORDER, UNSTABLE_LABEL, UNSTABLE_MARK,  # noqa: E402
-                         _figure, _finish, context, interval_label, log_axis, strategy_handle,
-                         strategy_style, unstable_handle, whisker_handle)
+from .plot_style import (NEUTRAL, TRANSFER_ORDER, UNSTABLE_MARK, _figure,  # noqa: E402
+                         _finish, context, legend_tail, log_axis, strategy_handle,
+                         strategy_style)
 
 # cost_model.UNEXPLAINED, for callers that do not pass the band (a test keeps them equal).
 DEFAULT_BAND = 0.25
@@ -113,13 +113,8 @@ def plot_parity(comparisons: Sequence[Any], path: str | Path,
     handles += [Line2D([], [], color="0.3", linestyle="--"), Patch(color="0.88")]
     labels += ["measured = predicted",
                f"|residual| <= {band:.0%} (outside: unexplained)"]
-    label = interval_label(measured)
-    if label:
-        handles.append(whisker_handle())
-        labels.append(label)
-    if any_unstable:
-        handles.append(unstable_handle())
-        labels.append(UNSTABLE_LABEL)
+    tail_h, tail_l = legend_tail(measured, any_unstable)
+    handles, labels = handles + tail_h, labels + tail_l
     same_slice = len({g.key.slice_key() for g in groups}) == 1
     return _finish(fig, path, "Cost model: predicted vs measured steady epoch, per batch size",
                    context(groups) if same_slice else

@@ -411,6 +411,20 @@ def floor_legend(has_floor: bool, has_compute_floor: bool):
     return handles, labels
 
 
+def legend_tail(summaries, unstable: bool, what: str = "whisker",
+                of: str = "the median over processes"):
+    """Legend entries for the whiskers drawn (method and coverage) and, if any, the × mark."""
+    handles, labels = [], []
+    label = interval_label(summaries, what, of)
+    if label:
+        handles.append(whisker_handle())
+        labels.append(label)
+    if unstable:
+        handles.append(unstable_handle())
+        labels.append(UNSTABLE_LABEL)
+    return handles, labels
+
+
 def whisker_handle() -> Line2D:
     return Line2D([], [], color="0.15", marker="|", markersize=10, linestyle="none",
                   markeredgewidth=0.8)

@@ -33,26 +33,23 @@ from .aggregate import (PIPELINED_STRATEGIES, Group, OverlapPoint,  # noqa: E402
                         floors, overlap_efficiency, present,
                         reference_batch, representative, strategies_in)
 from .plot_style import (NA_COLOR, NEUTRAL, RANGE_LABEL, SCENARIO_ORDER,  # noqa: E402
-                         TRANSFER_ORDER, UNSTABLE_LABEL, UNSTABLE_MARK, WHISKER, _ci_err,
-                         _compact, _figure, _find, _finish, _floor_lines, _maybe_log, _na,
-                         _panel_title, _range_err, _strategy_axis, batch_colors, batch_marker,
-                         context, floor_legend, interval_label, no_minor_x,
-                         panel_grid, panel_keys, point, strategy_color, strategy_handle,
-                         strategy_style, unstable_handle, whisker_handle)
+                         TRANSFER_ORDER, UNSTABLE_MARK, WHISKER, _ci_err, _compact, _figure,
+                         _find, _finish, _floor_lines, _maybe_log, _na, _panel_title,
+                         _range_err, _strategy_axis, batch_colors, batch_marker, context,
+                         floor_legend, legend_tail, no_minor_x, panel_grid, panel_keys, point,
+                         strategy_color, strategy_handle, strategy_style, whisker_handle)
 
 
-def _legend_tail(summaries, unstable: bool, what: str = "whisker",
-                 of: str = "the median over processes"):
-    """Legend entries for the whiskers drawn (method and coverage) and, if any, the × mark."""
-    handles, labels = [], []
-    label = interval_label(summaries, what, of)
-    if label:
-        handles.append(whisker_handle())
-        labels.append(label)
-    if unstable:
-        handles.append(unstable_handle())
-        labels.append(UNSTABLE_LABEL)
-    return handles, labels
+
+def epoch_time_axis(ax, values, strategies, scenario: str, transfer: str) -> None:
+    """A panel of ms per epoch against strategies: log scale where the values span more than
+    LOG_SPAN, else from 0; strategy ticks, label, the panel's title."""
+    log = _maybe_log(ax, values)
+    if not log:
+        ax.set_ylim(bottom=0)
+    _strategy_axis(ax, strategies)
+    ax.set_ylabel("ms per epoch (wall clock)" + (", log scale" if log else ""))
+    ax.set_title(_panel_title(scenario, transfer), fontsize=10)
 
 
 # --------------------------------------------------------------------------------------
@@ -92,16 +89,11 @@ def plot_ms_per_epoch(groups: Sequence[Group], path: str | Path,
                 heights += _floor_lines(ax, x, slot * 0.9, f)
                 drew_floor |= f.floor_ms is not None
                 drew_compute |= f.compute_ms is not None
-        log = _maybe_log(ax, heights)
-        if not log:
-            ax.set_ylim(bottom=0)
-        _strategy_axis(ax, strategies)
-        ax.set_ylabel("ms per epoch (wall clock)" + (", log scale" if log else ""))
-        ax.set_title(_panel_title(s, t), fontsize=10)
+        epoch_time_axis(ax, heights, strategies, s, t)
     handles = [Line2D([], [], color=NEUTRAL, marker=batch_marker(i), linestyle="none")
                for i in sorted(batches_drawn)]
     labels = [f"batch {batches[i]}" for i in sorted(batches_drawn)]
-    more_h, more_l = _legend_tail(drawn, any_unstable)
+    more_h, more_l = legend_tail(drawn, any_unstable)
     fh, flab = floor_legend(drew_floor, drew_compute)
     return _finish(fig, path, "Time per epoch by strategy (median over processes; lower is "
                               "better)",
@@ -179,7 +171,7 @@ def plot_throughput_vs_batch(groups: Sequence[Group], path: str | Path) -> Path 
         ax.set_title(_panel_title(s, t), fontsize=10)
     shown = [n for n in strategies if n in names_drawn]
     key = ([strategy_handle(n, line=True) for n in shown], list(shown))
-    more_h, more_l = _legend_tail(drawn, any_unstable, of="the median over processes "
+    more_h, more_l = legend_tail(drawn, any_unstable, of="the median over processes "
                                   "(throughput at the ends of the epoch time's interval)")
     return _finish(fig, path, "Training throughput vs batch size (steady state; higher "
                               "is better)", context(groups), more_h, more_l, key=key)
@@ -265,7 +257,7 @@ def plot_epoch_breakdown(groups: Sequence[Group], path: str | Path,
     if drew_wall:
         handles.append(Line2D([], [], color="black", linewidth=2))
         labels.append("wall-clock epoch time")
-    more_h, more_l = _legend_tail(walls, any_unstable, "whisker on the wall time")
+    more_h, more_l = legend_tail(walls, any_unstable, "whisker on the wall time")
     fh, flab = floor_legend(drew_floor, drew_compute)
     return _finish(fig, path, f"Where an epoch's time goes (batch {batch})",
                    context(groups), handles + more_h + fh, labels + more_l + flab, ncol=3)
@@ -314,12 +306,7 @@ def plot_epoch1_vs_steady(groups: Sequence[Group], path: str | Path,
                 steady.append(ss)
                 vals += [ss.median] + ([ss.ci.low, ss.ci.high] if ss.ci else [])
                 any_unstable |= point(ax, i + dx, ss, st["marker"], st["color"])
-        log = _maybe_log(ax, vals)
-        if not log:
-            ax.set_ylim(bottom=0)
-        _strategy_axis(ax, strategies)
-        ax.set_ylabel("ms per epoch (wall clock)" + (", log scale" if log else ""))
-        ax.set_title(_panel_title(s, t), fontsize=10)
+        epoch_time_axis(ax, vals, strategies, s, t)
     handles, labels = [], []
     if drew_e1:
         handles.append(Line2D([], [], color=NEUTRAL, marker="o", markerfacecolor="white",
@@ -328,7 +315,7 @@ def plot_epoch1_vs_steady(groups: Sequence[Group], path: str | Path,
     if steady:
         handles.append(Line2D([], [], color=NEUTRAL, marker="o", linestyle="none"))
         labels.append("steady state (median over processes of epochs 2..N)")
-    more_h, more_l = _legend_tail(steady, any_unstable, "whisker on steady state")
+    more_h, more_l = legend_tail(steady, any_unstable, "whisker on steady state")
     return _finish(fig, path, f"First epoch vs steady state (batch {batch})",
                    context(groups), handles + more_h, labels + more_l, ncol=1)
 

@@ -137,9 +137,8 @@ def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path |
     ×: unstable epoch time. Writes PNG, SVG and PDF; returns the PNG path."""
     if not points:
         return None
-    from .plot_style import (UNSTABLE_LABEL, UNSTABLE_MARK, _figure, _finish, _maybe_log,
-                             interval_label, no_minor_x, strategy_handle, strategy_style,
-                             unstable_handle, whisker_handle)
+    from .plot_style import (UNSTABLE_MARK, _figure, _finish, _maybe_log, legend_tail,
+                             no_minor_x, strategy_handle, strategy_style)
     augments = _augments(points)
     with_starvation = any(p.starvation for p in points)
     fig, axes = _figure(2 if with_starvation else 1, len(augments), 5.0, 3.4)
@@ -192,14 +191,7 @@ def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path |
             ax.set_axisbelow(True)
     names = [s for s in strategies_in([p.group for p in points]) if s in drawn]
     key = ([strategy_handle(s, line=True) for s in names], list(names))
-    handles, labels = [], []
-    label = interval_label(summaries)
-    if label:
-        handles.append(whisker_handle())
-        labels.append(label)
-    if any_unstable:
-        handles.append(unstable_handle())
-        labels.append(UNSTABLE_LABEL)
+    handles, labels = legend_tail(summaries, any_unstable)
     if with_starvation:
         from matplotlib.lines import Line2D
         handles.append(Line2D([], [], color="0.3", linestyle=":", linewidth=1.0))
