@@ -526,6 +526,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TraceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        print(f"error: --out {args.out}: cannot write the figure: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
     print(f"wrote {png}, {png.with_suffix('.svg')} and {png.with_suffix('.pdf')}")
     return 0
 

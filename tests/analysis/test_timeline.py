@@ -394,3 +394,10 @@ def test_a_trace_without_nvtx_still_draws_with_estimated_batches(tmp_path, monke
                         titles.append(subtitle) or p)
     T.plot_timeline(trace, tmp_path / "t.png")
     assert "no NVTX batch ranges" in titles[0]
+
+
+def test_an_out_that_cannot_be_written_is_a_message_and_exit_2(tmp_path, capsys):
+    trace = per_batch_trace(tmp_path)[0]
+    assert T.main([str(trace), "--out", "/proc/no-such-folder"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out /proc/no-such-folder: cannot write") and "Traceback" not in err
