@@ -22,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
-from train_args import check_train_args
+from train_args import check_train_args, train_arg_values
 
 # depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
 # reads which; for a strategy that does not read one, the axis collapses to a single cell.
@@ -35,18 +35,32 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # option of the same name (copy_streams: --copy-streams); its allowed values and default come
 # from `memstrat describe --json` (see describe()).
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
-        "depth", "copy_streams", "epoch_launch", "profile", "fused") + STREAM_AXES + ("cpus",)
+        "depth", "copy_streams", "epoch_launch", "launch_form", "profile", "fused") \
+    + STREAM_AXES + ("cpus",)
 # Axes the runner applies itself rather than passing to `memstrat train`: cpus = "all" (the
 # default: no restriction) or a CPU list for `taskset -c` (e.g. "0", "0-3"), the process and
 # every thread it starts confined to those cores.
 RUNNER_AXES = {"cpus": {"name": "cpus", "kind": "text", "default": "all"}}
 AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
-                "epoch-launch": "epoch_launch"}
+                "epoch-launch": "epoch_launch", "launch-form": "launch_form"}
 # Axes a cell passes to memstrat only when they differ from the option's default (a cell holds
 # None for the default, so the keys of matrices without these axes stay what they were). A
 # matrix that sets such an axis must not set the same option in extra_args as well.
-AXIS_FLAGS = {"epoch_launch": ("--epoch-launch",), "profile": ("--profile", "--no-profile"),
-              "fused": ("--fused",), "cpus": ()}
+# --epoch-launch is the older spelling of --launch-form (on = auto, off = per-batch): the two
+# axes are one option, so a matrix sets at most one of them, and neither beside the other
+# spelling in extra_args.
+AXIS_FLAGS = {"epoch_launch": ("--epoch-launch", "--launch-form"),
+              "launch_form": ("--launch-form", "--epoch-launch"),
+              "profile": ("--profile", "--no-profile"), "fused": ("--fused",), "cpus": ()}
+EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --launch-form Y
+# The step the kernel forms need (`memstrat describe`: launch_forms[].needs_step) and the rule
+# by which a cell takes it (experiments/core/step_choice.cpp): --fused on takes it only up to
+# batch x hidden = SINGLE_LAUNCH_MAX_WORK (kSingleLaunchMaxWork, experiments/core/mlp_config.h)
+# and never for a strategy whose batches are read in place from host memory; --fused single
+# takes it at any size; lt and off never; nor --tf32, --gemm tiled, or more than one hidden
+# layer.
+SINGLE_LAUNCH = "single-launch"
+SINGLE_LAUNCH_MAX_WORK = 262144
 # [[exclude]] keys besides the axes: "repeat" (0-based), e.g. to profile only repeat 0.
 RULE_KEYS = AXES + ("repeat",)
 RUN_KEYS = ("repeats", "seed", "vary_seed")
@@ -86,6 +100,7 @@ class Cell:
     extra_args: tuple[str, ...] = ()
     nsys: bool = False
     epoch_launch: str | None = None  # --epoch-launch; None: memstrat's default, not passed
+    launch_form: str | None = None   # --launch-form; None: auto (the default), not passed
     profile: bool | None = None      # --profile / --no-profile; None: memstrat's default
     workers: int | None = None       # --workers, --prefetch, --augment: stream cells only
     prefetch: int | None = None
@@ -110,6 +125,8 @@ class Cell:
         # without these axes stay what they were.
         if self.epoch_launch is not None:
             parts.append(f"elaunch-{self.epoch_launch}")
+        if self.launch_form is not None:
+            parts.append(f"launch-{self.launch_form}")
         if self.profile is not None:
             parts.append("profile" if self.profile else "noprofile")
         if self.fused is not None:
@@ -127,6 +144,14 @@ class Cell:
     def axis_value(self, axis: str) -> Any:
         return getattr(self, axis)
 
+    @property
+    def asked_form(self) -> str | None:
+        """The launch form the cell asks for by name (--launch-form X, or --epoch-launch off:
+        per-batch); None for auto."""
+        if self.launch_form is not None:
+            return self.launch_form
+        return EPOCH_LAUNCH_FORMS.get(self.epoch_launch) if self.epoch_launch else None
+
     def train_args(self) -> list[str]:
         """Arguments after `memstrat train` (without --json / --run-tag)."""
         args = ["--strategy", self.strategy, "--scenario", self.scenario,
@@ -142,6 +167,8 @@ class Cell:
                      "--augment", self.augment]
         if self.epoch_launch is not None:
             args += ["--epoch-launch", self.epoch_launch]
+        if self.launch_form is not None:
+            args += ["--launch-form", self.launch_form]
         if self.profile is not None:
             args.append("--profile" if self.profile else "--no-profile")
         if self.fused is not None:
@@ -154,7 +181,8 @@ class Cell:
                 "transfer": self.transfer, "batch": self.batch, "hidden": list(self.hidden),
                 "epochs": self.epochs, "seed": self.seed, "gemm": self.gemm,
                 "depth": self.depth, "streams": self.copy_streams, "workers": self.workers,
-                "prefetch": self.prefetch, "augment": self.augment, "run_tag": self.key}
+                "prefetch": self.prefetch, "augment": self.augment,
+                "launch_form": self.asked_form or "auto", "run_tag": self.key}
 
 
 @dataclasses.dataclass
@@ -168,6 +196,10 @@ class Matrix:
     extra_args: tuple[str, ...]
     seed: int              # the runs' seed (repeat 0); the default shuffle seed
     schema_version: int    # of the records the binary writes
+    # Cells memstrat cannot run, by what `memstrat describe` says (a launch form the strategy
+    # does not run in the scenario, a kernel form with a step that cannot run it), with why:
+    # never run, counted apart from the [[exclude]] rules'.
+    not_runnable: list[tuple[Cell, str]] = dataclasses.field(default_factory=list)
 
 
 def describe(memstrat: Path) -> dict[str, Any]:
@@ -192,9 +224,83 @@ def describe(memstrat: Path) -> dict[str, Any]:
 
 
 def _axis_options(description: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Axis name -> its option in the description (copy_streams -> --copy-streams)."""
+    """Axis name -> its option in the description (copy_streams -> --copy-streams); an axis
+    whose option the binary does not declare (an older memstrat) is left out."""
     by_name = {o["name"]: o for o in description["train_options"]}
-    return {a: RUNNER_AXES.get(a) or by_name["--" + a.replace("_", "-")] for a in AXES}
+    options = {}
+    for a in AXES:
+        option = RUNNER_AXES.get(a) or by_name.get("--" + a.replace("_", "-"))
+        if option is not None:
+            options[a] = option
+    return options
+
+
+def _step_refusal(cell: Cell, fused: Any, tf32: bool, in_host_memory: bool) -> str | None:
+    """Why `cell` does not take the single-launch step (SINGLE_LAUNCH's rule), or None where it
+    does or where only memstrat can tell (the shape: --fused single at a hidden size the step
+    cannot hold is memstrat's to refuse)."""
+    if fused == "off":
+        return "--fused off takes the layer-by-layer step"
+    if fused == "lt":
+        return "--fused lt takes the cuBLASLt step"
+    if len(cell.hidden) != 1:
+        return "the single-launch step needs exactly one hidden layer"
+    if cell.gemm != "cublas":
+        return f"the single-launch step stands in for --gemm cublas only, not {cell.gemm}"
+    if tf32:
+        return "--tf32 asks for tensor-core GEMMs; the single-launch step is fp32 only"
+    if fused != "on":
+        return None
+    if in_host_memory:
+        return (f"{cell.strategy} reads its batches in place from host memory, where --fused "
+                "on takes the layer-by-layer step (--fused single asks for the single-launch "
+                "one)")
+    work = cell.batch * cell.hidden[0]
+    if work > SINGLE_LAUNCH_MAX_WORK:
+        return (f"batch x hidden = {work} > {SINGLE_LAUNCH_MAX_WORK}, where --fused on takes "
+                "the cuBLASLt step (--fused single asks for the single-launch one)")
+    return None
+
+
+class _LaunchForms:
+    """What `memstrat describe` says about launch forms, asked cell by cell: `refusal(cell)` is
+    why memstrat cannot run the cell's launch form, or None. A description without launch
+    forms (an older memstrat) refuses nothing. Auto is refused only where the strategy runs no
+    form at all in the scenario; elsewhere memstrat falls back to a form the strategy and the
+    step allow."""
+
+    def __init__(self, description: dict[str, Any], extra: dict[str, Any]):
+        self.strategies = {s["name"]: s for s in description["strategies"]}
+        self.needs = {f["name"]: f.get("needs_step")
+                      for f in description.get("launch_forms", ())}
+        fused_default = next((o["default"] for o in description["train_options"]
+                              if o["name"] == "--fused"), None)
+        self.fused = extra.get("--fused", fused_default)
+        self.tf32 = bool(extra.get("--tf32", False))
+        # A form the extra arguments ask for (no axis sets one then).
+        form = extra.get("--launch-form")
+        self.extra_form = (form if form not in (None, "auto")
+                           else EPOCH_LAUNCH_FORMS.get(extra.get("--epoch-launch", "on")))
+
+    def refusal(self, cell: Cell) -> str | None:
+        form = cell.asked_form or self.extra_form
+        entry = self.strategies[cell.strategy]
+        forms = (entry.get("launch_forms") or {}).get(cell.scenario)
+        if forms is None:
+            return None
+        if not forms:  # not even auto: the strategy does not run in the scenario
+            return f"{cell.strategy} runs no launch form in the {cell.scenario} scenario"
+        if form is None:
+            return None
+        if form not in forms:
+            return f"{cell.strategy} runs only {', '.join(forms)} in the {cell.scenario} scenario"
+        if self.needs.get(form) == SINGLE_LAUNCH:
+            why = _step_refusal(cell, cell.fused or self.fused, self.tf32,
+                                bool(entry.get("batch_in_host_memory")))
+            if why:
+                needing = [f for f, step in self.needs.items() if step == SINGLE_LAUNCH]
+                return f"{' and '.join(needing)} need the single-launch step: {why}"
+        return None
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -366,6 +472,9 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for raw_key, raw in axes_doc.items():
         key = AXIS_ALIASES.get(raw_key, raw_key)
         where = f"{path}: axes.{raw_key}"
+        if key in AXES and key not in options:
+            raise MatrixError(f"{where}: this memstrat declares no --{key.replace('_', '-')} "
+                              "(`memstrat describe`); build the current one")
         if key in AXES:
             axes[key] = _axis_values(key, raw, where, strategies, options[key])
         elif key in RUN_KEYS:
@@ -385,11 +494,19 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     if "strategy" not in axes:
         raise MatrixError(f"{path}: axes.strategy is required (a list, or \"all\")")
     given_axes = set(axes)
+    if {"epoch_launch", "launch_form"} <= given_axes:
+        raise MatrixError(f"{path}: axes.epoch_launch and axes.launch_form both set the launch "
+                          "form (--epoch-launch is the older spelling of --launch-form: on = "
+                          "auto, off = per-batch); keep launch_form")
     for axis in AXES[1:]:  # every axis but strategy defaults to its option's default
+        if axis not in options:  # not declared by this memstrat: never passed
+            axes[axis] = [None]
+            continue
         default = options[axis]["default"]
         axes.setdefault(axis, [_parse_hidden(default, axis) if axis == "hidden" else default])
     for axis in AXIS_FLAGS:  # the option's default is not passed: None in the cell
-        axes[axis] = [None if v == options[axis]["default"] else v for v in axes[axis]]
+        default = options.get(axis, {}).get("default")
+        axes[axis] = [None if v == default else v for v in axes[axis]]
 
     rules: list[dict[str, list[Any]]] = []
     excl = doc.get("exclude", [])
@@ -407,7 +524,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                                   f"(allowed: {', '.join(RULE_KEYS)})")
             norm[key] = _normalise_rule_value(key, value, f"{where}.{raw_key}")
             if key in AXIS_FLAGS:  # as in the cells: the option's default is None
-                norm[key] = [None if v == options[key]["default"] else v for v in norm[key]]
+                default = options.get(key, {}).get("default")
+                norm[key] = [None if v == default else v for v in norm[key]]
         rules.append(norm)
 
     file_extra = doc.get("extra_args", [])
@@ -420,6 +538,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         raise MatrixError(f"{path}: extra_args must be a string or a list of strings")
     _check_extra_args(path, file_extra, extra_args, description)
     all_extra = tuple(file_extra) + tuple(extra_args)
+    launch_forms = _LaunchForms(description, train_arg_values(all_extra, description))
     for axis, flags in AXIS_FLAGS.items():
         given = [a for a in all_extra if a.split("=", 1)[0] in flags]
         if axis in given_axes and given:
@@ -443,13 +562,14 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     cells: list[Cell] = []
     seen: set[Cell] = set()
     excluded = collapsed = 0
+    not_runnable: list[tuple[Cell, str]] = []
     rule_hits = [0] * len(rules)
     # Repeats outermost: every configuration runs once before any runs twice, so slow
     # drift (clocks, temperature) spreads over all configurations instead of a few.
     for rep in range(run["repeats"]):
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
-             epoch_launch, profile, fused, workers, prefetch, augment, cpus) in \
+             epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -458,7 +578,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         depth=depth if "--depth" in reads else None,
                         copy_streams=streams if "--copy-streams" in reads else None,
                         seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
-                        epoch_launch=epoch_launch, profile=profile,
+                        epoch_launch=epoch_launch, launch_form=launch_form, profile=profile,
                         workers=workers if stream else None,
                         prefetch=prefetch if stream else None,
                         augment=augment if stream else None, fused=fused, cpus=cpus)
@@ -474,13 +594,18 @@ def load_matrix(path: str | Path, description: dict[str, Any],
             if hit:
                 excluded += 1
                 continue
+            why = launch_forms.refusal(cell)
+            if why:
+                not_runnable.append((cell, why))
+                continue
             cells.append(cell)
     for i, hits in enumerate(rule_hits):
         if hits == 0:
             print(f"warning: {path}: exclude #{i + 1} matches no cell", file=sys.stderr)
     return Matrix(path=path, name=name, description=str(doc.get("description", "")),
                   cells=cells, excluded=excluded, collapsed=collapsed, extra_args=all_extra,
-                  seed=run["seed"], schema_version=description["record_schema_version"])
+                  seed=run["seed"], schema_version=description["record_schema_version"],
+                  not_runnable=not_runnable)
 
 
 def run_order(cells: Sequence[Cell], order: str, seed: int) -> list[Cell]:

@@ -23,7 +23,10 @@ it) is recorded once, as failed, and skipped by a rerun, which says so
 (``--retry-rejected`` runs such cells again). The matrix is checked before any cell runs:
 its axes and extra arguments against ``memstrat describe --json``, its name (letters, digits,
 ``.``, ``_``, ``-``), its size (at most 100,000 cells unless ``--allow-large``). A bad
-matrix, binary or results folder is a one-line message and exit 2.
+matrix, binary or results folder is a one-line message and exit 2. Cells that ``memstrat
+describe`` says cannot run (a launch form the strategy does not run in the scenario, a kernel
+form with a step other than the single-launch one) are left out and counted as not runnable;
+``--dry-run`` lists them by reason.
 
 Crash safety: memstrat writes each cell's record into a private temporary file; the runner
 appends the finished line(s) to records.jsonl with one write + fsync, cut back to the file's
@@ -49,6 +52,7 @@ The matrix file format is documented in experiments/matrix/matrices/quick.toml.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import signal
@@ -99,7 +103,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="extra arguments for every `memstrat train`, one string; write "
                         "it with '=' when it starts with '-', e.g. "
                         "--extra-args=--data=/data/mnist (part of the cell identity; the "
-                        "profiler and the epoch launch are matrix axes)")
+                        "profiler and the launch form are matrix axes)")
     p.add_argument("--only", action="append", metavar="KEY",
                    help="run only the cell with this key (repeatable; used by --slurm); "
                         "waits for the results folder's lock where another runner holds it")
@@ -168,9 +172,30 @@ def _summary(matrix: Matrix, cells: Sequence[Cell], pending: Sequence[Cell], don
                "runs them" if skipped else "")
             + f"); {matrix.excluded} excluded, {matrix.collapsed} collapsed "
             "(an axis that is a strategy's own option collapses where it does not apply, "
-            f"{'/'.join(STREAM_AXES)} outside the {STREAM_SCENARIO} scenario); "
+            f"{'/'.join(STREAM_AXES)} outside the {STREAM_SCENARIO} scenario)"
+            + (f", {len(matrix.not_runnable)} not runnable (a launch form that `memstrat "
+               "describe` says the strategy or the step cannot run"
+               + ("; --dry-run lists why" if not args.dry_run else "") + ")"
+               if matrix.not_runnable else "")
+            + "; "
             + (f"order {args.order}, seed {seed}" if args.order == "shuffled"
                else "order sequential"))
+
+
+def _not_runnable_lines(matrix: Matrix) -> list[str]:
+    """The cells left out as not runnable, counted by reason (configurations and cells)."""
+    if not matrix.not_runnable:
+        return []
+    by_reason: dict[str, list[Cell]] = {}
+    for cell, why in matrix.not_runnable:
+        by_reason.setdefault(why, []).append(cell)
+    lines = [f"not runnable, never run: {len(matrix.not_runnable)} cells "
+             "(by `memstrat describe`)"]
+    for why, cells in by_reason.items():
+        # a configuration: its cells but for the repeat (and its seed) and the profiler
+        configs = len({dataclasses.replace(c, repeat=0, seed=0, profile=None) for c in cells})
+        lines.append(f"  {len(cells):>6} cells ({configs} configurations): {why}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dry_run:
         pending, skipped = pending_cells(done)
         print(_summary(matrix, cells, pending, done, skipped, args, seed))
+        for line in _not_runnable_lines(matrix):
+            print(line)
         runner = Runner(matrix, out, memstrat, args.timeout, args.nsys, [None])
         width = len(str(len(cells)))
         skipped_keys = {c.key for c in skipped}

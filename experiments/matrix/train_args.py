@@ -20,11 +20,18 @@ AXIS_OPTIONS = {"--strategy": "strategy", "--scenario": "scenario", "--transfer"
 def check_train_args(args: Sequence[str], description: dict[str, Any]) -> list[str]:
     """Check `args` as `memstrat train` would read them; returns the options they set (by
     their long names). Raises ValueError with a message naming the argument."""
+    return list(train_arg_values(args, description))
+
+
+def train_arg_values(args: Sequence[str], description: dict[str, Any]) -> dict[str, Any]:
+    """`args` checked as check_train_args does, as {long option name: value}: the value as
+    written for an option that takes one, True for a flag, False for its negation
+    (--no-profile). Raises ValueError with a message naming the argument."""
     spellings: dict[str, dict[str, Any]] = {}
     for o in description["train_options"]:
         for name in (o["name"], *o.get("aliases", ()), *o.get("negations", ())):
             spellings[name] = o
-    given: list[str] = []
+    given: dict[str, Any] = {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -49,6 +56,7 @@ def check_train_args(args: Sequence[str], description: dict[str, Any]) -> list[s
         if opt["kind"] == "flag":
             if has_value:
                 raise ValueError(f"{name} takes no value")
+            value = name not in opt.get("negations", ())
         else:
             if not has_value:
                 if i + 1 >= len(args):
@@ -60,7 +68,7 @@ def check_train_args(args: Sequence[str], description: dict[str, Any]) -> list[s
                 raise ValueError(f"{name} {value}: {problem}")
         if long in given:
             raise ValueError(f"{long} is given twice")
-        given.append(long)
+        given[long] = value
         i += 1
     return given
 

@@ -7,7 +7,11 @@ It answers from the committed copies of what the real binary writes
 $FAKE_MEMSTRAT_GPU (default "NVIDIA Fake GPU"), and `train` accepts exactly the options
 describe.json declares and appends one record built from the example records
 (run_record_ok.json / run_record_failed.json) with this run's config. Like memstrat, it exits 2
-on an option or value describe.json does not allow (and on --hidden sizes outside 1..65536).
+on an option or value describe.json does not allow (and on --hidden sizes outside 1..65536),
+and on a launch form the strategy, the scenario or the step cannot run; the record names the
+launch form asked for, the one that ran (auto: the strategy's own, as memstrat picks it) and
+the step (launch_run below, which mirrors experiments/core/step_choice.cpp and
+launch_request.cpp).
 Behaviour is steered by environment variables:
 
   FAKE_MEMSTRAT_SLEEP      seconds to sleep before writing the record
@@ -82,6 +86,66 @@ def train_parser():
     return ap
 
 
+# The form each strategy was built for (--launch-form auto) where its batches are written
+# before the epoch (static, refresh): one launch of every step (resident), one per chunk of
+# its own, or one epoch graph; the others run per batch.
+OWN_FORM = {"resident": "kernel", "double-buffer-graph": "kernel-per-chunk",
+            "zero-copy-staged": "kernel-per-chunk", "pinned-graph": "graph"}
+EPOCH_GRAPH = {"double-buffer-graph", "zero-copy-staged", "pinned-graph"}
+SINGLE_LAUNCH_MAX_WORK = 262144
+STRATEGIES = {s["name"]: s for s in DESCRIBE["strategies"]}
+NEEDS_STEP = {f["name"]: f["needs_step"] for f in DESCRIBE["launch_forms"]}
+
+
+def step_of(a):
+    """(the step the run takes, why not the single-launch step or None)."""
+    host = STRATEGIES[a.strategy]["batch_in_host_memory"]
+    if a.fused == "off":
+        return "layer-by-layer", "off in the configuration"
+    lt = "cublaslt-fused" if len(a.hidden) == 1 and a.gemm == "cublas" and not (
+        a.fused == "on" and host) else "layer-by-layer"
+    if a.fused == "lt":
+        return lt, "single-launch step off in the configuration"
+    why = ("the single-launch step needs exactly one hidden layer" if len(a.hidden) != 1 else
+           "the single-launch step stands in for the cuBLAS backend only" if a.gemm != "cublas"
+           else "TF32: fp32 only" if a.tf32 else
+           f"hidden size {a.hidden[0]} is not a multiple of 4" if a.hidden[0] % 4 else
+           "the batch is read in place from mapped host memory" if a.fused == "on" and host else
+           "batch x hidden > 262144" if a.fused == "on" and
+           a.batch * a.hidden[0] > SINGLE_LAUNCH_MAX_WORK else None)
+    return ("single-launch", None) if why is None else (lt, why)
+
+
+def launch_run(a, given):
+    """(launch form asked for, the form that runs, step, why the run is refused or None);
+    `given`: the options on the command line."""
+    asked = a.launch_form if "--launch-form" in given else None
+    if "--epoch-launch" in given:
+        old = "auto" if a.epoch_launch == "on" else "per-batch"
+        if asked is not None and asked != old:
+            return asked, None, None, f"--epoch-launch {a.epoch_launch} means --launch-form {old}"
+        asked = old
+    asked = asked or "auto"
+    forms = STRATEGIES[a.strategy]["launch_forms"][a.scenario]
+    step, not_single = step_of(a)
+    if not forms:
+        return asked, None, step, f"--strategy {a.strategy} does not run in {a.scenario}"
+    if asked == "auto":
+        form = OWN_FORM.get(a.strategy, "per-batch") if a.scenario != "stream" else "per-batch"
+        if NEEDS_STEP.get(form) and not_single:
+            form = "graph" if a.strategy in EPOCH_GRAPH else "per-batch"
+        return asked, form, step, None
+    if asked not in forms:
+        return asked, None, step, f"--launch-form {asked}: strategy {a.strategy} does not allow it"
+    if NEEDS_STEP.get(asked) and not_single:
+        return asked, None, step, f"--launch-form {asked}: the {step} step ({not_single})"
+    return asked, asked, step, None
+
+
+def given_options(argv):
+    return {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
 def record(a, argv, failed):
     """This run's record: the writer's example with this run's config and epoch count."""
     rec = copy.deepcopy(json.loads((FIXTURES / ("run_record_failed.json" if failed else
@@ -96,15 +160,13 @@ def record(a, argv, failed):
         "prefetch_chunk_mib": a.prefetch_chunk, "copy_chunk_mib": a.copy_chunk,
         "stage_blocks": a.stage_blocks,
         "profile": a.profile, "run_tag": a.run_tag})
-    if "epoch_launch" in rec["config"]:
-        # What the run decided, as experiments/core/trainer.cu decides it: one launch per
-        # epoch needs --epoch-launch on and a strategy that acquires every batch ahead of
-        # the compute (of the registered ones, resident).
-        launch = a.epoch_launch == "on" and a.strategy == "resident"
-        rec["config"]["epoch_launch"] = launch
-        rec["config"]["epoch_launch_off_reason"] = (
-            None if launch else "off (--epoch-launch off)" if a.epoch_launch == "off" else
-            f"strategy {a.strategy} moves each batch while the previous ones compute")
+    asked, form, step, _ = launch_run(a, given_options(argv))
+    rec["config"].update({
+        "launch_form": asked, "epoch_form": form, "epoch_launch": form != "per-batch",
+        "epoch_launch_off_reason": None if form != "per-batch" else
+        "per-batch asked for" if asked == "per-batch" else
+        f"strategy {a.strategy} moves each batch while the previous ones compute",
+        "step": step, "fused": step != "layer-by-layer"})
     if failed:
         rec["error"] = "fake memstrat: simulated failure"
         return rec
@@ -130,6 +192,10 @@ def main(argv):
         return 2
     a = train_parser().parse_args(argv[1:])
     tag = a.run_tag or ""
+    refused = launch_run(a, given_options(argv))[3]
+    if refused:
+        print(f"memstrat: {refused}", file=sys.stderr)
+        return 2
     if os.environ.get("FAKE_MEMSTRAT_REJECT") and os.environ["FAKE_MEMSTRAT_REJECT"] in tag:
         print("memstrat: simulated refusal", file=sys.stderr)
         return int(os.environ.get("FAKE_MEMSTRAT_REJECT_CODE", "2"))

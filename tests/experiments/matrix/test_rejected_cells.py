@@ -61,16 +61,20 @@ def test_a_rejected_cell_is_recorded_once(tmp_path, fake_memstrat, code, meaning
     assert run(base).returncode == 0
 
 
-def test_a_bad_hidden_size_is_rejected_once(tmp_path, fake_memstrat):
-    # describe declares no range for --hidden; memstrat refuses 100000 (1..65536) with exit 2
+def test_a_refusal_only_memstrat_can_tell_is_recorded_once(tmp_path, fake_memstrat):
+    # The kernel form with --fused single: the runner cannot tell from `memstrat describe` that
+    # the single-launch step does not take hidden size 250 (not a multiple of 4); memstrat
+    # refuses the run with exit 2, once
     m, out, calls = tmp_path / "m.toml", tmp_path / "out", tmp_path / "calls.txt"
-    m.write_text("[axes]\nstrategy = 'pinned'\nhidden = [256, 100000]\nepochs = 2\n")
+    m.write_text("[axes]\nstrategy = 'resident'\nhidden = [256, 250]\nepochs = 2\n"
+                 "launch_form = 'kernel'\nfused = 'single'\n")
     base = [m, "--out", out, "--memstrat", fake_memstrat]
     env = {"FAKE_MEMSTRAT_CALLS": str(calls)}
     for _ in range(3):
         assert run(base, env).returncode == 1
     failed = [r for r in records(out) if r["status"] == "failed"]
     assert len(failed) == 1 and "exit 2" in failed[0]["error"]
+    assert "_h250_" in failed[0]["config"]["run_tag"]
     assert len(records(out)) == 2
 
 

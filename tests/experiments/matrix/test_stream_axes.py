@@ -27,13 +27,18 @@ def test_stream_matrix_expands_to_the_documented_sweep(run_matrix, describe):
     assert {c.augment for c in m.cells} == {"light", "heavy"}
     assert {(c.scenario, c.prefetch, c.batch, c.transfer) for c in m.cells} == \
         {("stream", 32, 256, "u8")}
-    configs = 5 * 5
-    assert len(m.cells) == 8 * configs + 3 * configs    # light 8 processes, heavy 3, no profiler
-    assert sum(c.augment == "light" for c in m.cells) == 8 * configs
+    configs = 5 * 5 * 2
+    # every configuration is published at batch 256: 10 processes each, 20 steady epochs
+    assert len(m.cells) == 10 * configs                  # no profiler
+    assert sum(c.augment == "light" for c in m.cells) == 10 * configs // 2
     assert {c.profile for c in m.cells} == {False}
+    assert {c.epochs for c in m.cells} == {21}
     keys = {c.key for c in m.cells}
     assert len(keys) == len(m.cells)
-    assert "um-prefetch_stream_u8_b256_h256_e4_cublas_w16p32-heavy_noprofile_seed1_r2" in keys
+    assert "um-prefetch_stream_u8_b256_h256_e21_cublas_w16p32-heavy_noprofile_seed1_r9" in keys
+    # the count the file's comments state
+    text = (REPO / "experiments/matrix/matrices/stream.toml").read_text()
+    assert f"{len(m.cells)} processes" in text and f"({len(m.cells)} runs)" in text
 
 
 def test_only_stream_cells_pass_the_pipeline_options(run_matrix, describe, tmp_path):
@@ -101,5 +106,5 @@ def test_stream_dry_run(tmp_path, fake_memstrat):
                           "--out", str(tmp_path / "out"), "--memstrat", str(fake_memstrat),
                           "--dry-run"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "275 cells" in res.stdout
+    assert "500 cells" in res.stdout
     assert "--workers 16 --prefetch 32 --augment heavy" in res.stdout
