@@ -11,11 +11,15 @@
 #               copy for the runs (a process starts ~0.2 s faster; same bytes)
 #   primitives  `memstrat primitives`: every transfer primitive against size (4 KiB..256 MiB)
 #   matrix      experiments/matrix/matrices/results.toml: every strategy x u8/f32 x static/refresh
-#               x batch 64/256/1024 as separate processes in a seeded shuffled order (timing
-#               with the profiler off; one profiled process per configuration for the counters)
+#               x batch 64/256/1024, 21 epochs, as separate processes in a seeded shuffled order
+#               (timing with the profiler off; one profiled process per configuration for the
+#               counters); at batch 256 every launch form each strategy allows, 10 processes
+#               each; at 64 and 1024 each strategy's own form, 5 (static) / 3 (refresh).
+#               2,206 processes, about 80 minutes on an H200
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it
-#   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers)
+#   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers),
+#               10 processes of 21 epochs per configuration: 500 processes, about 52 minutes
 #   timelines   one traced run per strategy family (batch 256, u8, static, 3 epochs, the launch
 #               form auto picks: resident, pinned-graph, double-buffer, double-buffer-graph,
 #               zero-copy-staged, um-prefetch-coarse): traces/<strategy>.json.gz and the
@@ -36,8 +40,10 @@
 # configurations of the matrix under other conditions), the report and plots generated from
 # the records, README.md and manifest.json (commit, GPU, driver, dates, command, the time each
 # stage took). The work directory (logs, temporary files) is results/reproduce/<gpu>/ and is
-# not part of the results set. To spend less time, lower `epochs` in the matrix files, never
-# `repeats`.
+# not part of the results set. The matrix and stream stages take more than an hour together:
+# run them in several sittings (the stages resume) or a few stages at a time (--stages). Lowering
+# `epochs` or `repeats` of results.toml or stream.toml breaks what their batch-256 rows must
+# have (10 processes, 20 steady epochs each: docs/methodology.md, "Statistics over processes").
 #
 # Environment: MEMSTRAT_DATA, the MNIST directory (default data/mnist, filled by the data stage).
 # MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1]: the commit every record names, for a copy of the

@@ -1,0 +1,139 @@
+"""The published matrices hold what the statistics rules ask of them (docs/methodology.md,
+"Statistics over processes"): results.toml gives every batch-256 configuration 10 timing
+processes of 20 steady epochs and one profiled process, runs every strategy at every launch form
+its data path allows there (each once) with resident at the same form and step beside it, keeps
+batch 64 and 1024 at each strategy's own form; guard.toml is a subset of it with its settings;
+the counts the files' comments state are what they expand to."""
+import collections
+import dataclasses
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+MATRICES = REPO / "experiments" / "matrix" / "matrices"
+FAKE = Path(__file__).resolve().parent / "fake_memstrat.py"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    """fake_memstrat.py as a module: the launch form and step a cell's arguments run with."""
+    spec = importlib.util.spec_from_file_location("fake_memstrat", FAKE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def results(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "results.toml", describe)
+
+
+def config(cell):
+    """A configuration: its cells but for the repeat and the profiler."""
+    return dataclasses.replace(cell, repeat=0, profile=None)
+
+
+def ran(fake, cell):
+    """(the launch form the cell runs, its step), as memstrat decides them."""
+    args = cell.train_args()
+    a = fake.train_parser().parse_args(args)
+    _, form, step, refused = fake.launch_run(a, fake.given_options(args))
+    assert refused is None, (cell.key, refused)
+    return form, step
+
+
+def timing(m):
+    """configuration -> (unprofiled processes, profiled processes)."""
+    out = collections.defaultdict(lambda: [0, 0])
+    for c in m.cells:
+        out[config(c)][0 if c.profile is False else 1] += 1
+    return out
+
+
+def test_batch_256_rows_have_10_processes_of_20_steady_epochs(results):
+    counts = timing(results)
+    b256 = {k: v for k, v in counts.items() if k.batch == 256}
+    assert {(k.scenario, k.transfer) for k in b256} == {
+        (s, t) for s in ("static", "refresh") for t in ("u8", "f32")}
+    for k, (unprofiled, profiled) in b256.items():
+        assert unprofiled == 10 and k.epochs >= 21, k.key
+        # one profiled process per configuration for the counters, the deeper pipelines apart
+        assert profiled == (0 if k.depth == 3 else 1), k.key
+    assert {c.repeat for c in results.cells if c.profile is not False} == {0}
+
+
+def test_every_strategy_runs_every_form_it_allows_once_at_batch_256(results, describe, fake):
+    forms = collections.defaultdict(list)
+    for k in timing(results):
+        if k.batch == 256 and k.depth != 3:
+            forms[(k.strategy, k.scenario, k.transfer)].append(ran(fake, k))
+    for s in describe["strategies"]:
+        for scenario in ("static", "refresh"):
+            for transfer in ("u8", "f32"):
+                got = [form for form, _ in forms[(s["name"], scenario, transfer)]]
+                expected = s["launch_forms"][scenario]
+                if s["name"] == "resident" and scenario == "static":
+                    # also with the layer-by-layer step at per-batch and graph
+                    expected = expected + ["per-batch", "graph"]
+                assert sorted(got) == sorted(expected), (s["name"], scenario, transfer)
+    resident = {form for form, _ in forms[("resident", "static", "u8")]}
+    assert resident == {"per-batch", "graph", "kernel-per-chunk", "kernel"}
+
+
+def test_each_strategy_runs_its_own_form_as_auto(results, describe):
+    for s in describe["strategies"]:
+        autos = [k for k in timing(results) if k.strategy == s["name"] and k.launch_form is None
+                 and k.fused is None]
+        assert {(k.scenario, k.batch) for k in autos} == {
+            (sc, b) for sc in ("static", "refresh") for b in (64, 256, 1024)}, s["name"]
+
+
+def test_every_configuration_has_resident_at_its_form_and_step(results, fake):
+    resident = {(k.transfer, k.batch, *ran(fake, k)) for k in timing(results)
+                if k.strategy == "resident" and k.scenario == "static"}
+    for k in timing(results):
+        form, step = ran(fake, k)
+        assert (k.transfer, k.batch, form, step) in resident, k.key
+
+
+def test_batch_64_and_1024_run_each_strategys_own_form_with_fewer_processes(results):
+    for k, (unprofiled, _) in timing(results).items():
+        if k.batch == 256:
+            continue
+        assert unprofiled == (5 if k.scenario == "static" else 3), k.key
+        assert k.epochs >= 21
+        if k.strategy != "resident":
+            assert k.launch_form is None and k.fused is None, k.key
+
+
+def test_the_deeper_pipelines_the_docs_use(results):
+    deeper = {(k.strategy, k.batch, k.transfer, k.depth, k.copy_streams)
+              for k in timing(results) if k.depth == 3}
+    assert deeper == {(s, b, t, 3, c) for s, c in (("double-buffer", 2),
+                                                    ("double-buffer-graph", 2),
+                                                    ("zero-copy-staged", None))
+                      for b in (256, 1024) for t in ("u8", "f32")}
+
+
+def test_results_states_its_size(results):
+    text = (MATRICES / "results.toml").read_text()
+    assert f"SIZE: {len(results.cells):,} processes" in text
+    for batch, n in collections.Counter(c.batch for c in results.cells).items():
+        assert re.search(rf"^#   batch {batch} .*=\s+{n:,}$", text, re.M), (batch, n)
+    assert re.search(rf"^#   total\s+{len(results.cells):,}$", text, re.M)
+
+
+def test_guard_is_a_subset_of_results_with_its_settings(run_matrix, describe, results):
+    guard = run_matrix.load_matrix(MATRICES / "guard.toml", describe)
+    published = set(timing(results))
+    counts = timing(guard)
+    for k, (unprofiled, profiled) in counts.items():
+        assert k in published, k.key
+        assert (unprofiled, profiled) == (7, 0), k.key
+        assert (k.scenario, k.batch) == ("static", 256)
+    text = (MATRICES / "guard.toml").read_text()
+    assert f"{len(guard.cells)} processes" in text and f"({len(guard.cells)} runs)" in text
+    assert f"{len(counts) // 2} configurations x 2" in text
