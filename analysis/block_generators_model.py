@@ -14,7 +14,7 @@ from analysis import cost_model
 from analysis.block_generators import (NOT_MEASURED, BlockArgs, generator, select,
                                        value)
 from analysis.document import fmt_num
-from analysis.primitives import PrimitiveTable, latest_curves, size_label, summary_row
+from analysis.primitives import PrimitiveTable, latest_curves, size_text, summary_row
 from analysis.results_set import ResultsSet
 
 UNEXPLAINED = cost_model.UNEXPLAINED
@@ -29,7 +29,7 @@ def _tables(rs: ResultsSet) -> dict[str, PrimitiveTable]:
 
 
 def _size(b) -> str:
-    return size_label(b) if b is not None else "-"
+    return size_text(b) if b is not None else "-"
 
 
 @generator("primitives")

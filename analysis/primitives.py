@@ -379,6 +379,12 @@ def size_label(x: float, _pos: Any = None) -> str:
     return f"{x:.3g}"
 
 
+def size_text(nbytes: float) -> str:
+    """Bytes with their binary unit, for tables: '4 KiB', '1.21 MiB', '512 B'."""
+    label = size_label(nbytes)
+    return f"{label[:-1]} {label[-1]}iB" if label[-1] in "KMG" else f"{label} B"
+
+
 def plot_primitives(curves: Sequence[Curve], path: Path) -> Path | None:
     """Bandwidth and latency vs size (log-log) of one GPU's primitives; None if nothing to plot."""
     import matplotlib
@@ -477,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{c.gpu:<22} {c.primitive:<22} {c.status}: {c.reason}")
             continue
         print(f"{c.gpu:<22} {c.primitive:<22} {r['peak_gbps']:>9.2f} "
-              f"{size_label(r['knee50_bytes']):>10} {size_label(r['knee90_bytes']):>10} "
+              f"{size_text(r['knee50_bytes']):>10} {size_text(r['knee90_bytes']):>10} "
               f"{_fmt(r['latency_4k_us'], '.2f'):>9}")
     print(f"wrote {res['csv']}, {res['summary_csv']} and {len(res['plots'])} plot(s) in {args.out}")
     return 0

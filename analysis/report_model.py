@@ -14,17 +14,13 @@ from .cost_model import (MODELS, UNEXPLAINED, Comparison, describe, fmt_residual
                          unexplained)
 from .document import Doc, also_as, fmt_num
 from .parity_plot import plot_parity
-from .primitives import PrimitiveTable, plot_primitives, size_label, summary_row
+from .primitives import PrimitiveTable, plot_primitives, size_text, summary_row
 from .stats import median_with_interval
 
 PINNED = "pinned-h2d"
 SM_MAPPED = "sm-copy-mapped"
 
 
-def _size(nbytes: float) -> str:
-    """'4 KiB', '1.21 MiB', '512 B'."""
-    label = size_label(nbytes)
-    return f"{label[:-1]} {label[-1]}iB" if label[-1] in "KMG" else f"{label} B"
 PRIMITIVES_CAPTION = (
     "memstrat primitives: every primitive's bandwidth (bytes / median time) and time per "
     "transfer against its size, log-log; band: p25-p75 of the samples; solid: timed with CUDA "
@@ -55,7 +51,7 @@ def pinned_bandwidth(tables: dict[str, PrimitiveTable],
     row = summary_row(curve)
     return row["peak_gbps"] * 1e9, (
         f"B = {row['peak_gbps']:.1f} GB/s, the {PINNED} peak that `memstrat primitives` "
-        f"measured on {gpus[0]} (at {_size(row['peak_bytes'])})")
+        f"measured on {gpus[0]} (at {size_text(row['peak_bytes'])})")
 
 
 def sm_mapped_rate(tables: dict[str, PrimitiveTable], groups: Sequence[Group]) -> float | None:
@@ -97,8 +93,8 @@ def primitives_section(doc: Doc, tables: dict[str, PrimitiveTable], plots_dir: P
                              "", "", "", ""])
                 continue
             rows.append([c.primitive, c.timed_by, c.direction,
-                         f"{r['peak_gbps']:.1f} (at {_size(r['peak_bytes'])})",
-                         _size(r["knee50_bytes"]), _size(r["knee90_bytes"]),
+                         f"{r['peak_gbps']:.1f} (at {size_text(r['peak_bytes'])})",
+                         size_text(r["knee50_bytes"]), size_text(r["knee90_bytes"]),
                          fmt_num(r["latency_4k_us"]), fmt_num(r["fixed_cost_us"])])
         doc.table(["primitive", "clock", "direction", "peak GB/s", "50% knee", "90% knee",
                    "4 KiB latency µs", "fixed cost µs"], rows, align="lllrrrrr")

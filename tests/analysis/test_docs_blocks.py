@@ -332,6 +332,11 @@ def test_primitives_and_cost_model_blocks(root, fixtures_dir):
     text = path.read_text()
     prim = body(text, "primitives")
     assert "| pinned-h2d | cuda-events |" in prim and "50% of peak at" in prim
+    # every size in the table carries its binary unit ("248 KiB", not "248K")
+    import re
+    sizes = [cell.strip() for line in prim.splitlines() if line.startswith("| pinned-h2d")
+             for cell in line.split("|")[4:7]]
+    assert sizes and all(re.fullmatch(r"[0-9.]+ (B|KiB|MiB|GiB)", s) for s in sizes), sizes
     model = body(text, "cost-model")
     assert "| pinned |" in model and "predicted GPU ms" in model
     assert "unexplained" in model          # the fixture's pageable is 30% off its prediction

@@ -206,3 +206,11 @@ def test_cli_reports_bad_input_with_exit_2(tmp_path, capsys):
 def test_a_file_given_twice_counts_each_record_once(tmp_path):
     path = write(tmp_path, [record(), record(name="pageable-h2d")])
     assert len(P.load_primitive_records([path, path])) == 2
+
+
+def test_size_text_names_its_unit():
+    assert P.size_text(512) == "512 B"
+    assert P.size_text(4 * K) == "4 KiB"
+    assert P.size_text(248 * K + 100) == "248 KiB"
+    assert P.size_text(5.73 * (1 << 20)) == "5.73 MiB"
+    assert P.size_text(3 << 30) == "3 GiB"
