@@ -61,9 +61,14 @@ class Shape:
     prefetch_chunk_mib: int = DEFAULT_PREFETCH_CHUNK_MIB
     # None: records written before --copy-chunk, when the graph forms copied one batch per copy
     copy_chunk_mib: int | None = DEFAULT_COPY_CHUNK_MIB
+    # Input bytes per sample of another model's data (analysis/advise.py); None: an MNIST image,
+    # IMAGE_PIXELS at the transfer's bytes per pixel
+    input_bytes_per_sample: int | None = None
 
     @property
     def image_bytes_per_sample(self) -> int:
+        if self.input_bytes_per_sample is not None:
+            return self.input_bytes_per_sample
         return IMAGE_PIXELS * PIXEL_BYTES[self.transfer]
 
     @property
@@ -343,6 +348,13 @@ def move_us(table: PrimitiveTable, move: Move, nbytes: float) -> float:
 
 def moves_ms(table: PrimitiveTable, moves: Sequence[Move], rows: int, shape: Shape) -> float:
     return sum(m.count(shape) * move_us(table, m, m.nbytes(rows, shape)) for m in moves) / 1e3
+
+
+def bytes_moved(sem: Semantics, shape: Shape) -> int:
+    """Bytes the entry moves over the host link in a steady epoch (a read counted each time)."""
+    per_unit = sum(m.count(shape) * m.nbytes(rows, shape)
+                   for rows, _ in shape.units(sem.chunks) for m in sem.per_unit)
+    return per_unit + sum(m.count(shape) * m.nbytes(shape.samples, shape) for m in sem.per_epoch)
 
 
 @dataclasses.dataclass(frozen=True)
