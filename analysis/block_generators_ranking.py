@@ -59,11 +59,13 @@ def headline(rs: ResultsSet, a: BlockArgs) -> str:
 
 
 def fastest_text(moving: Sequence[Group], describe: Callable[[Group], str],
-                 describe_unranked: Callable[[Group], str] | None = None) -> str:
+                 describe_unranked: Callable[[Group], str] | None = None,
+                 power_note: str = "") -> str:
     """'fastest data-moving: A; B (not significantly different: listed by median)': the
     rank-1 configurations of `moving` (Holm-corrected tests over its pairs), at most
     HEADLINE_LISTED named by `describe(group)`, the rest counted; or, with too few processes
-    to rank, each named by `describe_unranked` (default: its label and value)."""
+    to rank, each named by `describe_unranked` (default: its label and value). Where no pair
+    can be significant with these process counts, `power_note` (default POWER_NOTE) says so."""
     ranked, loose = ordered(moving)
     top = [g for rank, g in ranked if rank == 1]
     if top:
@@ -72,7 +74,8 @@ def fastest_text(moving: Sequence[Group], describe: Callable[[Group], str],
         return ("fastest data-moving: " + "; ".join(describe(g) for g in listed)
                 + (f"; and {more} more" if more else "")
                 + (" (not significantly different: listed by median"
-                   + ("" if can_order([g for _, g in ranked]) else f"; {POWER_NOTE}") + ")"
+                   + ("" if can_order([g for _, g in ranked])
+                      else f"; {power_note or POWER_NOTE}") + ")"
                    if len(top) > 1 else ""))
     if moving:
         unranked = describe_unranked or (lambda g: f"{g.key.variant_label} {group_value(g)}")

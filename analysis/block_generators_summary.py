@@ -25,6 +25,7 @@ from analysis.results_set import ResultsSet
 from analysis.stream import ordered_curves, stream_points
 
 NO_REFERENCE = "no resident run at this form"
+SHORT_POWER_NOTE = "too few processes for any pair to be significant after Holm's correction"
 
 
 def _movement(groups: Sequence[Group], g: Group) -> str:
@@ -66,7 +67,8 @@ def summary(rs: ResultsSet, a: BlockArgs) -> str:
             shown += moving
             rows.append([scenario, LAUNCH_FORMS.get(form, form), _reference(static, form),
                          fastest_text(moving, lambda g: f"{g.key.variant_label} "
-                                      f"{group_value(g)}{_movement(rs.groups, g)}")])
+                                      f"{group_value(g)}{_movement(rs.groups, g)}",
+                                      power_note=SHORT_POWER_NOTE)])
     points = stream_points(select(rs, dataclasses.replace(a, scenario="stream")))
     by_augment: dict[str, list[Group]] = {}
     for (augment, _), curve in ordered_curves(points):
@@ -81,7 +83,8 @@ def summary(rs: ResultsSet, a: BlockArgs) -> str:
         rows.append([f"stream, {augment} augmentation", form,
                      _reference(static, best[0].key.epoch_form) if len(
                          {g.key.epoch_form for g in best}) == 1 else NO_REFERENCE,
-                     fastest_text(best, lambda g: label(g) + _movement(rs.groups, g), label)])
+                     fastest_text(best, lambda g: label(g) + _movement(rs.groups, g), label,
+                                  SHORT_POWER_NOTE)])
     doc = Doc()
     if not rows:
         doc.p(f"At batch {a.batch}, {a.transfer}: {NOT_MEASURED}.")
