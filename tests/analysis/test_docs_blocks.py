@@ -371,6 +371,58 @@ def test_repository_docs_are_current(capsys):
     assert docs_blocks.main(["--check"]) == 0, capsys.readouterr()
 
 
+def paragraphs_after_title(text: str) -> list[str]:
+    return [p for p in text.split("\n\n")[1:] if p.strip()]
+
+
+def test_readme_opens_with_a_plain_paragraph_under_80_words():
+    """The first paragraph says what the suite answers and for whom, in plain words."""
+    first = paragraphs_after_title((REPO / "README.md").read_text(encoding="utf-8"))[0]
+    words = first.replace("**", "").split()
+    assert len(words) < 80, f"{len(words)} words: {first}"
+    for jargon in ("`", "CUDA", "cudaMemcpy", "pinned", "NVTX", "CUPTI", "launch form", "kernel"):
+        assert jargon not in first, jargon
+
+
+def test_readme_set_up_is_two_commands():
+    """One main job and one test suite, nothing else to type."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Two commands"):]
+    section = section[:section.index("\n## ", 1)]
+    fence = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [ln for ln in fence.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert commands == ["bash experiments/scripts/main_job.sh", "bash tests/run_all.sh"]
+
+
+def github_anchor(heading: str) -> str:
+    """The id GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/strategies.md"])
+def test_strategy_name_table_lists_every_registered_strategy(doc):
+    """The name table (name, what it moves, its default launch form) covers the registry
+    (tests/experiments/fixtures/describe.json, which test_cli keeps equal to the binary's)."""
+    describe = json.loads((REPO / "tests/experiments/fixtures/describe.json").read_text())
+    text = (REPO / doc).read_text(encoding="utf-8")
+    start = text.index("## Summary") if doc != "README.md" else 0
+    end = text.index("\n## ", start + 1)             # the table opens the file
+    names = re.findall(r"^\| \[?`([a-z-]+)`", text[start:end], re.M)
+    assert sorted(names) == sorted(s["name"] for s in describe["strategies"])
+
+
+def test_strategies_summary_is_one_page_and_its_links_resolve():
+    text = (REPO / "docs/strategies.md").read_text(encoding="utf-8")
+    summary = text[:text.index("\n## ", text.index("## Summary"))]
+    assert summary.count("\n") <= 70
+    anchors = {github_anchor(h) for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    links = re.findall(r"\]\(#([^)]+)\)", summary)
+    assert links and not [a for a in links if a not in anchors]
+    prose = re.sub(r"<!-- generated:.*?<!-- /generated:\w+ -->|\]\([^)]*\)", "",
+                   summary.split("**The families")[1], flags=re.S)
+    assert not re.search(r"\d", prose), "a number in the summary's prose: generate it"
+
+
 def test_primitives_and_cost_model_blocks(root, fixtures_dir):
     import shutil
     shutil.copy(fixtures_dir / "primitives.jsonl", root / SET / "records" / "primitives.jsonl")
