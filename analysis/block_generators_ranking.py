@@ -12,7 +12,7 @@ Holm-corrected pairwise tests, NOT_MEASURED for what the set does not hold.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from analysis.aggregate import (LAUNCH_FORM_ORDER, LAUNCH_FORMS, REFERENCE_MISSING,
                                 REFERENCE_STRATEGY, STRATEGY_ORDER, Group, compute_reference,
@@ -42,24 +42,8 @@ def headline(rs: ResultsSet, a: BlockArgs) -> str:
         shown += at
         resident = (f"resident {group_value(ref)}" if ref is not None
                     else "no resident run at this form (no data-movement cost)")
-        ranked, loose = ordered(moving)
-        top = [g for rank, g in ranked if rank == 1]
-        if top:
-            listed = top[:HEADLINE_LISTED]
-            fastest = "; ".join(f"{g.key.variant_label} {group_value(g)}{_movement(at, g)}"
-                                for g in listed)
-            more = len(top) - len(listed)
-            fastest = ("fastest data-moving: " + fastest
-                       + (f"; and {more} more" if more else "")
-                       + (" (not significantly different: listed by median"
-                          + ("" if can_order([g for _, g in ranked]) else
-                             f"; {POWER_NOTE}") + ")" if len(top) > 1 else ""))
-        elif moving:
-            fastest = ("data-moving: " + "; ".join(f"{g.key.variant_label} {group_value(g)}"
-                                                   for g in loose) + " (too few processes "
-                       "to order)")
-        else:
-            fastest = "no data-moving strategy at this form"
+        fastest = fastest_text(
+            moving, lambda g: f"{g.key.variant_label} {group_value(g)}{_movement(at, g)}")
         items.append(f"**{LAUNCH_FORMS.get(form, form)}**: {resident}; {fastest}")
     if not items:
         items.append(NOT_MEASURED)
@@ -72,6 +56,32 @@ def headline(rs: ResultsSet, a: BlockArgs) -> str:
     doc.p("Data movement: the epoch minus resident's at the same launch form, step and batch "
           "(Hodges-Lehmann shift over processes, Moses interval).")
     return doc.markdown()
+
+
+def fastest_text(moving: Sequence[Group], describe: Callable[[Group], str],
+                 describe_unranked: Callable[[Group], str] | None = None,
+                 power_note: str = "") -> str:
+    """'fastest data-moving: A; B (not significantly different: listed by median)': the
+    rank-1 configurations of `moving` (Holm-corrected tests over its pairs), at most
+    HEADLINE_LISTED named by `describe(group)`, the rest counted; or, with too few processes
+    to rank, each named by `describe_unranked` (default: its label and value). Where no pair
+    can be significant with these process counts, `power_note` (default POWER_NOTE) says so."""
+    ranked, loose = ordered(moving)
+    top = [g for rank, g in ranked if rank == 1]
+    if top:
+        listed = top[:HEADLINE_LISTED]
+        more = len(top) - len(listed)
+        return ("fastest data-moving: " + "; ".join(describe(g) for g in listed)
+                + (f"; and {more} more" if more else "")
+                + (" (not significantly different: listed by median"
+                   + ("" if can_order([g for _, g in ranked])
+                      else f"; {power_note or POWER_NOTE}") + ")"
+                   if len(top) > 1 else ""))
+    if moving:
+        unranked = describe_unranked or (lambda g: f"{g.key.variant_label} {group_value(g)}")
+        return ("data-moving: " + "; ".join(unranked(g) for g in loose)
+                + " (too few processes to order)")
+    return "no data-moving strategy at this form"
 
 
 HEADLINE_LISTED = 3      # rank-1 configurations named in the headline; the rest counted

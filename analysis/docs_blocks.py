@@ -40,6 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
 from analysis.block_generators import BlockError, render  # noqa: E402
 import analysis.block_generators_model  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_ranking  # noqa: E402,F401  (registers its blocks)
+import analysis.block_generators_summary  # noqa: E402,F401  (registers its blocks)
 from analysis.records import RecordError  # noqa: E402
 from analysis.results_set import ResultsSet, load_results_set  # noqa: E402
 

@@ -236,6 +236,52 @@ def test_spread_splits_by_a_variant_key_and_warns_when_values_are_pooled(root):
     assert "pools" not in by_cpus and "pools" not in by_tag
 
 
+def add_stream_runs(root: Path, strategy: str, scale_by_workers: dict[int, float]) -> None:
+    """Stream records (light augmentation) made from `strategy`'s unprofiled static ones, each
+    worker count's epochs scaled by its factor."""
+    runs = root / SET / "records" / "runs.jsonl"
+    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    base = [r for r in recs if (r.get("config") or {}).get("strategy") == strategy
+            and r["config"].get("batch") == 256 and not r["config"].get("profile")]
+    for workers, scale in scale_by_workers.items():
+        for r in base:
+            s = json.loads(json.dumps(r))
+            s["run_id"] += f"-stream{workers}"
+            s["config"].update(scenario="stream", workers=workers, prefetch=8, augment="light",
+                               run_tag=s["config"]["run_tag"] + f"_w{workers}")
+            for e in s["epochs"]:
+                e["wall_ms"] *= scale
+                e["gpu_ms"] *= scale
+            recs.append(s)
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_summary_gives_each_scenario_and_form_its_reference_and_fastest(root):
+    add_stream_runs(root, "pinned", {1: 2.0, 4: 1.1})
+    add_stream_runs(root, "double-buffer", {4: 3.0})
+    md = write(root, block("summary b256 u8") + block("summary b1024 u8"))
+    assert run(root) == 0
+    text = md.read_text()
+    got = body(text, "summary b256")
+    per_batch, per_epoch = row(got, "static | one launch per batch"), \
+        row(got, "static | one launch per epoch")
+    # each form against resident (static) at the same form, never another form's
+    assert f"| {fmt_num(process_median(root, 'resident', False))} ms [" in per_batch
+    assert f"| {fmt_num(process_median(root, 'resident', True))} ms [" in per_epoch
+    assert "no data-moving strategy at this form" in per_epoch
+    # the fastest by test, with its data-movement cost; pinned is significantly slower
+    assert "fastest data-moving: " in per_batch and ", data movement +" in per_batch
+    assert "pinned" not in per_batch.split(" | ")[3].split("(not significantly")[0]
+    # the stream: each strategy at its fastest worker count, and only those ranked
+    stream = row(got, "stream, light augmentation")
+    assert "pinned (4 workers, 8 slots, light)" in stream and "(1 workers" not in stream
+    assert "double-buffer" not in stream                  # 4 workers at 3x: significantly slower
+    assert "| one launch per batch |" in stream and "refresh" not in got
+    # a batch without a reference says so and carries no cost
+    other = row(body(text, "summary b1024"), "static | one launch per batch")
+    assert "| no resident run at this form |" in other and "data movement" not in other
+
+
 def test_a_new_generator_is_one_small_function(root, monkeypatch):
     monkeypatch.setitem(REGISTRY, "pinned-line", REGISTRY["headline"])   # restored after
     @generator("pinned-line", defaults={"batch": 256, "transfer": "u8", "scenario": "static"})
@@ -278,6 +324,7 @@ CLOSE = "<!-- /generated:headline -->\n"
     (block("strategy-table b256 u8"), 1, "strategy-table needs scenario"),
     (block("headline bogus"), 1, "unexpected argument 'bogus'"),
     (block("headline nope=1"), 1, "unknown option 'nope'"),
+    (block("summary b256 u8 static"), 1, "summary covers every scenario"),
     (block("headline", source="docs/results/nvidia-a100"), 1,
      "docs/results/nvidia-a100: no such results set"),
 ])
@@ -322,6 +369,58 @@ def test_repository_docs_are_current(capsys):
         pytest.skip(f"results set(s) {', '.join(missing)} named by generated blocks are not "
                     "committed yet")
     assert docs_blocks.main(["--check"]) == 0, capsys.readouterr()
+
+
+def paragraphs_after_title(text: str) -> list[str]:
+    return [p for p in text.split("\n\n")[1:] if p.strip()]
+
+
+def test_readme_opens_with_a_plain_paragraph_under_80_words():
+    """The first paragraph says what the suite answers and for whom, in plain words."""
+    first = paragraphs_after_title((REPO / "README.md").read_text(encoding="utf-8"))[0]
+    words = first.replace("**", "").split()
+    assert len(words) < 80, f"{len(words)} words: {first}"
+    for jargon in ("`", "CUDA", "cudaMemcpy", "pinned", "NVTX", "CUPTI", "launch form", "kernel"):
+        assert jargon not in first, jargon
+
+
+def test_readme_set_up_is_two_commands():
+    """One main job and one test suite, nothing else to type."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Two commands"):]
+    section = section[:section.index("\n## ", 1)]
+    fence = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [ln for ln in fence.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert commands == ["bash experiments/scripts/main_job.sh", "bash tests/run_all.sh"]
+
+
+def github_anchor(heading: str) -> str:
+    """The id GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/strategies.md"])
+def test_strategy_name_table_lists_every_registered_strategy(doc):
+    """The name table (name, what it moves, its default launch form) covers the registry
+    (tests/experiments/fixtures/describe.json, which test_cli keeps equal to the binary's)."""
+    describe = json.loads((REPO / "tests/experiments/fixtures/describe.json").read_text())
+    text = (REPO / doc).read_text(encoding="utf-8")
+    start = text.index("## Summary") if doc != "README.md" else 0
+    end = text.index("\n## ", start + 1)             # the table opens the file
+    names = re.findall(r"^\| \[?`([a-z-]+)`", text[start:end], re.M)
+    assert sorted(names) == sorted(s["name"] for s in describe["strategies"])
+
+
+def test_strategies_summary_is_one_page_and_its_links_resolve():
+    text = (REPO / "docs/strategies.md").read_text(encoding="utf-8")
+    summary = text[:text.index("\n## ", text.index("## Summary"))]
+    assert summary.count("\n") <= 70
+    anchors = {github_anchor(h) for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    links = re.findall(r"\]\(#([^)]+)\)", summary)
+    assert links and not [a for a in links if a not in anchors]
+    prose = re.sub(r"<!-- generated:.*?<!-- /generated:\w+ -->|\]\([^)]*\)", "",
+                   summary.split("**The families")[1], flags=re.S)
+    assert not re.search(r"\d", prose), "a number in the summary's prose: generate it"
 
 
 def test_primitives_and_cost_model_blocks(root, fixtures_dir):
