@@ -284,15 +284,17 @@ def run_record(strategy, batch, gpu_ms, process, form="per-batch"):
     return rec
 
 
-def results_set(tmp_path, times, processes):
-    """A results set: records/results.jsonl of `times` {batch: {strategy: gpu ms}} and the
+def results_set(tmp_path, times, processes, other_forms=()):
+    """A results set: records/results.jsonl of `times` {batch: {strategy: gpu ms}} at one
+    launch per batch, `other_forms` (batch, strategy, gpu ms, form) beside them, and the
     fixture primitives."""
     (tmp_path / "records").mkdir()
+    runs = [(b, s, ms, "per-batch") for b, strategies in times.items()
+            for s, ms in strategies.items()] + list(other_forms)
     with open(tmp_path / "records" / "results.jsonl", "w") as fh:
-        for batch, strategies in times.items():
-            for strategy, ms in strategies.items():
-                for p in range(processes):
-                    fh.write(json.dumps(run_record(strategy, batch, ms, p)) + "\n")
+        for batch, strategy, ms, form in runs:
+            for p in range(processes):
+                fh.write(json.dumps(run_record(strategy, batch, ms, p, form)) + "\n")
     shutil.copy(FIXTURES / "primitives.jsonl", tmp_path / "records" / "primitives.jsonl")
     return tmp_path
 
@@ -305,7 +307,8 @@ TIMES = {256: {"resident": 6.0, "pinned": 12.0, "pageable": 30.0},
 
 def test_check_agrees_where_the_measurement_agrees_and_names_the_family_where_not(tmp_path):
     checks = {c.label: c for c in AC.check(results_set(tmp_path, TIMES, 10))}
-    ok, bad = checks["NVIDIA H200 static/u8/b256"], checks["NVIDIA H200 static/u8/b1024"]
+    ok = checks["NVIDIA H200 static/u8/b256 per-batch"]
+    bad = checks["NVIDIA H200 static/u8/b1024 per-batch"]
     assert ok.advice.compute_ms == pytest.approx(6.0 * 1.0045, rel=1e-3)  # resident's median
     assert ok.recommended == "resident" and ok.winner == "resident" and ok.can_order
     assert ok.agrees and ok.agrees_by_median and ok.ranks["pinned"] == 2
@@ -314,7 +317,7 @@ def test_check_agrees_where_the_measurement_agrees_and_names_the_family_where_no
     assert AC.share(checks.values(), "agrees") == (1, 2)
     text = "\n".join(AC.text_lines(list(checks.values()), "set"))
     assert "agreement: 1/2 (50%)" in text
-    assert "disagrees: NVIDIA H200 static/u8/b1024: advice resident (predicted 3.013, " \
+    assert "disagrees: NVIDIA H200 static/u8/b1024 per-batch: advice resident (predicted 3.013, " \
            "measured 3.013 ms); measured winner pinned" in text
 
 
@@ -336,11 +339,31 @@ def test_check_without_a_reference_or_primitives_says_why(tmp_path, capsys):
     assert "no such results set" in capsys.readouterr().err
 
 
+def test_check_holds_the_advice_only_against_the_same_launch_form(tmp_path):
+    # pinned at one graph per epoch beats resident per batch, a launch saving the model leaves
+    # out: without resident at that form the graph family has no C and is not checked, and the
+    # per-batch family does not see the graph run
+    graph = [(256, "pinned", 4.0, "graph"), (256, "pageable", 25.0, "graph")]
+    checks = {c.label: c for c in AC.check(results_set(tmp_path, TIMES, 10, graph))}
+    per_batch = checks["NVIDIA H200 static/u8/b256 per-batch"]
+    assert per_batch.agrees and per_batch.measured["pinned"].key.epoch_form == "per-batch"
+    assert "compute-only reference" in checks["NVIDIA H200 static/u8/b256 graph"].reason
+    # with resident at that form too, the graph family is checked against its own C
+    (tmp_path / "with_ref").mkdir()
+    graph.append((256, "resident", 3.5, "graph"))
+    checks = {c.label: c for c in AC.check(results_set(tmp_path / "with_ref", TIMES, 10, graph))}
+    g = checks["NVIDIA H200 static/u8/b256 graph"]
+    assert g.reason is None and g.advice.compute_ms == pytest.approx(3.5 * 1.0045, rel=1e-3)
+    assert g.recommended == "resident" and g.winner == "resident" and g.agrees
+    assert set(g.measured) == {"resident", "pinned", "pageable"}
+
+
 def test_check_runs_on_the_committed_h200_set(capsys):
     assert AC.main([str(H200), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["families"] and all(f["reason"] is None and f["recommended"]
-                                   for f in doc["families"])
-    assert {f["family"].split()[-1].split("/")[0] for f in doc["families"]} == \
+    per_batch = [f for f in doc["families"] if f["family"].endswith(" per-batch")]
+    assert per_batch and all(f["reason"] is None and f["recommended"] for f in per_batch)
+    assert all(f["reason"] for f in doc["families"] if f not in per_batch)
+    assert {f["family"].split()[-2].split("/")[0] for f in doc["families"]} == \
         {"static", "refresh"}
-    assert doc["checked"] == len(doc["families"])
+    assert doc["checked"] == len(per_batch)
