@@ -16,6 +16,12 @@
 #               counters); at batch 256 every launch form each strategy allows, 10 processes
 #               each; at 64 and 1024 each strategy's own form, 5 (static) / 3 (refresh).
 #               2,206 processes, about 80 minutes on an H200
+#   compute     experiments/matrix/matrices/compute.toml: compute per byte, the hidden-width
+#               sweep (--hidden 64, 1024, 4096, 1024,1024; 256 is the matrix stage's), every
+#               strategy at its own form x u8/f32 x static/refresh at batch 256, resident at
+#               every form as the references, 10 processes of 21 epochs per configuration:
+#               2,140 processes, about 90 minutes; records/compute.jsonl (README's decision
+#               guide and crossover blocks read it)
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers),
@@ -40,10 +46,11 @@
 # configurations of the matrix under other conditions), the report and plots generated from
 # the records, README.md and manifest.json (commit, GPU, driver, dates, command, the time each
 # stage took). The work directory (logs, temporary files) is results/reproduce/<gpu>/ and is
-# not part of the results set. The matrix and stream stages take more than an hour together:
-# run them in several sittings (the stages resume) or a few stages at a time (--stages). Lowering
-# `epochs` or `repeats` of results.toml or stream.toml breaks what their batch-256 rows must
-# have (10 processes, 20 steady epochs each: docs/methodology.md, "Statistics over processes").
+# not part of the results set. The matrix, compute and stream stages take an hour or more each:
+# run them in several sittings (the stages resume) or a few stages at a time (--stages).
+# Lowering `epochs` or `repeats` of results.toml, compute.toml or stream.toml breaks what their
+# batch-256 rows must have (10 processes, 20 steady epochs each: docs/methodology.md,
+# "Statistics over processes").
 #
 # Environment: MEMSTRAT_DATA, the MNIST directory (default data/mnist, filled by the data stage).
 # MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1]: the commit every record names, for a copy of the
@@ -52,7 +59,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix spread stream timelines baselines report"
+ALL_STAGES="build data primitives matrix compute spread stream timelines baselines report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
@@ -153,6 +160,7 @@ run_matrix() {
   cp "$WORK/$name/manifest.json" "$dest/$name.order.json"
 }
 stage_matrix() { run_matrix results "$RECORDS"; }
+stage_compute() { run_matrix compute "$RECORDS"; }
 stage_spread() { run_matrix spread "$OUT_DIR/spread/records"; }
 stage_stream() { run_matrix stream "$RECORDS"; }
 
@@ -182,6 +190,7 @@ stage_baselines() {
 stage_report() {
   local inputs=("$RECORDS/results.jsonl") extra=()
   [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
+  [ -f "$RECORDS/compute.jsonl" ] && inputs+=("$RECORDS/compute.jsonl")
   [ -f "$RECORDS/primitives.jsonl" ] && extra+=(--primitives "$RECORDS/primitives.jsonl")
   $PY analysis/report.py "${inputs[@]}" "${extra[@]}" \
       --title "memstrat results: $GPU_NAME" --out "$OUT_DIR"
@@ -190,7 +199,7 @@ stage_report() {
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix spread stream timelines baselines report; do
+for s in primitives matrix compute spread stream timelines baselines report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"

@@ -137,3 +137,59 @@ def test_guard_is_a_subset_of_results_with_its_settings(run_matrix, describe, re
     text = (MATRICES / "guard.toml").read_text()
     assert f"{len(guard.cells)} processes" in text and f"({len(guard.cells)} runs)" in text
     assert f"{len(counts) // 2} configurations x 2" in text
+
+
+# --------------------------------------------------------------------------------------
+# compute.toml: the hidden-width sweep
+# --------------------------------------------------------------------------------------
+SWEEP = {(64,), (1024,), (4096,), (1024, 1024)}
+
+
+@pytest.fixture(scope="module")
+def compute(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "compute.toml", describe)
+
+
+def test_compute_sweeps_the_widths_with_10_processes_of_20_steady_epochs(compute):
+    counts = timing(compute)
+    assert {k.hidden for k in counts} == SWEEP          # 256: results.toml's batch-256 rows
+    for k, (unprofiled, profiled) in counts.items():
+        assert (unprofiled, profiled) == (10, 0), k.key
+        assert k.batch == 256 and k.epochs >= 21, k.key
+    assert {c.profile for c in compute.cells} == {False}
+
+
+def test_compute_runs_every_strategy_at_its_own_form_at_every_width(compute, describe):
+    counts = timing(compute)
+    for s in describe["strategies"]:
+        for hidden in SWEEP:
+            got = {(k.scenario, k.transfer) for k in counts if k.strategy == s["name"]
+                   and k.hidden == hidden and (s["name"] == "resident" or
+                                               (k.launch_form is None and k.fused is None))}
+            assert got == {(sc, t) for sc in ("static", "refresh") for t in ("u8", "f32")}, \
+                (s["name"], hidden)
+
+
+def test_compute_has_resident_at_every_configurations_form_and_step(compute, fake):
+    configs = timing(compute)
+    resident = {(k.transfer, k.hidden, *ran(fake, k)) for k in configs
+                if k.strategy == "resident" and k.scenario == "static"}
+    for k in configs:
+        form, step = ran(fake, k)
+        assert (k.transfer, k.hidden, form, step) in resident, k.key
+    # each reference once: no two resident configurations run the same form and step
+    runs = [(k.transfer, k.hidden, *ran(fake, k)) for k in configs
+            if k.strategy == "resident" and k.scenario == "static"]
+    assert len(runs) == len(set(runs))
+
+
+def test_compute_states_its_size(compute):
+    text = (MATRICES / "compute.toml").read_text()
+    assert f"SIZE: {len(compute.cells):,} processes" in text
+    configs = collections.Counter(k.hidden for k in timing(compute))
+    for hidden, n in collections.Counter(c.hidden for c in compute.cells).items():
+        label = "x".join(map(str, hidden))
+        assert re.search(rf"^#   hidden {label} +{configs[hidden]} configurations x 10 = +"
+                         rf"{n:,}$", text, re.M), (hidden, n)
+    assert re.search(rf"^#   total\s+{len(compute.cells):,}$", text, re.M)
+    assert f"{len(compute.not_runnable)} cells" in text
