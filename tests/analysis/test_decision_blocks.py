@@ -1,0 +1,215 @@
+"""The crossover and decision blocks (analysis/block_generators_crossover.py,
+block_generators_decision.py) on synthetic results sets: where a strategy's data-movement cost
+falls under 5% of resident's epoch along the hidden width, beside the cost model; the measured
+winner per regime with the tie rule; "not measured" where the set holds no such runs; bad
+arguments exit 2."""
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis import cost_model as M
+from analysis import docs_blocks
+from analysis.block_generators import render
+from analysis.block_generators_model import _tables
+from analysis.results_set import load_results_set
+
+from conftest import FIXTURES, REPO
+
+SET = "docs/results/nvidia-h200"
+TEMPLATE = json.loads((REPO / "tests/experiments/fixtures/run_record_ok.json").read_text())
+
+
+def run_record(strategy, scenario, hidden, wall, process, form="per-batch", host=0.0,
+               auto=True):
+    rec = copy.deepcopy(TEMPLATE)
+    rec["run_id"] = f"{strategy}-{scenario}-h{hidden}-{form}-{process}"
+    cfg = rec["config"]
+    cfg.update(strategy=strategy, scenario=scenario, hidden=[hidden], batch=256,
+               epoch_form=form, epoch_launch=form != "per-batch", run_tag=rec["run_id"],
+               profile=False, launch_form="auto" if auto else form)
+    if strategy == "double-buffer":
+        cfg.update(depth=2, streams=1)
+    for e in rec["epochs"]:
+        e.update(wall_ms=wall * (1 + 0.001 * process), gpu_ms=(wall - host) * (1 + 0.001 * process),
+                 host_ms=host)
+    return rec
+
+
+def write_set(root: Path, runs, processes=10) -> Path:
+    """runs: (strategy, scenario, hidden, wall ms[, form[, host ms]]) -> records of `processes`
+    processes each, and the fixture primitives."""
+    records = root / SET / "records"
+    records.mkdir(parents=True)
+    with open(records / "results.jsonl", "w") as fh:
+        for r in runs:
+            strategy, scenario, hidden, wall, *rest = r
+            form = rest[0] if rest else "per-batch"
+            host = rest[1] if len(rest) > 1 else 0.0
+            for p in range(processes):
+                fh.write(json.dumps(run_record(strategy, scenario, hidden, wall, p, form,
+                                               host, auto=strategy != "resident")) + "\n")
+    shutil.copy(FIXTURES / "primitives.jsonl", records / "primitives.jsonl")
+    return root
+
+
+def rendered(root: Path, spec: str) -> str:
+    rs = load_results_set(root / SET, SET)
+    name, *words = spec.split()
+    return render(name, words, rs)
+
+
+def row(text: str, first_cell: str) -> str:
+    return next(ln for ln in text.splitlines() if ln.startswith(f"| {first_cell} |"))
+
+
+# ---- crossover --------------------------------------------------------------------------------
+
+C = {64: 10.0, 256: 100.0, 1024: 1000.0}     # resident's epoch by width (ms, GPU = wall)
+
+
+def predicted_movement(strategy: str, root: Path) -> dict[int, float]:
+    """The cost model's data movement at each width's C (independent of the block's code)."""
+    rs = load_results_set(root / SET, SET)
+    table = _tables(rs)["NVIDIA H200"]
+    shape = M.Shape(60000, 256, "u8", "single-launch", 8, None)
+    return {w: M.predict(strategy, "static", shape, c, table).gpu_ms - c for w, c in C.items()}
+
+
+@pytest.fixture
+def sweep_root(tmp_path):
+    """Resident at three widths; pinned measured as the model predicts it; um (the model: C in
+    static) measured 50 ms above resident at every width."""
+    probe = write_set(tmp_path / "probe", [("resident", "static", 256, 1.0)])
+    pinned = predicted_movement("pinned", probe)
+    runs = [("resident", "static", w, c) for w, c in C.items()]
+    runs += [("pinned", "static", w, c + pinned[w]) for w, c in C.items()]
+    runs += [("um", "static", w, c + 50.0) for w, c in C.items()]
+    return write_set(tmp_path / "set", runs), pinned
+
+
+def test_crossover_measured_beside_the_model(sweep_root):
+    root, pinned = sweep_root
+    text = rendered(root, "crossover static u8")
+    # pinned's cost is a constant P ms: P/10 at 64 is above 5%, P/100 at 256 under it
+    assert pinned[64] / C[64] > 0.05 > pinned[256] / C[256]
+    p = row(text, "pinned")
+    cells = [c.strip() for c in p.split("|")[1:-1]]
+    assert cells[3] == "256" and cells[4] == "256", cells
+    assert cells[5].startswith("agree (") and "residual at 256: +0.0%" in cells[5], cells
+    # um: 50 ms is 50/1000 = 5% at the largest width, not under it; the model says C (nothing
+    # moves in static), under 5% from the smallest width: they differ, with the residual
+    u = [c.strip() for c in row(text, "um").split("|")[1:-1]]
+    assert u[3] == "not yet at 1024" and u[4] == "64 or less", u
+    assert u[5].startswith("differ") and "residual at 1024: +5.0%" in u[5], u
+    assert "64: +500%" in u[2] and "1024: +5.0%" in u[2]
+    assert "| resident |" not in text            # the reference has no cost of its own
+
+
+def test_crossover_uses_the_interval_not_the_estimate(tmp_path):
+    """A cost whose estimate is under 5% but whose interval reaches over it is not under."""
+    runs = [("resident", "static", w, c) for w, c in C.items()]
+    runs += [("pinned", "static", w, c + 4.9) for w, c in C.items()]      # 4.9% at 100 ms
+    text = rendered(write_set(tmp_path, runs, processes=3), "crossover static u8")
+    cells = [c.strip() for c in row(text, "pinned").split("|")[1:-1]]
+    # 3 processes: the Moses interval is [min, max] of the differences, up to ~5.0% at 256
+    assert cells[3] == "1024", cells
+
+
+def test_crossover_without_a_sweep_says_not_measured_and_how(tmp_path):
+    root = write_set(tmp_path, [("resident", "static", 256, 10.0), ("pinned", "static", 256, 12.0)])
+    text = rendered(root, "crossover")
+    assert "not measured in this set" in text and "--stages compute" in text
+    body = text.split("\n\n_Generated")[0]
+    assert not re.search(r"\d+\.\d+ ms", body)    # no invented number
+
+
+# ---- decision ---------------------------------------------------------------------------------
+
+def decision_runs():
+    return [("resident", "static", 256, 10.0), ("um", "static", 256, 10.0),
+            ("pinned", "static", 256, 12.0),
+            ("resident", "refresh", 256, 30.0, "per-batch", 4.0),
+            ("double-buffer", "refresh", 256, 15.0, "per-batch", 4.0),
+            ("pinned", "refresh", 256, 20.0, "per-batch", 4.0)]
+
+
+def test_decision_rows_winner_tie_rule_runner_up_and_movement(tmp_path):
+    text = rendered(write_set(tmp_path, decision_runs()), "decision")
+    static = row(text, "data fits, static (hidden 256)")
+    # um and resident are not different (identical processes): the tie goes to the simpler
+    assert "**resident (one launch per batch)** 10.0" in static
+    assert "none: it is the reference" in static and "| um (one launch per batch) 10.0" in static
+    assert "nothing moves in a steady epoch" in static
+    refresh = row(text, "data fits, rewritten every epoch (refresh, hidden 256)")
+    assert "**double-buffer (one launch per batch)** 15.0" in refresh
+    assert "| +5.0" in refresh                      # 15 - resident's static 10
+    assert "| pinned (one launch per batch) 20.0" in refresh
+    assert "pinned-h2d" in refresh and "host's preparation, 4 ms (measured)" in refresh
+    assert "tied, the simplest shown" not in refresh
+
+
+def test_decision_says_when_the_tests_cannot_order_the_regime(tmp_path):
+    text = rendered(write_set(tmp_path, decision_runs(), processes=3), "decision")
+    refresh = row(text, "data fits, rewritten every epoch (refresh, hidden 256)")
+    # 3 processes: no pair can be significant; every configuration ties, the simplest leads
+    assert "**resident (one launch per batch)** 30.0" in refresh
+    assert "tied, the simplest shown" in refresh
+
+
+def test_decision_regimes_not_in_the_set_say_how_to_measure_them(tmp_path):
+    text = rendered(write_set(tmp_path, decision_runs()), "decision")
+    for regime, how in (("data larger than the device budget", "advise.py --budget-gib"),
+                        ("compute-light vs compute-heavy steps (hidden sweep)", "--stages compute"),
+                        ("several GPUs", "no matrix runs several GPUs"),
+                        ("data fits, augmented on the host batch by batch (stream, hidden 256)",
+                         "the stream stage")):
+        r = row(text, regime)
+        assert "not measured in this set — " in r and how in r, r
+    assert "python3 analysis/advise.py --step-us X --bytes-per-sample Y --samples N " \
+           "--budget-gib W" in text
+
+
+def test_decision_reads_light_and_heavy_steps_from_the_sweep(tmp_path):
+    runs = decision_runs() + [("resident", "static", w, c) for w, c in C.items() if w != 256]
+    runs += [("pinned", "refresh", 64, 14.0), ("double-buffer", "refresh", 64, 12.0),
+             ("pinned", "refresh", 1024, 1001.0), ("double-buffer", "refresh", 1024, 1000.5)]
+    text = rendered(write_set(tmp_path, runs), "decision")
+    light = row(text, "compute-light step (hidden 64), data rewritten every epoch")
+    assert "**double-buffer (one launch per batch)** 12.0" in light and "| +2.0" in light
+    heavy = row(text, "compute-heavy step (hidden 1024), data rewritten every epoch")
+    # 0.5 ms apart under 1 ms of spread: not different, so the simpler pinned leads
+    assert "**pinned (one launch per batch)** 1,00" in heavy
+    assert "| double-buffer (one launch per batch) 1,00" in heavy
+    assert "hidden sweep" not in text
+
+
+# ---- arguments and the committed set ----------------------------------------------------------
+
+@pytest.mark.parametrize("spec, problem", [
+    ("decision b256 u8 static", "decision covers every regime"),
+    ("decision bogus", "unexpected argument 'bogus'"),
+    ("crossover hidden=64", "crossover sweeps the hidden width"),
+    ("crossover nope=1", "unknown option 'nope'"),
+])
+def test_bad_block_arguments_exit_2(tmp_path, capsys, spec, problem):
+    root = write_set(tmp_path, decision_runs())
+    name = spec.split()[0]
+    (root / "README.md").write_text(f"<!-- generated:{spec} from {SET} -->\n"
+                                    f"<!-- /generated:{name} -->\n")
+    assert docs_blocks.main(["--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"README\.md:1: .*{re.escape(problem)}", err), err
+    assert "Traceback" not in err
+
+
+def test_both_blocks_render_from_the_committed_set():
+    rs = load_results_set(REPO / SET, SET)
+    decision = render("decision", ["b256", "u8"], rs)
+    assert row(decision, "data fits, static (hidden 256)").count("**") == 2
+    widths = {g.key.hidden for g in rs.groups if len(g.key.hidden) == 1}
+    crossover = render("crossover", [], rs)
+    assert ("not measured in this set" in crossover) == (len(widths) < 2)
