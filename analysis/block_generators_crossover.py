@@ -31,7 +31,7 @@ from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_STRATEGY, STRATEGY_ORDER
                                 compute_reference, data_movement, variant_rank)
 from analysis.block_generators import (FILTERS, BlockArgs, BlockError, generator, key_fields)
 from analysis.block_generators_model import _tables
-from analysis.document import Doc, fmt_num
+from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
 
@@ -161,9 +161,9 @@ def row(points: Sequence[Point], widths: Sequence[int]) -> list[str]:
     if meas is None and pred is None:
         verdict = f"agree (neither under {SHARE:.0%}); {residual}"
     elif meas is not None and pred is not None and abs(pred[1] / meas[1] - 1) <= AGREE:
-        verdict = f"agree (~{fmt_num(meas[1])} vs ~{fmt_num(pred[1])}); {residual}"
+        verdict = f"agree (~{meas[1]:.0f} vs ~{pred[1]:.0f}); {residual}"
     else:
-        verdict = "differ" + (f" (~{fmt_num(meas[1])} vs ~{fmt_num(pred[1])})"
+        verdict = "differ" + (f" (~{meas[1]:.0f} vs ~{pred[1]:.0f})"
                               if meas and pred else "") + f"; {residual}"
     return [forms, shares, measured, predicted, verdict]
 
@@ -189,11 +189,15 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
             for s in strategies:
                 if s == REFERENCE_STRATEGY and scenario == "static":
                     continue                     # the reference itself: no cost by definition
-                pts = [p for w in sw.widths
-                       if (g := own_form(sw.groups, s, scenario, transfer, (w,))) is not None
-                       and (p := point(sw.groups, g, w, tables)) is not None]
+                own = [g for w in sw.widths
+                       if (g := own_form(sw.groups, s, scenario, transfer, (w,))) is not None]
+                pts = [p for g in own if (p := point(sw.groups, g, g.key.hidden[0], tables))]
                 if pts:
                     rows.append([s, *row(pts, sw.widths)])
+                elif own:
+                    rows.append([s, LAUNCH_FORMS.get(own[0].key.epoch_form, ""),
+                                 "no resident run at its form (no data-movement cost)", "n/a",
+                                 "n/a", "n/a"])
             if rows:
                 doc.p(f"**{scenario}, {transfer}** (batch {a.batch}; widths "
                       f"{', '.join(map(str, sw.widths))})")

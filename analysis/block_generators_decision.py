@@ -49,9 +49,8 @@ PROCEDURE = (
     "`--scenario refresh` for data rewritten every epoch, `--input u8|f32`, the primitives of "
     "your GPU). It predicts every strategy's epoch with the cost model above, leaves out those "
     "whose device memory exceeds W, and recommends the fastest, or the simplest of those within "
-    "5% of it. Where the data fits and does not change, keep it resident; where it must move, "
-    "the table's rows say how much the data path costs here and the crossover block says from "
-    "which compute per step it stops mattering.")
+    "5% of it. The table above is what this results set measured; the crossover block says "
+    "from which hidden width each strategy's data path stops mattering.")
 BUDGET_TODO = (f"{NOT_HERE} — memstrat has no device-budget option and no matrix grows the data "
                "past the device memory yet; `analysis/advise.py --budget-gib` gives the model's "
                "answer (strategies holding the whole set do not fit)")

@@ -17,7 +17,8 @@ from analysis.block_generators import render
 from analysis.block_generators_model import _tables
 from analysis.results_set import load_results_set
 
-from conftest import FIXTURES, REPO
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 SET = "docs/results/nvidia-h200"
 TEMPLATE = json.loads((REPO / "tests/experiments/fixtures/run_record_ok.json").read_text())
