@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,11 @@ from analysis import advise_check as AC
 from analysis import cost_model as M
 from analysis.primitives import Curve, Point, PrimitiveTable
 
-from conftest import FIXTURES, REPO
+from conftest import REPO
+
+# This folder's fixtures, by path: another folder's conftest may be the `conftest` module
+# imported first in a whole-suite run, and its FIXTURES is another folder.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 H200 = REPO / "docs" / "results" / "nvidia-h200"
 H200_PRIMITIVES = H200 / "records" / "primitives.jsonl"
