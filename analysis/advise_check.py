@@ -36,7 +36,7 @@ from analysis.advise import (TIE_TOLERANCE, Advice, OneLineParser, advise,  # no
 from analysis.aggregate import (DEFAULT_DEPTH, DEFAULT_STEP, DEFAULT_STREAMS,  # noqa: E402
                                 IMAGE_PIXELS, REFERENCE_MISSING, Group, compute_reference,
                                 sort_key)
-from analysis.primitives import PrimitiveTable, latest_curves  # noqa: E402
+from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import RecordError  # noqa: E402
 from analysis.results_set import load_results_set  # noqa: E402
 from analysis.stats import family_can_order, rank_by_tests  # noqa: E402
@@ -140,10 +140,7 @@ def check_family(groups: Sequence[Group], family: Sequence[Group],
 
 def check(results_dir: str | Path) -> list[FamilyCheck]:
     rs = load_results_set(results_dir, str(results_dir))
-    by_gpu: dict[str, dict] = {}
-    for (gpu, name), curve in latest_curves(rs.primitives).items():
-        by_gpu.setdefault(gpu, {})[name] = curve
-    tables = {gpu: PrimitiveTable(curves) for gpu, curves in by_gpu.items()}
+    tables = PrimitiveTable.by_gpu(rs.primitives)
     return [check_family(rs.groups, fam, tables.get(fam[0].key.gpu))
             for _, fam in sorted(families(rs.groups).items(), key=lambda kv: str(kv[0]))]
 

@@ -30,7 +30,6 @@ from analysis import cost_model
 from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_STRATEGY, STRATEGY_ORDER, Group,
                                 compute_reference, data_movement, variant_rank)
 from analysis.block_generators import (FILTERS, BlockArgs, BlockError, generator, key_fields)
-from analysis.block_generators_model import _tables
 from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
@@ -181,7 +180,7 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
         doc.p(f"Hidden-width crossover at batch {a.batch}: {NO_SWEEP} (one-layer widths held: "
               f"{have}); measure it with {HOW_TO_MEASURE}.")
         return doc.markdown()
-    tables = _tables(rs)
+    tables = PrimitiveTable.by_gpu(rs.primitives)
     strategies = [s for s in STRATEGY_ORDER if any(g.key.strategy == s for g in sw.groups)]
     for scenario in [s for s in SCENARIOS if a.scenario in (None, s)]:
         for transfer in [t for t in TRANSFERS if a.transfer in (None, t)]:

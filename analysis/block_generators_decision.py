@@ -33,7 +33,6 @@ from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_MISSING, REFERENCE_STRAT
 from analysis.block_generators import (FILTERS, BlockArgs, BlockError, effect_text, generator,
                                        group_value, key_fields)
 from analysis.block_generators_crossover import HOW_TO_MEASURE, sweep
-from analysis.block_generators_model import _tables
 from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
@@ -174,7 +173,7 @@ def decision(rs: ResultsSet, a: BlockArgs) -> str:
                 and g.key.scenario == scenario and g.key.hidden_label == width
                 and all(key_fields(g.key).get(k) == v for k, v in filters.items())]
 
-    tables = _tables(rs)
+    tables = PrimitiveTable.by_gpu(rs.primitives)
     where = f"hidden {hidden}"
     rows = []
     for name, scenario in ((f"data fits, static ({where})", "static"),

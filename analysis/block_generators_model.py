@@ -20,14 +20,6 @@ from analysis.results_set import ResultsSet
 UNEXPLAINED = cost_model.UNEXPLAINED
 
 
-def _tables(rs: ResultsSet) -> dict[str, PrimitiveTable]:
-    """GPU name -> its primitive table, from the set's primitive records."""
-    by_gpu: dict[str, dict] = {}
-    for (gpu, name), curve in latest_curves(rs.primitives).items():
-        by_gpu.setdefault(gpu, {})[name] = curve
-    return {gpu: PrimitiveTable(curves) for gpu, curves in by_gpu.items()}
-
-
 def _size(b) -> str:
     return size_text(b) if b is not None else "-"
 
@@ -59,7 +51,7 @@ def primitives(rs: ResultsSet, a: BlockArgs) -> str:
 @generator("cost-model", required=("batch", "transfer", "scenario"))
 def cost_model_block(rs: ResultsSet, a: BlockArgs) -> str:
     """Predicted vs measured GPU time per epoch for every strategy of one configuration."""
-    tables = _tables(rs)
+    tables = PrimitiveTable.by_gpu(rs.primitives)
     groups = select(rs, a)
     if not tables or not groups:
         return f"Cost model at {a.where()}: {NOT_MEASURED}."

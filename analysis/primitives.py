@@ -304,11 +304,18 @@ class PrimitiveTable:
         if isinstance(inputs, (str, Path)):
             inputs = [inputs]
         inputs = list(inputs)
-        tables: dict[str, dict[str, Curve]] = {}
-        for (gpu, prim), c in sorted(latest_curves(load_primitive_records(inputs)).items()):
-            tables.setdefault(gpu, {})[prim] = c
+        tables = cls.by_gpu(load_primitive_records(inputs))
         if not tables:
             raise RecordError(", ".join(map(str, inputs)), "no primitive records (empty file?)")
+        return tables
+
+    @classmethod
+    def by_gpu(cls, records: Iterable[dict[str, Any]]) -> dict[str, "PrimitiveTable"]:
+        """One table per GPU of already loaded primitive records (each primitive's latest
+        curve), sorted by GPU name; empty without records."""
+        tables: dict[str, dict[str, Curve]] = {}
+        for (gpu, prim), c in sorted(latest_curves(records).items()):
+            tables.setdefault(gpu, {})[prim] = c
         return {gpu: cls(curves) for gpu, curves in tables.items()}
 
     def curve(self, primitive: str) -> Curve:

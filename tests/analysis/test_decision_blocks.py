@@ -14,7 +14,7 @@ import pytest
 from analysis import cost_model as M
 from analysis import docs_blocks
 from analysis.block_generators import render
-from analysis.block_generators_model import _tables
+from analysis.primitives import PrimitiveTable
 from analysis.results_set import load_results_set
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ C = {64: 10.0, 256: 100.0, 1024: 1000.0}     # resident's epoch by width (ms, GP
 def predicted_movement(strategy: str, root: Path) -> dict[int, float]:
     """The cost model's data movement at each width's C (independent of the block's code)."""
     rs = load_results_set(root / SET, SET)
-    table = _tables(rs)["NVIDIA H200"]
+    table = PrimitiveTable.by_gpu(rs.primitives)["NVIDIA H200"]
     shape = M.Shape(60000, 256, "u8", "single-launch", 8, None)
     return {w: M.predict(strategy, "static", shape, c, table).gpu_ms - c for w, c in C.items()}
 

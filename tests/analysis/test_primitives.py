@@ -214,3 +214,13 @@ def test_size_text_names_its_unit():
     assert P.size_text(248 * K + 100) == "248 KiB"
     assert P.size_text(5.73 * (1 << 20)) == "5.73 MiB"
     assert P.size_text(3 << 30) == "3 GiB"
+
+
+def test_tables_by_gpu_from_loaded_records_match_the_files(fixtures_dir):
+    from_files = P.PrimitiveTable.load_all(fixtures_dir / "primitives.jsonl")
+    from_records = P.PrimitiveTable.by_gpu(P.load_primitive_records(
+        [fixtures_dir / "primitives.jsonl"]))
+    assert list(from_records) == list(from_files) and from_records
+    for gpu, table in from_files.items():
+        assert from_records[gpu].curves == table.curves
+    assert P.PrimitiveTable.by_gpu([]) == {}
