@@ -29,10 +29,11 @@ from typing import Sequence
 from analysis import advise as A
 from analysis import cost_model
 from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_MISSING, REFERENCE_STRATEGY, Group,
-                                data_movement, variant_rank)
-from analysis.block_generators import (FILTERS, BlockArgs, BlockError, effect_text, generator,
-                                       group_value, key_fields)
+                                variant_rank)
+from analysis.block_generators import (FILTERS, BlockArgs, BlockError, generator, group_value,
+                                       key_fields)
 from analysis.block_generators_crossover import HOW_TO_MEASURE, sweep
+from analysis.block_generators_ranking import movement_text
 from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
@@ -103,10 +104,7 @@ def label(g: Group) -> str:
 def movement(all_groups: Sequence[Group], g: Group) -> str:
     if g.key.strategy == REFERENCE_STRATEGY and g.key.scenario == "static":
         return "none: it is the reference"
-    dm = data_movement(all_groups, g)
-    if dm is None:
-        return "no resident run at this form"
-    return ("+" if dm.estimate >= 0 else "") + effect_text(dm, " ms")
+    return movement_text(all_groups, g) or "no resident run at this form"
 
 
 def why(all_groups: Sequence[Group], g: Group, tables: dict[str, PrimitiveTable]) -> str:

@@ -43,7 +43,7 @@ def headline(rs: ResultsSet, a: BlockArgs) -> str:
         resident = (f"resident {group_value(ref)}" if ref is not None
                     else "no resident run at this form (no data-movement cost)")
         fastest = fastest_text(
-            moving, lambda g: f"{g.key.variant_label} {group_value(g)}{_movement(at, g)}")
+            moving, lambda g: f"{g.key.variant_label} {group_value(g)}{movement_clause(at, g)}")
         items.append(f"**{LAUNCH_FORMS.get(form, form)}**: {resident}; {fastest}")
     if not items:
         items.append(NOT_MEASURED)
@@ -93,12 +93,19 @@ def can_order(groups: Sequence[Group]) -> bool:
     return family_can_order([len(g.process_values("wall_ms")) for g in groups])
 
 
-def _movement(groups: Sequence[Group], g: Group) -> str:
-    """', data movement +0.21 ms [0.19, 0.23]' or '' without a reference at g's form."""
+def movement_text(groups: Sequence[Group], g: Group) -> str | None:
+    """'+0.21 ms [0.19, 0.23]': g's data-movement cost, signed; None without a compute-only
+    reference at g's form."""
     dm = data_movement(groups, g)
     if dm is None:
-        return ""
-    return f", data movement {'+' if dm.estimate >= 0 else ''}{effect_text(dm, ' ms')}"
+        return None
+    return f"{'+' if dm.estimate >= 0 else ''}{effect_text(dm, ' ms')}"
+
+
+def movement_clause(groups: Sequence[Group], g: Group) -> str:
+    """', data movement +0.21 ms [0.19, 0.23]' or '' without a reference at g's form."""
+    text = movement_text(groups, g)
+    return f", data movement {text}" if text else ""
 
 
 def _floor_cells(g: Group, floor, ms: Summary | None) -> tuple[str, str]:

@@ -15,25 +15,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from analysis.aggregate import (LAUNCH_FORM_ORDER, LAUNCH_FORMS, REFERENCE_STRATEGY, Group,
-                                data_movement)
-from analysis.block_generators import (NOT_MEASURED, BlockArgs, BlockError, effect_text,
-                                       generator, group_value, pick, pooling_notes, select)
-from analysis.block_generators_ranking import fastest_text
+from analysis.aggregate import LAUNCH_FORM_ORDER, LAUNCH_FORMS, REFERENCE_STRATEGY, Group
+from analysis.block_generators import (NOT_MEASURED, BlockArgs, BlockError, generator,
+                                       group_value, pick, pooling_notes, select)
+from analysis.block_generators_ranking import fastest_text, movement_clause
 from analysis.document import Doc
 from analysis.results_set import ResultsSet
 from analysis.stream import ordered_curves, stream_points
 
 NO_REFERENCE = "no resident run at this form"
 SHORT_POWER_NOTE = "too few processes for any pair to be significant after Holm's correction"
-
-
-def _movement(groups: Sequence[Group], g: Group) -> str:
-    """', data movement +0.21 ms [0.19, 0.23]' or '' without a compute-only reference."""
-    dm = data_movement(groups, g)
-    if dm is None:
-        return ""
-    return f", data movement {'+' if dm.estimate >= 0 else ''}{effect_text(dm, ' ms')}"
 
 
 def _form(groups: Sequence[Group]) -> str:
@@ -67,7 +58,7 @@ def summary(rs: ResultsSet, a: BlockArgs) -> str:
             shown += moving
             rows.append([scenario, LAUNCH_FORMS.get(form, form), _reference(static, form),
                          fastest_text(moving, lambda g: f"{g.key.variant_label} "
-                                      f"{group_value(g)}{_movement(rs.groups, g)}",
+                                      f"{group_value(g)}{movement_clause(rs.groups, g)}",
                                       power_note=SHORT_POWER_NOTE)])
     points = stream_points(select(rs, dataclasses.replace(a, scenario="stream")))
     by_augment: dict[str, list[Group]] = {}
@@ -83,7 +74,7 @@ def summary(rs: ResultsSet, a: BlockArgs) -> str:
         rows.append([f"stream, {augment} augmentation", form,
                      _reference(static, best[0].key.epoch_form) if len(
                          {g.key.epoch_form for g in best}) == 1 else NO_REFERENCE,
-                     fastest_text(best, lambda g: label(g) + _movement(rs.groups, g), label,
+                     fastest_text(best, lambda g: label(g) + movement_clause(rs.groups, g), label,
                                   SHORT_POWER_NOTE)])
     doc = Doc()
     if not rows:
