@@ -33,9 +33,8 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
 from analysis import cost_model as M  # noqa: E402
 from analysis.advise import (TIE_TOLERANCE, Advice, OneLineParser, advise,  # noqa: E402
                              user_shape)
-from analysis.aggregate import (DEFAULT_DEPTH, DEFAULT_STEP, DEFAULT_STREAMS,  # noqa: E402
-                                IMAGE_PIXELS, REFERENCE_MISSING, Group, compute_reference,
-                                sort_key)
+from analysis.aggregate import (IMAGE_PIXELS, REFERENCE_MISSING, Group,  # noqa: E402
+                                compute_reference, sort_key, variant_rank)
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import RecordError  # noqa: E402
 from analysis.results_set import load_results_set  # noqa: E402
@@ -82,10 +81,9 @@ class FamilyCheck:
 
 
 def _variant_rank(g: Group) -> tuple:
-    k = g.key
-    return (len(k.custom_strategy_options()),
-            k.depth not in (None, DEFAULT_DEPTH) or k.streams not in (None, DEFAULT_STREAMS),
-            k.step not in (None, DEFAULT_STEP), sort_key(k))
+    """The variant figures show first (aggregate.variant_rank: the strategy's defaults, the
+    step --fused on took), then the table order."""
+    return (variant_rank(g.key), sort_key(g.key))
 
 
 def family_compute_ms(groups: Sequence[Group], family: Sequence[Group]) -> float | None:
