@@ -214,6 +214,10 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     cfg = record["config"]
     env = record.get("env") or {}
     other = tuple((k, _freeze(cfg.get(k))) for k in _OTHER_CONFIG)
+    # Augmentation on the GPU (config.augment_device) is its own configuration; host, the only
+    # kind before the key existed, keeps the groups of older records.
+    if cfg.get("augment_device") == "gpu":
+        other += (("augment_device", "gpu"),)
     epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),

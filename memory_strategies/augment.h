@@ -19,6 +19,11 @@ std::string_view to_string(Augment a);
 /// "none" | "light" | "heavy"; nullopt for anything else.
 std::optional<Augment> parse_augment(std::string_view s);
 
+/// Where the per-sample augmentation runs (--augment-device): on the host (write_rows,
+/// epoch_data.h) or on the GPU (gather_augment, augment_gpu.h); the same bytes either way.
+enum class AugmentDevice { Host, Gpu };
+std::string_view to_string(AugmentDevice d);  // "host" | "gpu"
+
 /// What a sample's random draws depend on. `index` is the sample's position in its epoch's
 /// order (row b*batch + r of the epoch), not its index in the data set: the order is itself a
 /// function of (seed, epoch), so this is the same information, and it is the key the refresh

@@ -12,16 +12,9 @@
 #include "memory_strategies/augment.h"
 #include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/memory_strategy.h"
+#include "memory_strategies/splitmix64.h"  // splitmix64: the shuffle's and the draws' generator
 
 namespace memstrat {
-
-/// splitmix64: tiny, portable, well-mixed; also reproducible from Python for baselines.
-inline std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 /// Fisher-Yates permutation of [0, n) from splitmix64(seed). Documented in docs/strategies.md
 /// so a baseline can reproduce it.

@@ -19,11 +19,24 @@ void GatherInput::write_set(const HostDataset& data, Transfer t, void* images,
              scratch.data());
 }
 
+Transfer GatherInput::set_format(const StrategyOptions& opt) {
+  return opt.augment != Augment::None && opt.augment_device == AugmentDevice::Gpu ? Transfer::U8
+                                                                                 : opt.transfer;
+}
+
+std::size_t GatherInput::set_image_bytes(const HostDataset& data, const StrategyOptions& opt) {
+  return transfer_bytes_per_sample(data.features(), set_format(opt)) *
+         static_cast<std::size_t>(data.n_train());
+}
+
 void GatherInput::attach(const HostDataset& data, const StrategyOptions& opt, const void* images,
                          const std::int32_t* labels, cudaStream_t compute) {
-  const std::size_t row = transfer_bytes_per_sample(data.features(), opt.transfer);
-  src_ = {images, labels, data.n_train(), row};
-  geom_ = {data.n_train(), opt.batch, row};
+  src_ = {images, labels, data.n_train(),
+          transfer_bytes_per_sample(data.features(), set_format(opt))};
+  geom_ = {data.n_train(), opt.batch, transfer_bytes_per_sample(data.features(), opt.transfer)};
+  if (opt.augment != Augment::None && opt.augment_device == AugmentDevice::Gpu)
+    augment_.emplace(  // the kernel augments as the host producers would: (seed, epoch, row)
+        AugmentRows{opt.augment, opt.seed, 0, 0, data.rows, data.cols, opt.transfer});
   transfer_ = opt.transfer;
   compute_ = compute;
   order_.emplace(data.n_train(), opt.seed);
@@ -47,8 +60,16 @@ void GatherInput::begin_epoch(int epoch) {
 }
 
 BatchView GatherInput::gather(int b) {
-  gather_batch(src_, order_dev_.data() + geom_.first(b), geom_.rows(b), batch_images_.data(),
-               batch_labels_.data(), compute_);
+  if (augment_) {
+    AugmentRows a = *augment_;
+    a.epoch = order_->epoch();
+    a.first_row = geom_.first(b);  // the key of row r: the epoch's row first(b) + r
+    gather_augment(src_, order_dev_.data() + geom_.first(b), geom_.rows(b), a,
+                   batch_images_.data(), batch_labels_.data(), compute_);
+  } else {
+    gather_batch(src_, order_dev_.data() + geom_.first(b), geom_.rows(b), batch_images_.data(),
+                 batch_labels_.data(), compute_);
+  }
   return batch_view(transfer_, geom_, batch_images_.data(), batch_labels_.data(), b);
 }
 

@@ -1,14 +1,16 @@
 // gather_input.h: GatherInput, the stream scenario for strategies whose training set the GPU can
 // address (resident: device memory; zero-copy: mapped memory; the um family: managed memory)
-// when there is no host augmentation (--augment none): the set is written once, in data-set
-// order, and each batch is gathered on the GPU (gather_batch, on the compute stream) from the
+// when there is no host augmentation (--augment none, or --augment-device gpu): the set is
+// written once, in data-set order, and each batch is gathered on the GPU (gather_batch, on the
+// compute stream; gather_augment, which also augments it, with --augment-device gpu) from the
 // epoch's fresh permutation, uploaded to the device at the start of every epoch, into one
 // device batch buffer. No host worker is involved. This is where the strategies' memory meets
 // scattered 784-byte rows: resident reads device memory, zero-copy reads each row over the
 // bus, unified memory migrates the pages the rows live on.
 //
 // Use (a strategy member):
-//   attach:      GatherInput::write_set(data, opt.transfer, host_images, host_labels);
+//   attach:      GatherInput::write_set(data, GatherInput::set_format(opt), host_images,
+//                                       host_labels);  // set_image_bytes(data, opt) of images
 //                ... make the set device-addressable (upload, map, or leave it managed) ...
 //                gather_.attach(data, opt, set_images, set_labels, compute);
 //   begin_epoch: gather_.begin_epoch(epoch);          // GPU idle: reshuffle, upload the order
@@ -27,15 +29,17 @@
 #include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/epoch_order.h"
+#include "memory_strategies/augment_gpu.h"
 #include "memory_strategies/gather.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
 
 /// True when a strategy whose data the GPU can address serves the run by GatherInput: the
-/// stream scenario without host augmentation.
+/// stream scenario without host augmentation (none at all, or on the GPU).
 inline bool gathers_on_gpu(const StrategyOptions& o) {
-  return o.scenario == Scenario::Stream && o.augment == Augment::None;
+  return o.scenario == Scenario::Stream &&
+         (o.augment == Augment::None || o.augment_device == AugmentDevice::Gpu);
 }
 
 class GatherInput {
@@ -43,6 +47,11 @@ class GatherInput {
   /// The training set in data-set order (sample i at row i), in the transfer format `t`, into
   /// host-writable storage of data.n_train() rows and labels.
   static void write_set(const HostDataset& data, Transfer t, void* images, std::int32_t* labels);
+  /// The format the set is written in: the transfer format, or uint8 where the GPU augments (the
+  /// kernel reads pixels and writes the transfer format).
+  static Transfer set_format(const StrategyOptions& opt);
+  /// Bytes of the set's images in that format.
+  static std::size_t set_image_bytes(const HostDataset& data, const StrategyOptions& opt);
 
   /// `images`/`labels`: the set write_set wrote, as the device addresses it. Allocates the
   /// device order, its pinned staging copy and one device batch.
@@ -64,6 +73,7 @@ class GatherInput {
   GatherSource src_;
   BatchGeometry geom_;
   Transfer transfer_ = Transfer::U8;
+  std::optional<AugmentRows> augment_;  // --augment-device gpu: what gather_augment applies
   cudaStream_t compute_ = nullptr;
   std::optional<EpochOrder> order_;
   PinnedBuffer<std::int32_t> order_staging_;

@@ -56,6 +56,9 @@ struct StrategyOptions {
   int prefetch = 8;                  // batches produced ahead = host slots in the ring
   Augment augment = Augment::Light;  // per-sample augmentation on the host (none: GPU gather
                                      // where the strategy's data is device-addressable)
+  /// Where the refresh and stream scenarios augment (--augment-device; registry.h says which
+  /// strategies take gpu in which scenario).
+  AugmentDevice augment_device = AugmentDevice::Host;
 };
 
 /// A batch as the compute stream sees it. Exactly one of x_u8 / x_f32 is set (per Transfer);

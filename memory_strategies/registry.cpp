@@ -45,10 +45,11 @@ bool host_produced(const StrategyOptions& o) {
   return o.scenario == Scenario::Stream && o.augment != Augment::None;
 }
 std::string stream_needs_gather(const StrategyOptions& o, const DeviceCaps&) {
-  return host_produced(o)
-             ? "in the stream scenario resident runs --augment none only (the GPU gathers each "
-               "batch from the resident set); host augmentation makes every batch cross the "
-               "bus, which the copying strategies measure"
+  return host_produced(o) && o.augment_device == AugmentDevice::Host
+             ? "in the stream scenario resident runs --augment none, or light/heavy with "
+               "--augment-device gpu (the GPU gathers, and augments, each batch from the "
+               "resident set); host augmentation makes every batch cross the bus, which the "
+               "copying strategies measure"
              : "";
 }
 // um alone: the other managed forms need concurrentManagedAccess in every scenario.
@@ -141,7 +142,7 @@ std::vector<StrategyEntry> make_registry() {
       OptionKind::Integer, 1, 128, {}, "8",
       [](const StrategyOptions& o) { return std::to_string(o.stage_blocks); }};
   return {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, every_form, "", {}, false, stream_needs_gather},
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, every_form, "", {}, false, stream_needs_gather, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{Scenario::Refresh, Scenario::Stream}},
       {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>, per_batch_only, kPageableNote},
       {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>, graph_too, kOneBatchBuffer},
       {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>, per_batch_only, kDoubleBufferNote},
@@ -203,10 +204,32 @@ const std::vector<StrategyOption>& strategy_options(std::string_view name) {
 std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt,
                           const DeviceCaps& caps) {
   if (std::string why = e.unsupported(caps); !why.empty()) return why;
+  if (std::string why = augment_device_refusal(e, opt); !why.empty()) return why;
   return e.unsupported_with ? e.unsupported_with(opt, caps) : "";
 }
 
+std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions& opt) {
+  if (opt.augment_device == AugmentDevice::Host) return "";
+  std::string takers;  // "resident (refresh, stream)"
+  for (const StrategyEntry& t : strategy_registry()) {
+    if (t.gpu_augment.empty()) continue;
+    std::string in;
+    for (const Scenario s : t.gpu_augment) in += (in.empty() ? "" : ", ") + std::string(to_string(s));
+    takers += (takers.empty() ? "" : "; ") + std::string(t.name) + " (" + in + ")";
+  }
+  const std::string gpu = "--augment-device gpu (taken by: " + takers + ")";
+  if (opt.scenario == Scenario::Static)
+    return gpu + ": the static scenario augments nothing";
+  if (opt.scenario == Scenario::Stream && opt.augment == Augment::None)
+    return gpu + ": --augment none augments nothing";
+  for (const Scenario s : e.gpu_augment)
+    if (s == opt.scenario) return "";
+  return gpu + ": strategy " + std::string(e.name) + " augments on the host in the " +
+         std::string(to_string(opt.scenario)) + " scenario";
+}
+
 std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt) {
+  if (std::string why = augment_device_refusal(e, opt); !why.empty()) return why;
   return e.unsupported_with ? e.unsupported_with(opt, DeviceCaps::every()) : "";
 }
 

@@ -80,6 +80,9 @@ struct StrategyEntry {
   /// (MlpConfig::step_free_blocks): a full step grid leaves an SM no registers for another
   /// kernel, so the two would take turns. nullptr: none.
   int (*blocks_beside_step)(const StrategyOptions&) = nullptr;
+  /// The scenarios in which it takes --augment-device gpu: its data set lives where the GPU reads
+  /// it and the GPU augments each epoch from it (gather_augment). Empty: host augmentation only.
+  std::vector<Scenario> gpu_augment = {};
 };
 
 const std::vector<StrategyEntry>& strategy_registry();
@@ -96,6 +99,10 @@ const std::vector<StrategyOption>& strategy_options(std::string_view name);
 std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt, const DeviceCaps& caps);
 /// Why no device can run `e` with options `opt`; empty when some device can. Needs no GPU.
 std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt);
+/// Why `e` cannot take --augment-device gpu with options `opt` (its gpu_augment scenarios; the
+/// static scenario augments nothing, nor does the stream scenario's --augment none); empty when
+/// it can, or when opt asks for host augmentation. Needs no GPU; part of refusal_reason.
+std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions& opt);
 /// Why `e` does not run launch form `f` in `opt`'s scenario (its declaration, launch_forms);
 /// empty when it does. Needs no GPU. The step a kernel form needs is checked apart
 /// (launch_request.h).

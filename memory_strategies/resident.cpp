@@ -9,15 +9,23 @@ namespace memstrat {
 void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                               cudaStream_t compute) {
   source_.configure(data, opt, compute);
-  host_images_ = PinnedBuffer<std::uint8_t>(source_.image_bytes());
+  if (opt.scenario == Scenario::Refresh && opt.augment_device == AugmentDevice::Gpu) {
+    gpu_writer_.attach(data, opt, compute);  // no host copy: the GPU writes every epoch
+    return;
+  }
+  const std::size_t image_bytes = opt.scenario == Scenario::Stream
+                                      ? GatherInput::set_image_bytes(data, opt)
+                                      : source_.image_bytes();
+  host_images_ = PinnedBuffer<std::uint8_t>(image_bytes);
   host_labels_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
-  dev_images_ = DeviceBuffer<std::uint8_t>(source_.image_bytes());
+  dev_images_ = DeviceBuffer<std::uint8_t>(image_bytes);
   dev_labels_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
   timeline_.allocate(1);
   if (opt.scenario == Scenario::Stream) {
     if (!gathers_on_gpu(opt))  // the registry refuses it first (StrategyEntry::unsupported_with)
       throw std::invalid_argument("resident runs the stream scenario with --augment none only");
-    GatherInput::write_set(data, opt.transfer, host_images_.data(), host_labels_.data());
+    GatherInput::write_set(data, GatherInput::set_format(opt), host_images_.data(),
+                           host_labels_.data());
     upload();  // once, as part of set-up
     CUDA_CHECK(cudaStreamSynchronize(compute));
     gather_.attach(data, opt, dev_images_.data(), dev_labels_.data(), compute);
@@ -45,6 +53,11 @@ void ResidentStrategy::upload() {
 
 void ResidentStrategy::begin_epoch(int epoch) {
   if (gather_.attached()) gather_.begin_epoch(epoch);
+  if (gpu_writer_.attached()) {
+    gpu_writer_.begin_epoch(epoch);  // the order into staging; acquire(0) enqueues the rest
+    upload_pending_ = true;
+    return;
+  }
   // The timeline is not reset: a refresh epoch records its upload over the last one, enqueued or
   // replayed in an epoch graph; a static epoch records nothing.
   upload_pending_ = source_.begin_epoch(epoch);  // refresh: new host data to upload
@@ -52,6 +65,15 @@ void ResidentStrategy::begin_epoch(int epoch) {
 
 BatchView ResidentStrategy::acquire(int b) {
   if (gather_.attached()) return gather_.gather(b);
+  if (gpu_writer_.attached()) {
+    // Refresh on the GPU: the order goes up and one kernel writes the whole epoch before the
+    // first batch; every batch is then an offset into it, as with the host-written epoch.
+    if (b == 0 && upload_pending_) {
+      gpu_writer_.write();
+      upload_pending_ = false;
+    }
+    return source_.epoch_view(gpu_writer_.images(), gpu_writer_.labels(), b);
+  }
   if (b == 0 && upload_pending_) {
     // Refresh: the new epoch's data goes up in one bulk copy before the first batch; the
     // compute stream waits for it (that wait is this strategy's whole per-epoch cost).

@@ -1,14 +1,17 @@
 // resident.h: ResidentStrategy (`resident`): the whole training set lives in device memory,
 // uploaded once (static) or once per epoch before its first batch (refresh); a batch is a
 // pointer offset. The upper bound every other strategy is measured against.
-// Stream scenario (--augment none only: host augmentation would make every batch cross the
-// bus, which is what the copying strategies measure): the set is uploaded once, in data-set
-// order, and the GPU gathers each batch from it (gather_input.h).
+// Stream scenario (--augment none, or light/heavy with --augment-device gpu: host augmentation
+// would make every batch cross the bus, which is what the copying strategies measure): the set
+// is uploaded once, in data-set order, and the GPU gathers (and augments) each batch from it
+// (gather_input.h). Refresh with --augment-device gpu: the set is uploaded once and the GPU
+// writes each epoch from it before the epoch's first batch (gpu_epoch_writer.h).
 #pragma once
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/gather_input.h"
+#include "memory_strategies/gpu_epoch_writer.h"
 #include "memory_strategies/host_epoch_source.h"
 
 namespace memstrat {
@@ -22,15 +25,18 @@ class ResidentStrategy final : public MemoryStrategy {
   void release(int) override {}
   void end_epoch() override {}
   StrategyStats stats() const override {
-    return gather_.attached() ? gather_.stats() : timeline_.stats();
+    if (gather_.attached()) return gather_.stats();
+    return gpu_writer_.attached() ? gpu_writer_.stats() : timeline_.stats();
   }
-  /// Every batch is a fixed offset into device memory (a refresh epoch's upload is enqueued by
-  /// acquire(0), before any compute); a gathered batch is not (one batch buffer, reused).
+  /// Every batch is a fixed offset into device memory (a refresh epoch's upload, or its writing
+  /// on the GPU, is enqueued by acquire(0), before any compute); a gathered batch is not (one
+  /// batch buffer, reused).
   bool acquire_ahead() const override { return !gather_.attached(); }
   /// Besides the epoch kernel (and any grouping of it), an epoch graph: every epoch enqueues the
   /// same work (static: nothing; refresh: acquire(0)'s upload from the pinned host copy that
-  /// begin_epoch rewrote, two copies on the compute stream), and the copy timeline is recorded
-  /// again by every replay. The gathered stream batches: per batch only.
+  /// begin_epoch rewrote, two copies on the compute stream; or, augmenting on the GPU, the
+  /// order's upload from pinned staging that begin_epoch rewrote and the kernel that reads the
+  /// epoch from it), and the copy timeline is recorded again by every replay. The gathered stream batches: per batch only.
   LaunchForms launch_forms() const override {
     const bool fixed = !gather_.attached();
     return {fixed, 0, fixed && source_.written_before_epoch()};
@@ -46,6 +52,7 @@ class ResidentStrategy final : public MemoryStrategy {
   CopyTimeline timeline_;
   bool upload_pending_ = false;
   GatherInput gather_;  // stream scenario
+  GpuEpochWriter gpu_writer_;  // refresh scenario, --augment-device gpu
 };
 
 }  // namespace memstrat

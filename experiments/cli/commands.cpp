@@ -68,6 +68,9 @@ json describe_json() {
     s["launch_note"] = e.launch_note.empty() ? json(nullptr) : json(e.launch_note);
     // --fused on then takes the layer-by-layer step, so a kernel form needs --fused single.
     s["batch_in_host_memory"] = e.batch_in_host_memory;
+    // The scenarios in which it takes --augment-device gpu (every strategy takes host).
+    s["augment_device_gpu"] = json::array();
+    for (const Scenario sc : e.gpu_augment) s["augment_device_gpu"].push_back(to_string(sc));
     d["strategies"].push_back(s);
   }
   // What each form needs beyond the strategy's declaration.

@@ -272,6 +272,20 @@ std::string strategy_option_help(const StrategyOption& opt) {
   return strategies_reading(opt.name) + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
 }
 
+/// "resident in refresh and stream": who takes --augment-device gpu, from the registry.
+std::string augment_device_takers() {
+  std::string s;
+  for (const StrategyEntry& e : strategy_registry()) {
+    if (e.gpu_augment.empty()) continue;
+    std::string in;
+    for (std::size_t i = 0; i < e.gpu_augment.size(); ++i)
+      in += (i == 0 ? "" : i + 1 == e.gpu_augment.size() ? " and " : ", ") +
+            std::string(to_string(e.gpu_augment[i]));
+    s += (s.empty() ? "" : "; ") + std::string(e.name) + " in " + in;
+  }
+  return s;
+}
+
 std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
   std::vector<std::pair<std::string, const StrategyEntry*>> v;
   for (const StrategyEntry& e : strategy_registry()) v.emplace_back(std::string(e.name), &e);
@@ -364,6 +378,13 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "stream: per-sample augmentation on the host. none: a shuffled gather only (strategies "
            "whose data the GPU can address gather on the GPU); light: random +-2 px shift (the "
            "refresh scenario's); heavy: random affine warp (rotation, scale, shear, shift)");
+  o.choice("--augment-device", c.augment_device, named({AugmentDevice::Host, AugmentDevice::Gpu}),
+           "augment_device",
+           "Where refresh and stream augment (the same bytes either way). host: on the CPU, "
+           "and the augmented data crosses the bus; gpu: the data set is uploaded once and a "
+           "kernel gathers and augments each epoch's rows from it (refresh: the whole epoch "
+           "before its first batch; stream: each batch, --augment light or heavy). Taken by "
+           + augment_device_takers() + "; `memstrat describe` lists them");
   const StrategyOption& copy_chunk = strategy_option("copy-chunk");
   o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
             strategy_option_help(copy_chunk) +

@@ -20,6 +20,12 @@ json if_read(const RunConfig& c, std::string_view option, json value) {
   return nullptr;
 }
 
+/// True when the run augments its samples: refresh (the shift), stream with --augment light|heavy.
+bool augments(const RunConfig& c) {
+  return c.scenario == Scenario::Refresh ||
+         (c.scenario == Scenario::Stream && c.augment != Augment::None);
+}
+
 json config_json(const RunRecord& r) {
   const RunConfig& c = r.config;
   const bool stream = c.scenario == Scenario::Stream;
@@ -45,6 +51,8 @@ json config_json(const RunRecord& r) {
          {"workers", stream ? json(c.workers) : json(nullptr)},
          {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
          {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
+         // Where the samples were augmented; null where nothing is (static, stream --augment none).
+         {"augment_device", augments(c) ? json(to_string(c.augment_device)) : json(nullptr)},
          {"copy_chunk_mib", reads_copy_chunk(c) ? json(c.copy_chunk_mib) : json(nullptr)},
          {"stage_blocks", if_read(c, "stage-blocks", c.stage_blocks)},
          {"profile", c.profile},

@@ -54,6 +54,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.workers = c.workers;
   o.prefetch = c.prefetch;
   o.augment = c.augment;
+  o.augment_device = c.augment_device;
   return o;
 }
 

@@ -82,6 +82,9 @@ struct RunConfig {
   int workers = 4;                   // host producer threads, started once per run
   int prefetch = 8;                  // batches produced ahead = host slots
   Augment augment = Augment::Light;  // per-sample host augmentation
+  /// Where refresh and stream augment (--augment-device); gpu only where the strategy's registry
+  /// entry declares it (StrategyEntry::gpu_augment), which the CLI checks.
+  AugmentDevice augment_device = AugmentDevice::Host;
   /// pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy; with --launch-form
   /// kernel-per-chunk, any strategy's batches per launch (reads_copy_chunk).
   int copy_chunk_mib = 8;

@@ -223,8 +223,8 @@ TEST(Cli, StreamScenarioRefusals) {
       {{"train", "--scenario", "refresh", "--prefetch", "4"}, "add --scenario stream"},
       {{"train", "--scenario", "static", "--augment", "none"}, "add --scenario stream"},
       // A strategy that no device runs with these options: its registry entry says why.
-      {{"train", "--scenario", "stream"}, "resident runs --augment none only"},
-      {{"train", "--scenario", "stream", "--augment", "heavy"}, "resident runs --augment none only"},
+      {{"train", "--scenario", "stream"}, "resident runs --augment none, or light/heavy with --augment-device gpu"},
+      {{"train", "--scenario", "stream", "--augment", "heavy"}, "resident runs --augment none, or light/heavy with --augment-device gpu"},
   };
   for (const auto& [args, says] : bad) {
     const auto p = parse(args);
@@ -236,6 +236,9 @@ TEST(Cli, StreamScenarioRefusals) {
   }
   EXPECT_FALSE(parse({"train", "--scenario", "stream", "--augment", "none"}).code)
       << "resident gathers on the GPU";
+  EXPECT_FALSE(parse({"train", "--scenario", "stream", "--augment", "heavy", "--augment-device",
+                      "gpu"}).code)
+      << "resident gathers and augments on the GPU";
 }
 
 TEST(Cli, HiddenSizeZeroMessageSaysWhatToDo) {

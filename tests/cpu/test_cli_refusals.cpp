@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -166,6 +167,32 @@ TEST(CliRefusals, LaunchFormsTheStrategyDoesNotRunInTheScenario) {
       }
 }
 
+
+// --augment-device gpu where the registry declares it (resident, refresh and stream with light
+// or heavy); everywhere else a one-line refusal and exit 2 before any device work, from the
+// binary as from the parser.
+TEST(CliRefusals, AugmentDeviceGpuOnlyWhereTheRegistryTakesIt) {
+  EXPECT_FALSE(parse({"train", "--augment-device", "gpu", "--scenario", "refresh"}).code);
+  for (const char* a : {"light", "heavy"})
+    EXPECT_FALSE(parse({"train", "--augment-device", "gpu", "--scenario", "stream", "--augment", a}).code) << a;
+  EXPECT_FALSE(parse({"train", "--augment-device", "host", "--strategy", "pinned"}).code)
+      << "host is every strategy's, in every scenario";
+  expect_refused({"train", "--augment-device", "gpu"}, "the static scenario augments nothing");
+  expect_refused({"train", "--augment-device", "gpu", "--scenario", "stream", "--augment", "none"},
+                 "--augment none augments nothing");
+  for (const StrategyEntry& e : strategy_registry()) {
+    if (!e.gpu_augment.empty()) continue;
+    const std::string name(e.name);
+    for (const char* sc : {"refresh", "stream"})
+      expect_refused({"train", "--strategy", name.c_str(), "--scenario", sc, "--augment-device", "gpu"},
+                     "augments on the host in the " + std::string(sc) + " scenario");
+  }
+  expect_refused({"train", "--augment-device", "cpu"}, "--augment-device");
+  const Ran r = run_binary("train --strategy pinned --scenario refresh --augment-device gpu");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("resident (refresh, stream)"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line: " << r.output;
+}
 
 TEST(CliRefusals, OutputFilesAreCheckedBeforeTheDataAndTheGpu) {
   if (access("/dev/full", W_OK) == 0) {

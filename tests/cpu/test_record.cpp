@@ -240,6 +240,7 @@ TEST(Record, StreamPipelineFigures) {
   EXPECT_EQ(s["config"]["workers"], 4);
   EXPECT_EQ(s["config"]["prefetch"], 8);
   EXPECT_EQ(s["config"]["augment"], "heavy");
+  EXPECT_EQ(s["config"]["augment_device"], "host");
   const json& e = s["epochs"][1];
   EXPECT_EQ(e["input_wait_ms"], 30.25);
   EXPECT_EQ(e["input_wait_first_ms"], 0.8125);
@@ -250,6 +251,8 @@ TEST(Record, StreamPipelineFigures) {
   const json p = finished_record().to_json();
   for (const char* k : {"workers", "prefetch", "augment"})
     EXPECT_TRUE(p["config"].contains(k) && p["config"][k].is_null()) << k;
+  ASSERT_EQ(p["config"]["scenario"], "static");
+  EXPECT_TRUE(p["config"]["augment_device"].is_null()) << "static augments nothing";
   for (const char* k : {"input_wait_ms", "input_wait_first_ms", "slot_wait_ms", "producer_busy_ms",
                         "producer_samples_per_s", "producer_worker_samples_per_s"})
     EXPECT_TRUE(p["epochs"][0].contains(k) && p["epochs"][0][k].is_null()) << k;

@@ -1,0 +1,59 @@
+#include "memory_strategies/gpu_epoch_writer.h"
+
+#include <cstring>
+
+#include "common/cuda_check.h"
+#include "common/nvtx.h"
+#include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
+
+namespace memstrat {
+
+void GpuEpochWriter::attach(const HostDataset& data, const StrategyOptions& opt,
+                            cudaStream_t compute) {
+  samples_ = data.n_train();
+  compute_ = compute;
+  const std::size_t n = static_cast<std::size_t>(samples_);
+  set_images_ = DeviceBuffer<std::uint8_t>(data.train_images.size());
+  set_labels_ = DeviceBuffer<std::int32_t>(n);
+  staging_ = PinnedBuffer<std::int32_t>(n + 1);
+  order_dev_ = DeviceBuffer<std::int32_t>(n + 1);
+  images_ = DeviceBuffer<std::uint8_t>(transfer_bytes_per_sample(data.features(), opt.transfer) * n);
+  labels_ = DeviceBuffer<std::int32_t>(n);
+  upload_.allocate(1);
+  order_.emplace(samples_, opt.seed);
+  // The refresh scenario's augmentation is the shift (EpochWriter::rows_of).
+  rows_ = AugmentRows{Augment::Light, opt.seed, 0, 0, data.rows, data.cols, opt.transfer};
+  src_ = GatherSource{set_images_.data(), set_labels_.data(), samples_,
+                      static_cast<std::size_t>(data.features())};
+  // Set-up: from the pageable data set, once; not in any epoch's figures.
+  CUDA_CHECK(cudaMemcpyAsync(set_images_.data(), data.train_images.data(), set_images_.bytes(),
+                             cudaMemcpyHostToDevice, compute));
+  CUDA_CHECK(cudaMemcpyAsync(set_labels_.data(), data.train_labels.data(), set_labels_.bytes(),
+                             cudaMemcpyHostToDevice, compute));
+  CUDA_CHECK(cudaStreamSynchronize(compute));
+}
+
+void GpuEpochWriter::begin_epoch(int epoch) {
+  // The GPU is idle (the trainer drained the last epoch), so the staging copy may be rewritten.
+  order_->set_epoch(epoch);
+  const std::size_t n = static_cast<std::size_t>(samples_);
+  std::memcpy(staging_.data(), order_->order(), n * sizeof(std::int32_t));
+  staging_.data()[n] = epoch;
+}
+
+void GpuEpochWriter::write() {
+  {
+    NvtxRange r(Phase::H2D, "h2d order");
+    upload_.start(0, compute_);
+    CUDA_CHECK(cudaMemcpyAsync(order_dev_.data(), staging_.data(), staging_.bytes(),
+                               cudaMemcpyHostToDevice, compute_));
+    upload_.stop(0, compute_, staging_.bytes());
+  }
+  NvtxRange r(Phase::Produce, "augment epoch on gpu");
+  AugmentRows a = rows_;
+  a.epoch_on_device = order_dev_.data() + samples_;  // the epoch the upload just wrote
+  gather_augment(src_, order_dev_.data(), static_cast<int>(samples_), a, images_.data(),
+                 labels_.data(), compute_);
+}
+
+}  // namespace memstrat
