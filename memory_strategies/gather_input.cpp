@@ -19,6 +19,10 @@ void GatherInput::write_set(const HostDataset& data, Transfer t, void* images,
              scratch.data());
 }
 
+std::uint64_t GatherInput::device_bytes(const BatchGeometry& g) {
+  return static_cast<std::uint64_t>(g.samples) * sizeof(std::int32_t) + g.bytes(0);
+}
+
 void GatherInput::attach(const HostDataset& data, const StrategyOptions& opt, const void* images,
                          const std::int32_t* labels, cudaStream_t compute) {
   const std::size_t row = transfer_bytes_per_sample(data.features(), opt.transfer);

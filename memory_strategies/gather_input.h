@@ -44,6 +44,9 @@ class GatherInput {
   /// host-writable storage of data.n_train() rows and labels.
   static void write_set(const HostDataset& data, Transfer t, void* images, std::int32_t* labels);
 
+  /// Device memory attach() allocates for data of geometry `g`: the epoch's order and one
+  /// batch buffer (pure).
+  static std::uint64_t device_bytes(const BatchGeometry& g);
   /// `images`/`labels`: the set write_set wrote, as the device addresses it. Allocates the
   /// device order, its pinned staging copy and one device batch.
   void attach(const HostDataset& data, const StrategyOptions& opt, const void* images,
