@@ -31,7 +31,8 @@ void expect_refused(const std::vector<const char*>& args, const std::string& say
 nlohmann::json describe_option(const std::string& name) {
   const Ran r = run_binary("describe --json");
   EXPECT_EQ(r.code, 0) << r.output;
-  for (const auto& o : nlohmann::json::parse(r.output)["train_options"])
+  const nlohmann::json d = nlohmann::json::parse(r.output);
+  for (const auto& o : d["train_options"])
     if (o["name"] == name) return o;
   ADD_FAILURE() << name << " not in describe --json";
   return {};
