@@ -54,7 +54,11 @@ COUNTER_METRICS = ("um_htod_bytes", "um_dtoh_bytes", "um_gpu_faults", "um_cpu_fa
 EPOCH_METRICS = TIMING_METRICS + COUNTER_METRICS
 # Config fields (besides the named key fields) that make two runs different experiments.
 _OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_mib",
-                 "copy_chunk_mib", "stage_blocks", "step", "fused")
+                 "copy_chunk_mib", "stage_blocks", "step", "fused", "replicate",
+                 "device_budget_gib")
+# What a record written before a key existed ran: one copy of the training set (--replicate 1),
+# no device budget (null). Such a record and a newer one with the default are one experiment.
+_CONFIG_BEFORE_KEY: dict[str, Any] = {"replicate": 1}
 # Among them, the strategies' own options, with their defaults (memory_strategies/registry.cpp;
 # a record has null where its strategy does not read one). They tell variants of one strategy
 # apart, never what a figure compares: a slice, and so a compute-only reference, ignores them,
@@ -213,7 +217,7 @@ def reads_option(cfg: dict[str, Any], key: str) -> bool:
 def group_key(record: dict[str, Any]) -> GroupKey:
     cfg = record["config"]
     env = record.get("env") or {}
-    other = tuple((k, _freeze(cfg.get(k))) for k in _OTHER_CONFIG)
+    other = tuple((k, _freeze(cfg.get(k, _CONFIG_BEFORE_KEY.get(k)))) for k in _OTHER_CONFIG)
     # Augmentation on the GPU (config.augment_device) is its own configuration; host, the only
     # kind before the key existed, keeps the groups of older records.
     if cfg.get("augment_device") == "gpu":

@@ -149,4 +149,24 @@ HostHardware read_host_hardware() {
   return h;
 }
 
+std::optional<std::uint64_t> mem_available_from_meminfo(std::istream& meminfo) {
+  const std::string key = "MemAvailable:";
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::string v = trim(line.substr(key.size()));
+    const bool kb = v.size() > 3 && v.compare(v.size() - 3, 3, " kB") == 0;
+    if (!kb) return std::nullopt;  // the kernel writes kB; anything else is not this file
+    const std::optional<long> n = parse_long(v.substr(0, v.size() - 3));
+    if (!n || *n < 0) return std::nullopt;
+    return static_cast<std::uint64_t>(*n) * 1024u;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  if (!meminfo) return std::nullopt;
+  return mem_available_from_meminfo(meminfo);
+}
+
 }  // namespace memstrat

@@ -52,6 +52,12 @@ PciLink pci_current_link(const std::string& bus_id);
 /// node (one-node hosts, many VMs); none where the file cannot be read.
 std::optional<int> pci_numa_node(const std::string& bus_id);
 
+/// MemAvailable from /proc/meminfo text ("MemAvailable:   123456 kB"), in bytes: the kernel's
+/// estimate of what can be allocated without swapping. None when the text has no such line.
+std::optional<std::uint64_t> mem_available_from_meminfo(std::istream& meminfo);
+/// This host's MemAvailable now; none where /proc/meminfo cannot be read.
+std::optional<std::uint64_t> available_memory_bytes();
+
 /// The first line of a /proc or /sys file; "" when it cannot be read.
 std::string read_first_line(const std::string& path);
 

@@ -7,6 +7,11 @@
 
 namespace memstrat {
 
+std::uint64_t CopyOnComputeStream::device_footprint(const StrategyOptions&,
+                                                   const BatchGeometry& g) {
+  return g.bytes(0);  // one device batch: images and labels (stream slots are host memory)
+}
+
 void CopyOnComputeStream::attach(const HostDataset& data, const StrategyOptions& opt,
                                  cudaStream_t compute) {
   source_.configure(data, opt, compute);

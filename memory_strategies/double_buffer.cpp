@@ -8,6 +8,11 @@
 
 namespace memstrat {
 
+std::uint64_t DoubleBufferStrategy::device_footprint(const StrategyOptions& opt,
+                                                    const BatchGeometry& g) {
+  return static_cast<std::uint64_t>(opt.depth) * g.bytes(0);  // --depth device batch slots
+}
+
 void DoubleBufferStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                                   cudaStream_t compute) {
   if (opt.depth < 2) throw std::invalid_argument("double-buffer: --depth must be >= 2");

@@ -4,6 +4,13 @@
 
 namespace memstrat {
 
+std::uint64_t DoubleBufferGraphStrategy::device_footprint(const StrategyOptions& opt,
+                                                          const BatchGeometry& g) {
+  // --depth device chunk slots of --copy-chunk MiB of whole packed batches.
+  return static_cast<std::uint64_t>(opt.depth) *
+         ChunkPlan::packed(g, static_cast<std::size_t>(opt.copy_chunk_mib) << 20).packed_slot_bytes();
+}
+
 void DoubleBufferGraphStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                                        cudaStream_t compute) {
   if (opt.depth < 2) throw std::invalid_argument("double-buffer-graph: --depth must be >= 2");

@@ -29,6 +29,10 @@ namespace memstrat {
 class DoubleBufferGraphStrategy final : public MemoryStrategy {
  public:
   std::string_view name() const override { return "double-buffer-graph"; }
+  /// Device memory attach() allocates for the data, for options `opt` and data of geometry `g`
+  /// (batch = opt.batch, bytes per sample in opt.transfer): pure, no device needed
+  /// (StrategyEntry::device_footprint).
+  static std::uint64_t device_footprint(const StrategyOptions& opt, const BatchGeometry& g);
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
   BatchView acquire(int b) override;

@@ -29,6 +29,10 @@ std::size_t GatherInput::set_image_bytes(const HostDataset& data, const Strategy
          static_cast<std::size_t>(data.n_train());
 }
 
+std::uint64_t GatherInput::device_bytes(const BatchGeometry& g) {
+  return static_cast<std::uint64_t>(g.samples) * sizeof(std::int32_t) + g.bytes(0);
+}
+
 void GatherInput::attach(const HostDataset& data, const StrategyOptions& opt, const void* images,
                          const std::int32_t* labels, cudaStream_t compute) {
   src_ = {images, labels, data.n_train(),

@@ -53,6 +53,9 @@ class GatherInput {
   /// Bytes of the set's images in that format.
   static std::size_t set_image_bytes(const HostDataset& data, const StrategyOptions& opt);
 
+  /// Device memory attach() allocates for data of geometry `g`: the epoch's order and one
+  /// batch buffer (pure).
+  static std::uint64_t device_bytes(const BatchGeometry& g);
   /// `images`/`labels`: the set write_set wrote, as the device addresses it. Allocates the
   /// device order, its pinned staging copy and one device batch.
   void attach(const HostDataset& data, const StrategyOptions& opt, const void* images,

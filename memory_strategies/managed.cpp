@@ -15,6 +15,19 @@ void ManagedStrategy::advise_range(const void* ptr, std::size_t bytes, const Adv
   if (a.accessed_by) advise(ptr, bytes, UmAdvice::AccessedByDevice, device_);
 }
 
+std::uint64_t ManagedStrategy::device_footprint(const StrategyOptions& opt,
+                                               const BatchGeometry& g) {
+  // Managed memory counts in full: the suite never lets it exceed the device (check_managed_fits),
+  // so a managed set the device must hold whole is what it takes. The stream scenario's host-fed
+  // slots are the managed memory there.
+  if (opt.scenario == Scenario::Stream && !gathers_on_gpu(opt))
+    return static_cast<std::uint64_t>(opt.prefetch) *
+           stream_slot_bytes(opt.batch, g.image_bytes_per_sample);
+  const std::uint64_t set = static_cast<std::uint64_t>(g.samples) *
+                            (g.image_bytes_per_sample + sizeof(std::int32_t));
+  return set + (gathers_on_gpu(opt) ? GatherInput::device_bytes(g) : 0);
+}
+
 void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                              cudaStream_t compute) {
   if (hints_.chunked && opt.prefetch_chunk_mib < 1)

@@ -51,6 +51,10 @@ class ManagedStrategy final : public MemoryStrategy {
   ManagedStrategy(std::string_view name, Hints hints) : name_(name), hints_(hints) {}
 
   std::string_view name() const override { return name_; }
+  /// Device memory attach() allocates for the data, for options `opt` and data of geometry `g`
+  /// (batch = opt.batch, bytes per sample in opt.transfer): pure, no device needed
+  /// (StrategyEntry::device_footprint).
+  static std::uint64_t device_footprint(const StrategyOptions& opt, const BatchGeometry& g);
   void attach(const HostDataset& data, const StrategyOptions& opt, cudaStream_t compute) override;
   void begin_epoch(int epoch) override;
   BatchView acquire(int b) override;

@@ -6,6 +6,12 @@
 
 namespace memstrat {
 
+std::uint64_t PinnedGraphStrategy::device_footprint(const StrategyOptions& opt,
+                                                    const BatchGeometry& g) {
+  // One device slot of --copy-chunk MiB of whole packed batches.
+  return ChunkPlan::packed(g, static_cast<std::size_t>(opt.copy_chunk_mib) << 20).packed_slot_bytes();
+}
+
 void PinnedGraphStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                                  cudaStream_t compute) {
   if (opt.copy_chunk_mib < 1)

@@ -1,9 +1,12 @@
 #include "memory_strategies/registry.h"
 
 #include <stdexcept>
+#include <utility>
 
+#include "memory_strategies/copy_on_compute.h"
 #include "memory_strategies/double_buffer.h"
 #include "memory_strategies/double_buffer_graph.h"
+#include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
 #include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
 #include "memory_strategies/pinned.h"
@@ -110,6 +113,34 @@ constexpr std::string_view kOneChunkSlotNote =
     "one device slot holds one chunk, so not all of an epoch's batches can be acquired before "
     "its first step (no epoch kernel)";
 
+// The device memory each strategy's data path allocates (StrategyEntry::device_footprint),
+// declared by the strategy class beside its attach.
+using Footprint = std::uint64_t (*)(const StrategyOptions&, const BatchGeometry&);
+const std::pair<std::string_view, Footprint> kFootprints[] = {
+    {"resident", ResidentStrategy::device_footprint},
+    {"pageable", CopyOnComputeStream::device_footprint},
+    {"pinned", CopyOnComputeStream::device_footprint},
+    {"double-buffer", DoubleBufferStrategy::device_footprint},
+    {"zero-copy", ZeroCopyStrategy::device_footprint},
+    {"um", ManagedStrategy::device_footprint},
+    {"um-prefetch", ManagedStrategy::device_footprint},
+    {"um-advise", ManagedStrategy::device_footprint},
+    {"zero-copy-staged", ZeroCopyStagedStrategy::device_footprint},
+    {"um-prefetch-coarse", ManagedStrategy::device_footprint},
+    {"pinned-graph", PinnedGraphStrategy::device_footprint},
+    {"double-buffer-graph", DoubleBufferGraphStrategy::device_footprint},
+};
+
+std::vector<StrategyEntry> with_footprints(std::vector<StrategyEntry> r) {
+  for (StrategyEntry& e : r) {
+    for (const auto& [name, f] : kFootprints)
+      if (name == e.name) e.device_footprint = f;
+    if (e.device_footprint == nullptr)
+      throw std::logic_error("strategy '" + std::string(e.name) + "' declares no device footprint");
+  }
+  return r;
+}
+
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
       "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph and zero-copy-staged)",
@@ -167,7 +198,7 @@ std::string StrategyOption::allowed() const {
 }
 
 const std::vector<StrategyEntry>& strategy_registry() {
-  static const std::vector<StrategyEntry> r = make_registry();
+  static const std::vector<StrategyEntry> r = with_footprints(make_registry());
   return r;
 }
 
@@ -252,6 +283,12 @@ std::string launch_form_refusal(const StrategyEntry& e, const StrategyOptions& o
     return why + ": in the stream scenario batches are handed over at run time (host workers) "
                  "or gathered into one batch buffer, one after the other";
   return e.launch_note.empty() ? why : why + ": " + std::string(e.launch_note);
+}
+
+std::uint64_t device_footprint(const StrategyEntry& e, const StrategyOptions& opt,
+                               std::int64_t samples, int features) {
+  const BatchGeometry g{samples, opt.batch, transfer_bytes_per_sample(features, opt.transfer)};
+  return e.device_footprint(opt, g);
 }
 
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps) {

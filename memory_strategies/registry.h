@@ -5,12 +5,14 @@
 // it improves, and whether the step reads its batches in place from host memory.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "memory_strategies/batch_geometry.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
@@ -83,6 +85,10 @@ struct StrategyEntry {
   /// The scenarios in which it takes --augment-device gpu: its data set lives where the GPU reads
   /// it and the GPU augments each epoch from it (gather_augment). Empty: host augmentation only.
   std::vector<Scenario> gpu_augment = {};
+  /// The device memory its data path allocates at attach for options `opt` and data of geometry
+  /// `g` (the strategy class's device_footprint, next to its attach): what --device-budget
+  /// must hold (device_footprint below). Set for every entry.
+  std::uint64_t (*device_footprint)(const StrategyOptions& opt, const BatchGeometry& g) = nullptr;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();
@@ -107,6 +113,11 @@ std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions
 /// empty when it does. Needs no GPU. The step a kernel form needs is checked apart
 /// (launch_request.h).
 std::string launch_form_refusal(const StrategyEntry& e, const StrategyOptions& opt, EpochForm f);
+/// The device memory `e` allocates for its data with options `opt` on a training set of
+/// `samples` samples of `features` pixels (opt.batch rows a batch, opt.transfer bytes a pixel).
+/// Needs no GPU.
+std::uint64_t device_footprint(const StrategyEntry& e, const StrategyOptions& opt,
+                               std::int64_t samples, int features);
 /// e.make() once the device passed e.unsupported(caps); otherwise throws std::runtime_error with
 /// the waiver reason. For paths that want a strategy or an error, not a waiver to report.
 std::unique_ptr<MemoryStrategy> make_supported(const StrategyEntry& e, const DeviceCaps& caps);

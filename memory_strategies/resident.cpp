@@ -6,6 +6,13 @@
 
 namespace memstrat {
 
+std::uint64_t ResidentStrategy::device_footprint(const StrategyOptions& opt,
+                                                const BatchGeometry& g) {
+  const std::uint64_t set = static_cast<std::uint64_t>(g.samples) *
+                            (g.image_bytes_per_sample + sizeof(std::int32_t));
+  return set + (gathers_on_gpu(opt) ? GatherInput::device_bytes(g) : 0);
+}
+
 void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                               cudaStream_t compute) {
   source_.configure(data, opt, compute);

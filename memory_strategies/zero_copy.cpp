@@ -2,6 +2,13 @@
 
 namespace memstrat {
 
+std::uint64_t ZeroCopyStrategy::device_footprint(const StrategyOptions& opt,
+                                                const BatchGeometry& g) {
+  // The data stays in mapped host memory; only the stream scenario's GPU gather has device
+  // buffers.
+  return gathers_on_gpu(opt) ? GatherInput::device_bytes(g) : 0;
+}
+
 void ZeroCopyStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                               cudaStream_t compute) {
   source_.configure(data, opt, compute);

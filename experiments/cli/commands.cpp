@@ -236,7 +236,7 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
   HostDataset data;
   try {
     check_outputs(cfg);
-    data = load_run_data(cfg);
+    data = load_run_data(cfg, &err);
   } catch (const DataError& e) {
     return usage_error(err, e);
   } catch (const std::invalid_argument& e) {

@@ -16,6 +16,7 @@
 #include "common/build_info.h"
 #include "common/run_record.h"  // is_utf8
 #include "memory_strategies/registry.h"
+#include "memory_strategies/replicated_set.h"  // kMaxReplicate
 #include "memory_strategies/stream_slots.h"  // the ranges of --workers, --prefetch
 
 namespace memstrat {
@@ -68,6 +69,16 @@ CLI::Validator finite_float(double min, bool min_exclusive) {
         return "";
       },
       "");
+}
+
+/// --device-budget: a positive, finite number of GiB (no more than a byte count in 64 bits).
+std::optional<double> parse_device_budget(const std::string& s) {
+  char* stop = nullptr;
+  const double v = std::strtod(s.c_str(), &stop);
+  if (s.empty() || stop != s.c_str() + s.size() || !std::isfinite(v) || !(v > 0) || v > 1e9)
+    throw std::invalid_argument("--device-budget: '" + s +
+                                "' is not a positive number of GiB (e.g. 2 or 0.5; at most 1e9)");
+  return v;
 }
 
 /// Declares `train` options to CLI11 and, in the same call, records what `describe` reports.
@@ -393,6 +404,19 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   const StrategyOption& stage_blocks = strategy_option("stage-blocks");
   o.integer("--stage-blocks", c.stage_blocks, stage_blocks.min, stage_blocks.max, "stage_blocks",
             strategy_option_help(stage_blocks));
+  o.integer("--replicate", c.replicate, 1, kMaxReplicate, "replicate",
+            "Train on K copies of the training set: copy 0 as loaded, copies 1..K-1 each sample "
+            "augmented on the host (heavy affine warp, seeded by --seed, the copy and the sample) "
+            "once at start-up; refused when K copies would not fit the host's available memory");
+  OptionInfo& budget = o.parsed<std::optional<double>>(
+      "--device-budget", c.device_budget_gib, parse_device_budget, "none", "number", nullptr,
+      "device_budget_gib",
+      "GiB of device memory the data path may use (default: none, the whole device): after the "
+      "model's allocations all other free device memory is held, so the strategy has only this; "
+      "a strategy whose data does not fit it is refused before training");
+  budget.min = 0;
+  budget.min_exclusive = true;
+  budget.max = 1e9;
   o.text("--data", c.data, "", "MNIST directory (default: $MEMSTRAT_DATA, then data/mnist)");
   o.integer("--train-samples", c.train_samples, 0, std::nullopt, "",
             "Use only the first N training samples (0 = all)");

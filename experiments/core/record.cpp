@@ -55,6 +55,8 @@ json config_json(const RunRecord& r) {
          {"augment_device", augments(c) ? json(to_string(c.augment_device)) : json(nullptr)},
          {"copy_chunk_mib", reads_copy_chunk(c) ? json(c.copy_chunk_mib) : json(nullptr)},
          {"stage_blocks", if_read(c, "stage-blocks", c.stage_blocks)},
+         {"replicate", c.replicate},
+         {"device_budget_gib", c.device_budget_gib ? json(*c.device_budget_gib) : json(nullptr)},
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},
@@ -169,6 +171,8 @@ json RunRecord::to_json() const {
     j["profiler_notes"] = totals->profiler_notes;
   }
   if (env_end) j["env_end"] = env_end->to_json();
+  // Written whenever the run asked for a budget and got as far as holding it; null without one.
+  j["device_budget"] = device_budget ? device_budget->to_json() : json(nullptr);
   return j;
 }
 

@@ -15,6 +15,7 @@
 #include "common/profiler/profiler.h"
 #include "common/host_dataset.h"
 #include "common/run_record.h"
+#include "experiments/core/device_budget.h"
 #include "experiments/core/run_config.h"
 #include "experiments/core/trainer.h"
 
@@ -91,6 +92,7 @@ struct RunRecord {
   std::vector<EpochRecord> epochs;                // every epoch that finished
   std::optional<RunTotals> totals;                // once every epoch ran
   std::optional<GpuState> env_end;                // NVML's clocks etc. after the last epoch
+  std::optional<DeviceBudgetRecord> device_budget;  // --device-budget, once its memory is held
 
   /// A new record (status ok): run id, start time, argv and config from `cfg`, the dataset.
   static RunRecord start(const RunConfig& cfg, const HostDataset& data, Environment env);

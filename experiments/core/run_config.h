@@ -89,6 +89,12 @@ struct RunConfig {
   /// kernel-per-chunk, any strategy's batches per launch (reads_copy_chunk).
   int copy_chunk_mib = 8;
   int stage_blocks = 8;        // zero-copy-staged: thread blocks of the staging kernel
+  /// --replicate K: the training set is K copies of the loaded one, copies 1.. augmented
+  /// (memory_strategies/replicated_set.h); 1 = the set as loaded.
+  int replicate = 1;
+  /// --device-budget GiB: the device memory the data path may use; Session holds the rest
+  /// (experiments/core/device_budget.h). None = no limit beyond the device's.
+  std::optional<double> device_budget_gib;
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
   std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null

@@ -3,6 +3,7 @@
 // output_files.h).
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include "common/host_dataset.h"
@@ -11,10 +12,12 @@
 namespace memstrat {
 
 /// The data set of `c`: --data (or $MEMSTRAT_DATA, data/mnist), loaded, validated and cut to
-/// --train-samples / --test-samples. Throws DataError for a bad directory or file and
+/// --train-samples / --test-samples, then made --replicate copies of (replicated_set.h; a line a
+/// second on `progress` while that runs, where given). Throws DataError for a bad directory or file and
 /// std::invalid_argument when the directory's path is not UTF-8 (the record holds it), when the
 /// batch is larger than the training set or, in the stream scenario, the slots (--prefetch x
-/// one batch) would exceed kMaxSlotBytes.
-HostDataset load_run_data(const RunConfig& c);
+/// one batch) would exceed kMaxSlotBytes, or the replicated set would not fit the host's available
+/// memory (host_memory_refusal).
+HostDataset load_run_data(const RunConfig& c, std::ostream* progress = nullptr);
 
 }  // namespace memstrat

@@ -11,6 +11,7 @@
 #include "common/profiler/profiler.h"
 #include "common/nvtx.h"
 #include "experiments/core/console.h"
+#include "experiments/core/device_budget.h"
 #include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_outputs.h"
@@ -33,8 +34,10 @@ void warn_allocations(std::ostream& err, const WindowCounters& w, int epoch) {
 }
 }  // namespace
 
-// Declared in this order so that they are destroyed trainer first, compute stream last.
+// Declared in this order so that they are destroyed trainer first, compute stream and the
+// --device-budget hold last.
 struct Session::Pipeline {
+  DeviceBudgetHold budget_hold;
   Stream compute;
   std::unique_ptr<MemoryStrategy> strategy;
   std::unique_ptr<Mlp> mlp;
@@ -51,6 +54,9 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
       !why.empty())
     throw std::invalid_argument("--launch-form " + std::string(to_string(cfg_.launch_form)) +
                                 " with --strategy " + name + ": " + why);
+  // A strategy whose data does not fit --device-budget is refused before any device work.
+  if (const std::string why = budget_refusal(cfg_, data_.n_train(), data_.features()); !why.empty())
+    throw std::invalid_argument(why);
   require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
   CuptiProfiler::Options popt;
   popt.enabled = cfg_.profile;
@@ -78,6 +84,11 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     Pipeline p = set_up(rec, prof);
     if (!cfg_.export_init.empty()) export_init(cfg_.export_init, *p.mlp, data_, cfg_);
     run_epochs(p, rec, prof, out, err, sink);
+    if (rec.device_budget) {  // what the margin beside the budget left unused
+      std::size_t free = 0, total = 0;
+      CUDA_CHECK(cudaMemGetInfo(&free, &total));
+      rec.device_budget->free_after_run_bytes = free;
+    }
     rec.env_end = monitor.state();  // after the last epoch, outside every timed region
     RunTotals t;
     t.final_test = p.trainer->evaluate();
@@ -85,6 +96,8 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     if (cfg_.profile) t.api_totals = prof.api_totals();
     t.profiler_notes = prof.notes();
     rec.totals = std::move(t);
+  } catch (const BudgetRefused&) {
+    throw;  // a budget the device cannot give: a usage error, not a failed run
   } catch (const std::exception& ex) {
     rec.status = RunStatus::Failed;
     rec.error = ex.what();
@@ -116,6 +129,17 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
     rec.step = StepRecord{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
     if (m.step_kind() != "single-launch") rec.step->single_launch_off_reason = m.single_off_reason();
     if (!m.fused()) rec.step->fused_off_reason = m.fused_off_reason();
+    if (cfg_.device_budget_gib) {
+      // After the model's allocations, before the strategy's: the strategy has the budget only.
+      DeviceBudgetRecord b;
+      b.gib = *cfg_.device_budget_gib;
+      b.budget_bytes = gib_bytes(b.gib);
+      b.margin_bytes = budget_margin_bytes(cfg_, data_);
+      b.data_footprint_bytes = device_footprint(*cfg_.strategy, strategy_options(cfg_),
+                                                data_.n_train(), data_.features());
+      p.budget_hold = DeviceBudgetHold::take(b);
+      rec.device_budget = b;
+    }
     p.strategy = cfg_.strategy->make();
     p.strategy->attach(data_, strategy_options(cfg_), p.compute);
     p.trainer = std::make_unique<Trainer>(*p.mlp, *p.strategy, data_, cfg_, p.compute);

@@ -5,6 +5,7 @@
 
 #include "common/nvtx.h"
 #include "kernels/common/pixel_norm.h"
+#include "kernels/single_launch/step_launcher.h"  // StepBatch
 #include "memory_strategies/epoch_data.h"
 
 namespace memstrat {
@@ -19,6 +20,15 @@ bool same_view(const BatchView& a, const BatchView& b) {
          a.first_sample == b.first_sample;
 }
 }  // namespace
+
+std::uint64_t Trainer::setup_device_bytes(std::int64_t n_train, std::int64_t n_test,
+                                          int features, int batches) {
+  const std::uint64_t train = static_cast<std::uint64_t>(n_train) * (sizeof(float) + sizeof(std::int32_t));
+  const std::uint64_t test = static_cast<std::uint64_t>(n_test) *
+                             (static_cast<std::uint64_t>(features) * sizeof(float) +
+                              sizeof(std::int32_t) + sizeof(float) + sizeof(std::int32_t));
+  return train + test + static_cast<std::uint64_t>(batches) * sizeof(kernels::StepBatch);
+}
 
 Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
                  const RunConfig& cfg, cudaStream_t compute)

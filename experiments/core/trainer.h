@@ -55,6 +55,12 @@ struct EvalResult {
 
 class Trainer {
  public:
+  /// Device memory the constructor allocates (per-sample training losses and hits, the test set
+  /// as floats and its results, a step table row per batch for the kernel forms), for a training
+  /// set of n_train samples, a test set of n_test, `features` pixels and `batches` batches an
+  /// epoch: what --device-budget's margin sets aside for it (device_budget.h). Pure.
+  static std::uint64_t setup_device_bytes(std::int64_t n_train, std::int64_t n_test, int features,
+                                          int batches);
   /// Allocates everything the loop needs (events, per-sample outputs, the test set on the
   /// device). `strategy` must already be attached. Reads cfg.batch, cfg.graphs (per-batch form
   /// only), cfg.launch_form (auto: each epoch as ONE launch where possible, the kernel form (the

@@ -195,3 +195,31 @@ def test_process_medians_at_once_equal_one_record_at_a_time(fixture_records):
            {"epochs": [{"wall_ms": 3.0}]}, {"epochs": [{"x": 1}, {"x": 2}]}]
     assert process_medians(odd, "wall_ms") == [4.0, 3.0, None]
     assert process_medians([], "wall_ms") == []
+
+
+def test_replicated_and_budgeted_runs_are_other_experiments(fixtures_dir):
+    """--replicate K and --device-budget make other experiments: each its own group and slice,
+    with its own training set size (throughput counts K x 60000 samples); a record from before
+    config.replicate existed is the one-copy run."""
+    import copy
+    base = load_records(fixtures_dir / "repeats.jsonl")
+    assert all("replicate" not in r["config"] for r in base)
+    one = copy.deepcopy(base)
+    for r in one:
+        r["config"]["replicate"] = 1
+        r["config"]["device_budget_gib"] = None
+    twice = copy.deepcopy(base)
+    for r in twice:
+        r["config"]["replicate"] = 2
+        r["config"]["device_budget_gib"] = 0.5
+        r["config"]["dataset"] = dict(r["config"].get("dataset") or {}, train_samples=120000)
+    groups = aggregate(base + one + twice)
+    assert len(groups) == 2
+    old_and_one = next(g for g in groups if g.key.option("replicate") == 1)
+    assert old_and_one.runs == 4
+    assert old_and_one.train_samples == 60000
+    replicated = next(g for g in groups if g.key.option("replicate") == 2)
+    assert replicated.key.option("device_budget_gib") == 0.5
+    assert replicated.train_samples == 120000
+    assert replicated.samples_per_s == pytest.approx(120000 / 0.0054)
+    assert len(slices(groups)) == 2

@@ -349,6 +349,39 @@ TEST(Record, WhatIsNotMeasuredIsNullNotZero) {
   EXPECT_TRUE(j["config"]["run_tag"].is_null());
 }
 
+// --replicate and --device-budget: config.replicate always, config.device_budget_gib and the
+// device_budget object null without a budget, and what was held with one.
+TEST(Record, ReplicateAndDeviceBudget) {
+  json j = finished_record().to_json();
+  EXPECT_EQ(j["config"]["replicate"], 1);
+  EXPECT_TRUE(j["config"]["device_budget_gib"].is_null());
+  EXPECT_TRUE(j["device_budget"].is_null());
+  RunConfig c = pinned_config();
+  c.replicate = 4;
+  c.device_budget_gib = 0.5;
+  RunRecord r = started(c);
+  r.dataset.train_samples = 240000;
+  DeviceBudgetRecord b;
+  b.gib = 0.5;
+  b.budget_bytes = 1ull << 29;
+  b.margin_bytes = 300000000;
+  b.data_footprint_bytes = 201728;
+  b.free_before_hold_bytes = 80000000000;
+  b.held_bytes = 80000000000 - (1ull << 29) - 300000000;
+  b.free_after_hold_bytes = (1ull << 29) + 300000000;
+  r.device_budget = b;
+  j = r.to_json();
+  EXPECT_EQ(j["config"]["replicate"], 4);
+  EXPECT_EQ(j["config"]["device_budget_gib"], 0.5);
+  EXPECT_EQ(j["config"]["dataset"]["train_samples"], 240000);
+  const json& d = j["device_budget"];
+  EXPECT_EQ(d["gib"], 0.5);
+  EXPECT_EQ(d["budget_bytes"], 1ull << 29);
+  EXPECT_EQ(d["held_bytes"], b.held_bytes);
+  EXPECT_EQ(d["data_footprint_bytes"], 201728);
+  EXPECT_TRUE(d["free_after_run_bytes"].is_null()) << "set only once the epochs ran";
+}
+
 TEST(Record, AFailedRunHasNoTotals) {
   const json j = failed_record().to_json();
   EXPECT_EQ(j["status"], "failed");

@@ -1,0 +1,168 @@
+// --device-budget's pure half: each strategy's declared device footprint for the data
+// (StrategyEntry::device_footprint, beside each strategy's attach), worked out by hand for
+// MNIST's 60000 samples at batch 256, and the refusal (budget_refusal) it leads to before any
+// device work. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "experiments/core/device_budget.h"
+#include "experiments/core/trainer.h"
+#include "kernels/single_launch/step_launcher.h"  // StepBatch
+#include "memory_strategies/registry.h"
+
+using namespace memstrat;
+
+namespace {
+constexpr std::int64_t kN = 60000;
+constexpr int kF = 784;
+// One batch of 256: 256 x 784 pixel bytes + 256 x 4 label bytes (u8); 256 x 3136 + 1024 (f32).
+constexpr std::uint64_t kBatchU8 = 256 * 788;     // 201728
+constexpr std::uint64_t kBatchF32 = 256 * 3140;   // 803840
+constexpr std::uint64_t kSetU8 = kN * 788;        // 47280000
+constexpr std::uint64_t kSetF32 = kN * 3140;      // 188400000
+constexpr std::uint64_t kGather = kN * 4 + kBatchU8;  // the epoch's order + one batch
+
+std::uint64_t footprint(std::string_view name, const StrategyOptions& o) {
+  return device_footprint(*find_strategy(name), o, kN, kF);
+}
+
+StrategyOptions with(Scenario s, Augment a = Augment::Light) {
+  StrategyOptions o;
+  o.scenario = s;
+  o.augment = a;
+  return o;
+}
+
+RunConfig budget_run(std::string_view strategy, double gib) {
+  RunConfig c;
+  c.strategy = find_strategy(strategy);
+  c.device_budget_gib = gib;
+  return c;
+}
+}  // namespace
+
+TEST(DeviceFootprint, EveryStrategyDeclaresOne) {
+  for (const StrategyEntry& e : strategy_registry())
+    EXPECT_NE(e.device_footprint, nullptr) << e.name;
+}
+
+TEST(DeviceFootprint, StaticAndRefreshByHand) {
+  StrategyOptions o;  // batch 256, u8, depth 2, --copy-chunk 8 MiB
+  o.depth = 3;
+  o.copy_chunk_mib = 1;  // 1 MiB holds 5 packed blocks of 201728 bytes (16-byte aligned already)
+  const std::map<std::string, std::uint64_t> want = {
+      {"resident", kSetU8},
+      {"pageable", kBatchU8},
+      {"pinned", kBatchU8},
+      {"double-buffer", 3 * kBatchU8},
+      {"zero-copy", 0},
+      {"um", kSetU8},
+      {"um-prefetch", kSetU8},
+      {"um-advise", kSetU8},
+      {"um-prefetch-coarse", kSetU8},
+      {"zero-copy-staged", 3 * 5 * kBatchU8},
+      {"pinned-graph", 5 * kBatchU8},
+      {"double-buffer-graph", 3 * 5 * kBatchU8},
+  };
+  ASSERT_EQ(want.size(), strategy_registry().size()) << "a strategy without a hand value";
+  for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {
+    o.scenario = s;
+    for (const auto& [name, bytes] : want) EXPECT_EQ(footprint(name, o), bytes) << name;
+  }
+}
+
+TEST(DeviceFootprint, F32FourTimesThePixels) {
+  StrategyOptions o;
+  o.transfer = Transfer::F32;
+  EXPECT_EQ(footprint("resident", o), kSetF32);
+  EXPECT_EQ(footprint("um", o), kSetF32);
+  EXPECT_EQ(footprint("pinned", o), kBatchF32);
+  EXPECT_EQ(footprint("double-buffer", o), 2 * kBatchF32);
+  // 8 MiB of 803840-byte blocks: 10 batches a chunk.
+  EXPECT_EQ(footprint("pinned-graph", o), 10 * kBatchF32);
+  EXPECT_EQ(footprint("double-buffer-graph", o), 2 * 10 * kBatchF32);
+}
+
+TEST(DeviceFootprint, BatchSizeAndTheLastPartialBatch) {
+  StrategyOptions o;
+  o.batch = 100000;  // more than the set: one batch of all 60000 rows
+  EXPECT_EQ(footprint("pinned", o), kSetU8);
+  o.batch = 1000;
+  EXPECT_EQ(footprint("double-buffer", o), 2 * 1000 * 788u);
+}
+
+TEST(DeviceFootprint, StreamScenario) {
+  // Host augmentation: the copying strategies keep their device batches; the slots are host
+  // memory, except managed slots (8 of one 256-row batch, each rounded to 64 KiB: 262144 bytes).
+  const StrategyOptions light = with(Scenario::Stream);
+  EXPECT_EQ(footprint("pinned", light), kBatchU8);
+  EXPECT_EQ(footprint("double-buffer", light), 2 * kBatchU8);
+  EXPECT_EQ(footprint("zero-copy", light), 0u);
+  EXPECT_EQ(footprint("um", light), 8u * 262144);
+  // No host augmentation: the GPU gathers from the whole set where it can address it.
+  const StrategyOptions none = with(Scenario::Stream, Augment::None);
+  EXPECT_EQ(footprint("resident", none), kSetU8 + kGather);
+  EXPECT_EQ(footprint("um", none), kSetU8 + kGather);
+  EXPECT_EQ(footprint("zero-copy", none), kGather);
+  EXPECT_EQ(footprint("pinned", none), kBatchU8);
+}
+
+TEST(DeviceBudget, GiBAreBinary) {
+  EXPECT_EQ(gib_bytes(1), 1ull << 30);
+  EXPECT_EQ(gib_bytes(0.5), 1ull << 29);
+  EXPECT_EQ(gib_bytes(0.01), 10737418u);  // 10737418.24, rounded down
+}
+
+TEST(DeviceBudget, NoBudgetNoRefusal) {
+  RunConfig c;
+  c.strategy = find_strategy("resident");
+  EXPECT_EQ(budget_refusal(c, kN * 4096, kF), "");
+}
+
+TEST(DeviceBudget, ResidentAndUnifiedMemoryRefuseASetLargerThanTheBudget) {
+  // 0.04 GiB = 42949672 bytes < the set's 47280000.
+  for (const char* s : {"resident", "um", "um-prefetch", "um-advise", "um-prefetch-coarse"}) {
+    const std::string why = budget_refusal(budget_run(s, 0.04), kN, kF);
+    EXPECT_NE(why.find(std::string(s) + ": the data set (0.044 GiB on the device, 60000 samples "
+                                        "in u8) does not fit in --device-budget 0.04 GiB; use "
+                                        "a streaming strategy ("),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("pinned"), std::string::npos) << why;
+    EXPECT_EQ(why.find("resident,"), std::string::npos) << why;
+  }
+  EXPECT_EQ(budget_refusal(budget_run("resident", 0.05), kN, kF), "");  // 53687091 >= 47280000
+}
+
+TEST(DeviceBudget, StreamingStrategiesFitASmallBudgetUntilTheirBuffersDoNot) {
+  for (const StrategyEntry& e : strategy_registry()) {
+    const bool whole_set = e.name == "resident" || e.name.rfind("um", 0) == 0;
+    EXPECT_EQ(budget_refusal(budget_run(e.name, 0.04), kN, kF).empty(), !whole_set) << e.name;
+  }
+  // 2 chunk slots of 8 MiB (41 blocks: 8270848 bytes each) do not fit 0.01 GiB = 10737418 bytes.
+  const std::string why = budget_refusal(budget_run("double-buffer-graph", 0.01), kN, kF);
+  EXPECT_NE(why.find("double-buffer-graph: its device buffers (0.0154 GiB at --batch 256) do not "
+                     "fit in --device-budget 0.01 GiB; use a smaller --batch, --depth or "
+                     "--copy-chunk, or a strategy that fits ("),
+            std::string::npos)
+      << why;
+  RunConfig smaller = budget_run("double-buffer-graph", 0.01);
+  smaller.copy_chunk_mib = 4;
+  EXPECT_EQ(budget_refusal(smaller, kN, kF), "");
+}
+
+TEST(DeviceBudget, MarginHoldsTheTrainersBuffers) {
+  // Per training sample a float loss and an int32 hit; per test sample its floats and three
+  // 4-byte results; a step-table row per batch.
+  EXPECT_EQ(Trainer::setup_device_bytes(kN, 10000, kF, 235),
+            static_cast<std::uint64_t>(kN) * 8 + 10000u * (784 * 4 + 12) +
+                235 * sizeof(kernels::StepBatch));
+  RunConfig c;
+  HostDataset d;
+  d.train_labels.resize(kN);
+  d.test_labels.resize(10000);
+  EXPECT_EQ(budget_margin_bytes(c, d),
+            kBudgetRuntimeMargin + Trainer::setup_device_bytes(kN, 10000, kF, 235));
+}
