@@ -55,6 +55,7 @@ nlohmann::json Environment::to_json() const {
   env["cpu_affinity"] = or_null(hardware.cpu_affinity);
   env["cpu_affinity_count"] = or_null(hardware.cpu_affinity_count);
   env["host_memory_bytes"] = or_null(hardware.memory_bytes);
+  if (nccl) env["nccl"] = {{"version", nccl->version}, {"settings", nccl->settings}};
   if (!gpu) return env;
   env["gpu_name"] = gpu->name;
   env["compute_capability"] = gpu->compute_capability;

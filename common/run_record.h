@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,12 @@ struct GpuEnvironment {
 
 /// Where a run ran: the host and the build always, the GPU once a device is known. to_json()
 /// writes one flat object (the record's `env`).
+/// NCCL as a multi-GPU run found it: the library's version and every NCCL_* variable.
+struct NcclEnvironment {
+  std::string version;
+  std::map<std::string, std::string> settings;
+};
+
 struct Environment {
   std::string host;
   std::string git_sha;
@@ -49,6 +56,7 @@ struct Environment {
   std::string memstrat_version;
   HostHardware hardware;  // cpu_model, cpu_count, cpu_affinity, ..., host_memory_bytes
   std::optional<GpuEnvironment> gpu;
+  std::optional<NcclEnvironment> nccl;  // runs on several GPUs only (env.nccl, absent otherwise)
   nlohmann::json to_json() const;
 };
 

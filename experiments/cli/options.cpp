@@ -15,6 +15,7 @@
 
 #include "common/build_info.h"
 #include "common/run_record.h"  // is_utf8
+#include "experiments/core/data_parallel_request.h"
 #include "memory_strategies/registry.h"
 #include "memory_strategies/replicated_set.h"  // kMaxReplicate
 #include "memory_strategies/stream_slots.h"  // the ranges of --workers, --prefetch
@@ -239,6 +240,14 @@ void check_launch_form_spellings(const CLI::App& train) {
 /// strategy that no device runs with these options (StrategyEntry::unsupported_with). Throws
 /// std::invalid_argument saying what to change.
 void check_consistent(const RunConfig& c, const CLI::App& train) {
+  if (train.count("--reduce") > 0 && c.gpus == 1 && c.emulate_gpus == 1)
+    throw std::invalid_argument("--reduce combines the gradients of several GPUs; add --gpus N "
+                                "(N > 1) or drop --reduce");
+  if (train.count("--graphs") > 0 && c.data_parallel())
+    throw std::invalid_argument(std::string("--graphs with --gpus/--emulate-gpus N > 1: ") +
+                                kDataParallelFormReason + ", never replayed as graphs (drop --graphs)");
+  if (const std::string why = data_parallel_refusal(c); !why.empty())
+    throw std::invalid_argument(why);
   if (!c.trace.empty() && !c.profile)
     throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
   check_strategy_options(c, train);
@@ -434,6 +443,19 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
          "Write initial weights and the epoch-1 sample order to DIR (for baselines)");
   o.flag("-q,--quiet", c.quiet, "", "Only the summary, no per-epoch lines");
   o.integer("--device", c.device, 0, std::nullopt, "device", "CUDA device index");
+  o.integer("--gpus", c.gpus, 1, kMaxShards, "gpus",
+            "Data-parallel training on N GPUs (--device .. --device + N - 1; needs NCCL and "
+            "NCCL_NVLS_ENABLE=0): each global batch of N x --batch rows is cut into N contiguous "
+            "shards of --batch rows, one per GPU (the last global batch fills shards in order; "
+            "shards past the data are empty); gradients are combined (--reduce) before one "
+            "update on every GPU. 1: single-GPU training, unchanged");
+  o.choice("--reduce", c.reduce, named({Reduce::Exact, Reduce::Ring}), "reduce",
+           "With --gpus N > 1, how the gradients are combined. exact: gathered (ncclAllGather) "
+           "and summed in rank order on every GPU, bitwise equal to --emulate-gpus N; ring: "
+           "ncclAllReduce over fixed buckets, NCCL's order");
+  o.integer("--emulate-gpus", c.emulate_gpus, 1, kMaxShards, "emulate_gpus",
+            "One GPU computes the N shards' gradients of each global batch in turn and sums them "
+            "in rank order: the one-GPU reference of --gpus N --reduce exact (every strategy)");
 }
 }  // namespace
 

@@ -25,6 +25,13 @@ void LayerwiseStep::forward(const float* x, int rows) {
 }
 
 void LayerwiseStep::train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  // Mean loss over the batch: the gradient carries the 1/rows factor.
+  gradients(b, 1.0f / static_cast<float>(b.rows), buf_.grads, sample_loss, sample_correct);
+  update(buf_.grads);
+}
+
+void LayerwiseStep::gradients(const BatchView& b, float grad_scale, float* grads,
+                              float* sample_loss, std::int32_t* sample_correct) {
   const int rows = b.rows;
   const int L = static_cast<int>(cfg_.layers.size()) - 1;
   const int C = cfg_.layers.back();
@@ -37,27 +44,26 @@ void LayerwiseStep::train(const BatchView& b, float* sample_loss, std::int32_t* 
       x = buf_.x;
     }
     forward(x, rows);
-    // Mean loss over the batch: the gradient carries the 1/rows factor.
     kernels::softmax_xent(buf_.act[L], b.y, buf_.dz[L], sample_loss + b.first_sample,
-                          sample_correct + b.first_sample, rows, C, 1.0f / static_cast<float>(rows),
-                          stream_);
+                          sample_correct + b.first_sample, rows, C, grad_scale, stream_);
   }
   {
     NvtxRange r(Phase::Backward, "backward");
     for (int l = L - 1; l >= 0; --l) {
       const float* input = l == 0 ? x : buf_.act[l];
       const int in = cfg_.layers[l], out = cfg_.layers[l + 1];
-      gemm_.tn(input, buf_.dz[l + 1], buf_.grads + buf_.w_off[l], in, out, rows);
-      kernels::bias_grad(buf_.dz[l + 1], buf_.grads + buf_.b_off[l], rows, out, stream_);
+      gemm_.tn(input, buf_.dz[l + 1], grads + buf_.w_off[l], in, out, rows);
+      kernels::bias_grad(buf_.dz[l + 1], grads + buf_.b_off[l], rows, out, stream_);
       if (l > 0)  // dA = dZ · W^T, masked by the ReLU of layer l's output
         gemm_.nt(buf_.dz[l + 1], buf_.w(l), buf_.dz[l], rows, in, out, buf_.act[l]);
     }
   }
-  {
-    NvtxRange r(Phase::Update, "update");
-    kernels::sgd_update(buf_.params, buf_.grads, buf_.velocity, buf_.count, cfg_.lr, cfg_.momentum,
-                        stream_);
-  }
+}
+
+void LayerwiseStep::update(const float* grads) {
+  NvtxRange r(Phase::Update, "update");
+  kernels::sgd_update(buf_.params, grads, buf_.velocity, buf_.count, cfg_.lr, cfg_.momentum,
+                      stream_);
 }
 
 void LayerwiseStep::evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,

@@ -21,6 +21,10 @@ class LayerwiseStep final : public TrainStep {
   void train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) override;
   void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                 std::int32_t* sample_correct) override;
+  /// train() is gradients(b, 1 / b.rows, the Mlp's own gradients, ...) then update() of them.
+  void gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
+                 std::int32_t* sample_correct) override;
+  void update(const float* grads) override;
 
  private:
   void forward(const float* x, int rows);  // act[1..L] = the layers' outputs

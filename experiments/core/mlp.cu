@@ -100,6 +100,12 @@ void Mlp::train_step(const BatchView& b, float* sample_loss, std::int32_t* sampl
   step_->train(b, sample_loss, sample_correct);
 }
 
+void Mlp::shard_gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
+                          std::int32_t* sample_correct) {
+  check_rows(b.rows, "Mlp::shard_gradients");
+  step_->gradients(b, grad_scale, grads, sample_loss, sample_correct);
+}
+
 void Mlp::evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                    std::int32_t* sample_correct) {
   check_rows(rows, "Mlp::evaluate");

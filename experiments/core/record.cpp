@@ -40,7 +40,8 @@ json config_json(const RunRecord& r) {
          {"seed", c.seed},
          {"gemm", kernels::to_string(c.gemm)},
          {"tf32", c.tf32},
-         {"graphs", c.graphs == Graphs::On},
+         // data-parallel steps are enqueued, never replayed as per-batch graphs
+         {"graphs", c.graphs == Graphs::On && !c.data_parallel()},
          {"launch_form", to_string(c.launch_form)},
          {"depth", if_read(c, "depth", c.depth)},
          // --copy-streams (the key predates the option's name)
@@ -60,6 +61,10 @@ json config_json(const RunRecord& r) {
          {"profile", c.profile},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},
+         {"gpus", c.gpus},
+         {"emulate_gpus", c.emulate_gpus},
+         // how the shards' gradients were combined: the emulation sums in rank order (exact)
+         {"reduce", c.data_parallel() ? json(to_string(c.reduce)) : json(nullptr)},
          {"dataset",
           {{"name", r.dataset.name},
            {"path", r.dataset.path},

@@ -44,6 +44,12 @@ inline std::string_view to_string(FusedMode m) {
   return "?";
 }
 inline std::string_view to_string(Graphs g) { return g == Graphs::On ? "on" : "off"; }
+/// --reduce: how data-parallel training (--gpus N > 1) combines the GPUs' gradients. Exact:
+/// every GPU's gradients gathered (ncclAllGather) and summed on each GPU in rank order (rank_sum),
+/// bitwise equal to --emulate-gpus N; Ring: ncclAllReduce over fixed buckets (GradientBuckets),
+/// NCCL's summation order.
+enum class Reduce { Exact, Ring };
+inline std::string_view to_string(Reduce r) { return r == Reduce::Exact ? "exact" : "ring"; }
 /// "auto", or the form's name (to_string(EpochForm)).
 std::string_view to_string(LaunchForm f);
 /// The form asked for by name; none for Auto.
@@ -97,6 +103,13 @@ struct RunConfig {
   std::optional<double> device_budget_gib;
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
   int device = 0;
+  // Data-parallel training (shard_plan.h): each global batch of N x batch rows cut into N shards.
+  int gpus = 1;          // --gpus: GPUs --device .. --device + N - 1, one thread and NCCL rank each
+  Reduce reduce = Reduce::Exact;  // --reduce (read only with gpus > 1)
+  int emulate_gpus = 1;  // --emulate-gpus: N shards on one GPU in turn, summed in rank order
+  /// N: the shards of a global batch (gpus or emulate_gpus; 1 = single-GPU training as ever).
+  int shards() const { return gpus > emulate_gpus ? gpus : emulate_gpus; }
+  bool data_parallel() const { return shards() > 1; }
   std::string run_tag;   // free-form, recorded (the matrix runner's cell id); "" = null
 
   // ---- the inputs ----

@@ -48,7 +48,7 @@ LossCurveWriter::LossCurveWriter(const std::string& path) : out_(path, std::ios:
   out_ << "epoch,batch,loss\n";
 }
 
-void LossCurveWriter::write_epoch(int epoch, const Trainer& trainer) {
+void LossCurveWriter::write_epoch(int epoch, const EpochLoop& trainer) {
   const std::vector<float>& losses = trainer.last_sample_losses();
   for (int b = 0; b < trainer.batches(); ++b) {
     const std::int64_t lo = trainer.batch_begin(b);

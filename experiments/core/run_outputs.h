@@ -22,7 +22,7 @@ class LossCurveWriter {
  public:
   explicit LossCurveWriter(const std::string& path);  // truncates, writes the header
   /// The epoch `trainer` just ran, from its per-sample losses and its batch layout.
-  void write_epoch(int epoch, const Trainer& trainer);
+  void write_epoch(int epoch, const EpochLoop& trainer);
 
  private:
   std::ofstream out_;

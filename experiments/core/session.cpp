@@ -10,7 +10,10 @@
 #include "common/cuda_raii.h"
 #include "common/profiler/profiler.h"
 #include "common/nvtx.h"
+#include "common/nccl_settings.h"
 #include "experiments/core/console.h"
+#include "experiments/core/data_parallel_request.h"
+#include "experiments/core/data_parallel_trainer.h"
 #include "experiments/core/device_budget.h"
 #include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
@@ -35,13 +38,15 @@ void warn_allocations(std::ostream& err, const WindowCounters& w, int epoch) {
 }  // namespace
 
 // Declared in this order so that they are destroyed trainer first, compute stream and the
-// --device-budget hold last.
+// --device-budget hold last. A data-parallel run's trainer owns its replicas (stream, Mlp,
+// strategy per GPU); `mlp` then points at rank 0's.
 struct Session::Pipeline {
   DeviceBudgetHold budget_hold;
   Stream compute;
   std::unique_ptr<MemoryStrategy> strategy;
-  std::unique_ptr<Mlp> mlp;
-  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<Mlp> owned_mlp;
+  std::unique_ptr<EpochLoop> trainer;
+  Mlp* mlp = nullptr;
 };
 
 Session::Session(const RunConfig& cfg, const HostDataset& data) : cfg_(cfg), data_(data) {}
@@ -57,7 +62,17 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   // A strategy whose data does not fit --device-budget is refused before any device work.
   if (const std::string why = budget_refusal(cfg_, data_.n_train(), data_.features()); !why.empty())
     throw std::invalid_argument(why);
+  if (const std::string why = data_parallel_refusal(cfg_); !why.empty())
+    throw std::invalid_argument(why);
   require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
+  if (cfg_.gpus > 1) {
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (cfg_.device + cfg_.gpus > count)
+      throw std::invalid_argument("--gpus " + std::to_string(cfg_.gpus) + " from --device " +
+                                  std::to_string(cfg_.device) + ": this machine shows " +
+                                  std::to_string(count) + " CUDA device(s) (CUDA_VISIBLE_DEVICES)");
+  }
   CuptiProfiler::Options popt;
   popt.enabled = cfg_.profile;
   popt.trace_path = cfg_.trace;
@@ -65,10 +80,12 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   CUDA_CHECK(cudaSetDevice(cfg_.device));
   CUDA_CHECK(cudaFree(nullptr));  // create the context: CUPTI's UM counters need one
   prof.enable_device_counters();
-  if (const std::string why =
-          waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(cfg_.device));
-      !why.empty())
-    throw DeviceUnavailable("strategy '" + name + "' is waived on this device: " + why);
+  for (int d = cfg_.device; d < cfg_.device + cfg_.gpus; ++d)
+    if (const std::string why =
+            waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(d));
+        !why.empty())
+      throw DeviceUnavailable("strategy '" + name + "' is waived on device " + std::to_string(d) +
+                              ": " + why);
   // A kernel form whose single-launch step this device cannot run is waived like a strategy.
   if (const std::string why = launch_form_refusal(cfg_, data_.features(), data_.classes,
                                                   kernels::step_unsupported_here);
@@ -77,7 +94,9 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
                             " is waived on this device: " + why);
 
   GpuMonitor monitor = GpuMonitor::for_device(cfg_.device);  // NVML, read now and at the end
-  RunRecord rec = RunRecord::start(cfg_, data_, device_environment(cfg_.device, monitor));
+  Environment env = device_environment(cfg_.device, monitor);
+  if (cfg_.gpus > 1) env.nccl = NcclEnvironment{nccl_version(), nccl_settings()};
+  RunRecord rec = RunRecord::start(cfg_, data_, std::move(env));
   if (!cfg_.quiet) print_run_header(out, rec);
   try {
     NvtxRange range(Phase::Run, "memstrat " + name);
@@ -122,31 +141,41 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
   Pipeline p;
   {
     NvtxRange range(Phase::Setup, "setup");
-    p.compute = Stream::create();
-    nvtx_name_stream(p.compute, "compute");
-    p.mlp = std::make_unique<Mlp>(mlp_config(cfg_, data_.features(), data_.classes), p.compute);
-    const Mlp& m = *p.mlp;
-    rec.step = StepRecord{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
-    if (m.step_kind() != "single-launch") rec.step->single_launch_off_reason = m.single_off_reason();
-    if (!m.fused()) rec.step->fused_off_reason = m.fused_off_reason();
-    if (cfg_.device_budget_gib) {
-      // After the model's allocations, before the strategy's: the strategy has the budget only.
-      DeviceBudgetRecord b;
-      b.gib = *cfg_.device_budget_gib;
-      b.budget_bytes = gib_bytes(b.gib);
-      b.margin_bytes = budget_margin_bytes(cfg_, data_);
-      b.data_footprint_bytes = device_footprint(*cfg_.strategy, strategy_options(cfg_),
-                                                data_.n_train(), data_.features());
-      p.budget_hold = DeviceBudgetHold::take(b);
-      rec.device_budget = b;
+    if (cfg_.data_parallel()) {
+      auto dp = std::make_unique<DataParallelTrainer>(cfg_, data_);
+      p.mlp = &dp->model();
+      p.trainer = std::move(dp);
+      rec.step = StepRecord{false, p.mlp->step_kind(), kDataParallelStepReason,
+                            kDataParallelStepReason};
+    } else {
+      p.compute = Stream::create();
+      nvtx_name_stream(p.compute, "compute");
+      p.owned_mlp =
+          std::make_unique<Mlp>(mlp_config(cfg_, data_.features(), data_.classes), p.compute);
+      p.mlp = p.owned_mlp.get();
+      const Mlp& m = *p.mlp;
+      rec.step = StepRecord{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
+      if (m.step_kind() != "single-launch") rec.step->single_launch_off_reason = m.single_off_reason();
+      if (!m.fused()) rec.step->fused_off_reason = m.fused_off_reason();
+      if (cfg_.device_budget_gib) {
+        // After the model's allocations, before the strategy's: the strategy has the budget only.
+        DeviceBudgetRecord b;
+        b.gib = *cfg_.device_budget_gib;
+        b.budget_bytes = gib_bytes(b.gib);
+        b.margin_bytes = budget_margin_bytes(cfg_, data_);
+        b.data_footprint_bytes = device_footprint(*cfg_.strategy, strategy_options(cfg_),
+                                                  data_.n_train(), data_.features());
+        p.budget_hold = DeviceBudgetHold::take(b);
+        rec.device_budget = b;
+      }
+      p.strategy = cfg_.strategy->make();
+      p.strategy->attach(data_, strategy_options(cfg_), p.compute);
+      p.trainer = std::make_unique<Trainer>(*p.mlp, *p.strategy, data_, cfg_, p.compute);
+      CUDA_CHECK(cudaStreamSynchronize(p.compute));
     }
-    p.strategy = cfg_.strategy->make();
-    p.strategy->attach(data_, strategy_options(cfg_), p.compute);
-    p.trainer = std::make_unique<Trainer>(*p.mlp, *p.strategy, data_, cfg_, p.compute);
     rec.epoch_launch =
         EpochLaunchChoice{p.trainer->epoch_launch(), std::nullopt, p.trainer->epoch_form()};
     if (!p.trainer->epoch_launch()) rec.epoch_launch->off_reason = p.trainer->epoch_launch_off_reason();
-    CUDA_CHECK(cudaStreamSynchronize(p.compute));
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   rec.setup = SetupRecord{ms, prof.end_window()};

@@ -13,4 +13,14 @@ void TrainStep::train_steps(const std::vector<BatchView>&, float*, std::int32_t*
   throw std::logic_error("Mlp::train_steps: only the single-launch step runs several steps per launch");
 }
 
+void TrainStep::gradients(const BatchView&, float, float*, float*, std::int32_t*) {
+  throw std::logic_error("Mlp::shard_gradients: only the layer-by-layer step computes gradients "
+                         "apart from its update");
+}
+
+void TrainStep::update(const float*) {
+  throw std::logic_error("Mlp::apply_gradients: only the layer-by-layer step computes gradients "
+                         "apart from its update");
+}
+
 }  // namespace memstrat

@@ -50,6 +50,17 @@ class TrainStep {
   virtual void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                         std::int32_t* sample_correct) = 0;
 
+  /// Data-parallel training: forward and backward of one shard, its loss gradient scaled by
+  /// grad_scale (1 / the global batch's rows), the parameter gradients written to `grads`
+  /// (MlpBuffers::count floats, the flat layout); no update. Per-row outputs as train().
+  /// Throws std::logic_error unless the step computes gradients apart from its update
+  /// (the layer-by-layer step; the fused steps update in the same launch).
+  virtual void gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
+                         std::int32_t* sample_correct);
+  /// The SGD update (with momentum) of the parameters from `grads` (the flat layout).
+  /// Throws std::logic_error as gradients().
+  virtual void update(const float* grads);
+
   /// Whether train_steps runs several steps in ONE kernel launch (the single-launch step).
   virtual bool multi_step() const { return false; }
   /// Room for train_steps calls of up to n views (allocates). Throws std::logic_error unless

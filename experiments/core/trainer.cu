@@ -4,7 +4,6 @@
 #include <string>
 
 #include "common/nvtx.h"
-#include "kernels/common/pixel_norm.h"
 #include "kernels/single_launch/step_launcher.h"  // StepBatch
 #include "memory_strategies/epoch_data.h"
 
@@ -38,8 +37,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
       batch_(cfg.batch),
       batches_(batch_count(data.n_train(), cfg.batch)),
       n_train_(data.n_train()),
-      graphs_(cfg.graphs == Graphs::On),
-      n_test_(data.n_test()) {
+      graphs_(cfg.graphs == Graphs::On) {
   // The form first: a form asked for that cannot run is refused before anything is allocated.
   EpochFormInputs in;
   in.strategy = std::string(strategy_.name());
@@ -71,21 +69,7 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     mlp_.reserve_steps(batches_);  // one table row per batch: each launch has its own rows
     views_.reserve(static_cast<std::size_t>(group_));
   }
-
-  if (n_test_ > 0) {
-    std::vector<float> tx(data.test_images.size());
-    for (std::size_t i = 0; i < tx.size(); ++i) tx[i] = kernels::normalize_pixel(data.test_images[i]);
-    test_x_ = DeviceBuffer<float>(tx.size());
-    test_y_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
-    test_loss_ = DeviceBuffer<float>(static_cast<std::size_t>(n_test_));
-    test_correct_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
-    host_test_loss_ = PinnedBuffer<float>(static_cast<std::size_t>(n_test_));
-    host_test_correct_ = PinnedBuffer<std::int32_t>(static_cast<std::size_t>(n_test_));
-    CUDA_CHECK(cudaMemcpyAsync(test_x_.data(), tx.data(), test_x_.bytes(), cudaMemcpyHostToDevice, compute_));
-    CUDA_CHECK(cudaMemcpyAsync(test_y_.data(), data.test_labels.data(), test_y_.bytes(),
-                               cudaMemcpyHostToDevice, compute_));
-    CUDA_CHECK(cudaStreamSynchronize(compute_));
-  }
+  test_.emplace(mlp_, data, cfg.batch, compute_);
 }
 
 void Trainer::step(int b, const BatchView& v) {
@@ -220,31 +204,6 @@ EpochResult Trainer::run_epoch(int epoch) {
   r.train_loss = loss / static_cast<double>(n_train_);
   r.train_acc = correct / static_cast<double>(n_train_);
   return r;
-}
-
-EvalResult Trainer::evaluate() {
-  EvalResult e;
-  if (n_test_ == 0) return e;
-  NvtxRange r(Phase::Eval, "eval");
-  const int F = mlp_.config().layers.front();
-  for (std::int64_t off = 0; off < n_test_; off += batch_) {
-    const int rows = static_cast<int>(std::min<std::int64_t>(batch_, n_test_ - off));
-    mlp_.evaluate(test_x_.data() + off * F, test_y_.data() + off, rows, test_loss_.data() + off,
-                  test_correct_.data() + off);
-  }
-  CUDA_CHECK(cudaMemcpyAsync(host_test_loss_.data(), test_loss_.data(), test_loss_.bytes(),
-                             cudaMemcpyDeviceToHost, compute_));
-  CUDA_CHECK(cudaMemcpyAsync(host_test_correct_.data(), test_correct_.data(), test_correct_.bytes(),
-                             cudaMemcpyDeviceToHost, compute_));
-  CUDA_CHECK(cudaStreamSynchronize(compute_));
-  double loss = 0, correct = 0;
-  for (std::int64_t i = 0; i < n_test_; ++i) {
-    loss += host_test_loss_[i];
-    correct += host_test_correct_[i];
-  }
-  e.loss = loss / static_cast<double>(n_test_);
-  e.acc = correct / static_cast<double>(n_test_);
-  return e;
 }
 
 }  // namespace memstrat

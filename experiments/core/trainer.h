@@ -28,32 +28,16 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "experiments/core/epoch_loop.h"
 #include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_config.h"
+#include "experiments/core/test_evaluator.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
 
-struct EpochResult {
-  int epoch = 0;
-  double wall_ms = 0;     // host clock: begin_epoch .. compute stream drained
-  double host_ms = 0;     // host data preparation (begin_epoch)
-  double gpu_ms = 0;      // events: first batch ready .. last batch done
-  double stall_ms = 0;    // sum over batches: ready -> data (compute waits for the batch)
-  double compute_ms = 0;  // sum over batches: data -> done (the MLP step)
-  double idle_ms = 0;     // sum over batches: done -> next ready (GPU waits for the host)
-  StrategyStats strategy;
-  double train_loss = 0;
-  double train_acc = 0;
-};
-
-struct EvalResult {
-  double loss = 0;
-  double acc = 0;
-};
-
-class Trainer {
+class Trainer final : public EpochLoop {
  public:
   /// Device memory the constructor allocates (per-sample training losses and hits, the test set
   /// as floats and its results, a step table row per batch for the kernel forms), for a training
@@ -71,23 +55,17 @@ class Trainer {
   /// for kernel-per-chunk asked of a strategy without groups of its own, cfg.copy_chunk_mib.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
           cudaStream_t compute);
-  EpochForm epoch_form() const { return form_; }
-  /// True when an epoch runs as one launch, of a kernel or of a graph.
-  bool epoch_launch() const { return form_ != EpochForm::PerBatch; }
-  const std::string& epoch_launch_off_reason() const { return epoch_launch_off_reason_; }
+  EpochForm epoch_form() const override { return form_; }
+  const std::string& epoch_launch_off_reason() const override { return epoch_launch_off_reason_; }
   /// How many times the epoch graph has been captured (graph form: 1 from the first epoch on).
   int epoch_graph_captures() const { return epoch_graph_captures_; }
 
-  EpochResult run_epoch(int epoch);
-  /// Test-set loss and accuracy (forward only, outside any timed region).
-  EvalResult evaluate();
-  /// Per-sample losses of the last epoch, in that epoch's sample order.
-  const std::vector<float>& last_sample_losses() const { return host_loss_; }
-  /// The epoch's batch layout: batch b holds samples [batch_begin(b), batch_begin(b) +
-  /// batch_rows(b)) of the epoch's order; the last batch may be partial.
-  int batches() const { return batches_; }
-  std::int64_t batch_begin(int b) const { return static_cast<std::int64_t>(b) * batch_; }
-  int batch_rows(int b) const {
+  EpochResult run_epoch(int epoch) override;
+  EvalResult evaluate() override { return test_->evaluate(); }
+  const std::vector<float>& last_sample_losses() const override { return host_loss_; }
+  int batches() const override { return batches_; }
+  std::int64_t batch_begin(int b) const override { return static_cast<std::int64_t>(b) * batch_; }
+  int batch_rows(int b) const override {
     return static_cast<int>(std::min<std::int64_t>(batch_, n_train_ - batch_begin(b)));
   }
 
@@ -116,14 +94,7 @@ class Trainer {
   PinnedBuffer<float> host_loss_pinned_;
   PinnedBuffer<std::int32_t> host_correct_pinned_;
   std::vector<float> host_loss_;
-  // Test set, normalised once on the host, resident on the device.
-  DeviceBuffer<float> test_x_;
-  DeviceBuffer<std::int32_t> test_y_;
-  DeviceBuffer<float> test_loss_;
-  DeviceBuffer<std::int32_t> test_correct_;
-  PinnedBuffer<float> host_test_loss_;
-  PinnedBuffer<std::int32_t> host_test_correct_;
-  std::int64_t n_test_;
+  std::optional<TestEvaluator> test_;  // built last: after the form is chosen
   // Per-batch form: graphs of the MLP step, keyed by batch index; recaptured if the view changes.
   struct CapturedStep {
     GraphExec exec;

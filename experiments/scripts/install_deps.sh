@@ -4,7 +4,9 @@
 # Idempotent and quiet when everything is already there, the Python packages at their pinned
 # versions (experiments/scripts/check_requirements.py compares them). Used by both README
 # commands. The PyTorch baselines' packages (experiments/baselines/requirements.txt, torch) are
-# not installed here: reproduce.sh checks them before its baselines stage.
+# not installed here: reproduce.sh checks them before its baselines stage. NCCL (training on
+# several GPUs) comes from the wheel pinned in experiments/scripts/requirements-nccl.txt, installed
+# here where the CUDA toolkit is 13 (the wheel is built for it); CMake finds it.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
@@ -54,4 +56,21 @@ if [ "$rc" -ne 0 ]; then
     check_pins >&2 || true
     exit 1
   }
+fi
+
+# NCCL for several GPUs: the pinned wheel, for a CUDA 13 toolkit (nvidia-nccl-cu13).
+NCCL_REQ="$REPO/experiments/scripts/requirements-nccl.txt"
+cuda_major="$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')"
+if [ "$cuda_major" = "13" ]; then
+  rc=0
+  python3 "$REPO/experiments/scripts/check_requirements.py" --quiet "$NCCL_REQ" || rc=$?
+  [ "$rc" -eq 2 ] && exit 2
+  if [ "$rc" -ne 0 ]; then
+    echo "install_deps: pip install -r experiments/scripts/requirements-nccl.txt"
+    python3 -m pip install -q -r "$NCCL_REQ" 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages -r "$NCCL_REQ"
+  fi
+else
+  echo "install_deps: CUDA ${cuda_major:-?} toolkit: NCCL not installed (the pinned wheel is for CUDA 13);"
+  echo "  training on several GPUs needs NCCL: pass -DNCCL_ROOT=<NCCL install> to CMake"
 fi

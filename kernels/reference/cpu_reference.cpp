@@ -142,6 +142,15 @@ void softmax_xent(const float* logits, const std::int32_t* labels, float* dlogit
   }
 }
 
+void rank_sum(const float* gathered, int ranks, std::size_t count, float* out) {
+  if (ranks < 1) throw std::invalid_argument("cpu_ref::rank_sum: ranks must be >= 1");
+  for (std::size_t i = 0; i < count; ++i) {
+    float s = gathered[i];
+    for (int r = 1; r < ranks; ++r) s += gathered[static_cast<std::size_t>(r) * count + i];
+    out[i] = s;
+  }
+}
+
 void sgd_update(float* params, const float* grads, float* velocity, std::size_t n, float lr,
                 float momentum) {
   if (momentum < 0.f) throw std::invalid_argument("cpu_ref::sgd_update: momentum < 0");

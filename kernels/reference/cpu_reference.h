@@ -40,6 +40,9 @@ void softmax_xent(const float* logits, const std::int32_t* labels, float* dlogit
 /// momentum == 0: p = fma(-lr, g, p); else v = fma(momentum, v, g), p = fma(-lr, v, p).
 void sgd_update(float* params, const float* grads, float* velocity, std::size_t n, float lr,
                 float momentum);
+/// out[i] = gathered[i] + gathered[count + i] + ... (ranks slots, rank order, float adds left to
+/// right): kernels::rank_sum's chain, bitwise. Throws std::invalid_argument unless ranks >= 1.
+void rank_sum(const float* gathered, int ranks, std::size_t count, float* out);
 
 /// Result of compare(): element i mismatches when !(|got-ref| <= atol + rtol·|ref|)
 /// (so a NaN in `got` always mismatches; NaN vs NaN and equal infinities match).

@@ -270,7 +270,8 @@ const OptionInfo& option(const std::vector<OptionInfo>& table, const std::string
 
 // `describe` reads the same declarations as the parser and --help: every option it lists is in
 // --help, its default is what an empty command line gives, and typing the default back parses
-// (the stream scenario's options together with --scenario stream and a strategy that runs it).
+// (the stream scenario's options together with --scenario stream and a strategy that runs it,
+// --reduce with --emulate-gpus 2).
 TEST(Cli, DescribeReadsTheDeclarations) {
   const std::vector<OptionInfo> table = train_option_table();
   const auto help = parse({"train", "--help"});
@@ -287,8 +288,10 @@ TEST(Cli, DescribeReadsTheDeclarations) {
     for (const StrategyEntry& e : strategy_registry())
       for (const StrategyOption& so : e.options)
         if (reader.empty() && "--" + std::string(so.name) == o.name) reader = e.name;
+    // --reduce is read only where several shards' gradients are combined.
     const auto p =
-        stream_option     ? parse({"train", "--scenario", "stream", "--strategy", "pinned",
+        o.name == "--reduce" ? parse({"train", "--emulate-gpus", "2", o.name.c_str(), typed.c_str()})
+        : stream_option   ? parse({"train", "--scenario", "stream", "--strategy", "pinned",
                                    o.name.c_str(), typed.c_str()})
         : !reader.empty() ? parse({"train", "--strategy", reader.c_str(), o.name.c_str(), typed.c_str()})
                           : parse({"train", o.name.c_str(), typed.c_str()});

@@ -12,6 +12,7 @@ from script_support import REPO, SCRIPTS, env_with, fake_distributions, write_co
 
 ANALYSIS = REPO / "analysis" / "requirements.txt"
 BASELINES = REPO / "experiments" / "baselines" / "requirements.txt"
+NCCL = REPO / "experiments" / "scripts" / "requirements-nccl.txt"
 
 
 def pins_of(check_requirements, path):
@@ -64,10 +65,11 @@ def test_a_missing_file_is_a_usage_error(tmp_path):
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 
-def stand_ins(tmp_path):
-    """PATH with pip (through python3), apt-get, sudo and nvcc replaced by loggers."""
+def stand_ins(tmp_path, nvcc_release=None):
+    """PATH with pip (through python3), apt-get, sudo and nvcc replaced by loggers; nvcc prints
+    the version line of `nvcc_release` ("13.0") where given."""
     bin_ = tmp_path / "bin"
-    bin_.mkdir()
+    bin_.mkdir(parents=True)
     log = tmp_path / "calls.log"
     write_command(bin_ / "python3", f"""#!/bin/sh
 if [ "$1" = -m ] && [ "$2" = pip ] && [ "$3" = install ]; then echo "pip $*" >> "{log}"; exit 0; fi
@@ -75,11 +77,14 @@ exec "{sys.executable}" "$@"
 """)
     for tool in ("apt-get", "sudo", "nvcc"):
         write_command(bin_ / tool, f'#!/bin/sh\necho "{tool} $*" >> "{log}"\n')
+    if nvcc_release:
+        write_command(bin_ / "nvcc", "#!/bin/sh\necho 'Cuda compilation tools, release "
+                      f"{nvcc_release}, V{nvcc_release}.88'\n")
     return bin_, log
 
 
-def run_install_deps(tmp_path, versions):
-    bin_, log = stand_ins(tmp_path)
+def run_install_deps(tmp_path, versions, nvcc_release=None):
+    bin_, log = stand_ins(tmp_path, nvcc_release)
     site = fake_distributions(tmp_path / "site", versions)
     r = subprocess.run(["bash", str(SCRIPTS / "install_deps.sh")], capture_output=True, text=True,
                        env=env_with(PATH=f"{bin_}:{os.environ['PATH']}", PYTHONPATH=site),
@@ -101,6 +106,25 @@ def test_install_deps_leaves_pip_alone_when_every_pin_is_met(check_requirements,
     r, pip = run_install_deps(tmp_path, pins_of(check_requirements, ANALYSIS))
     assert r.returncode == 0, r.stdout + r.stderr
     assert pip == []
+
+
+def test_install_deps_installs_the_pinned_nccl_wheel_on_cuda_13(check_requirements, tmp_path):
+    pins = pins_of(check_requirements, ANALYSIS)
+    nccl = pins_of(check_requirements, NCCL)
+    assert list(nccl) == ["nvidia-nccl-cu13"]
+    r, pip = run_install_deps(tmp_path, dict(pins, **{"nvidia-nccl-cu13": "2.28.3"}), "13.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(pip) == 1 and pip[0].endswith("experiments/scripts/requirements-nccl.txt"), pip
+
+
+def test_install_deps_leaves_a_met_nccl_pin_alone(check_requirements, tmp_path):
+    versions = dict(pins_of(check_requirements, ANALYSIS), **pins_of(check_requirements, NCCL))
+    r, pip = run_install_deps(tmp_path / "a", versions, "13.0")
+    assert r.returncode == 0 and pip == [], r.stdout + r.stderr
+    # Another toolkit: the cu13 wheel is not installed, and the message says how to get NCCL.
+    r, pip = run_install_deps(tmp_path / "b", pins_of(check_requirements, ANALYSIS), "12.8")
+    assert r.returncode == 0 and pip == [], r.stdout + r.stderr
+    assert "NCCL_ROOT" in r.stdout
 
 
 def test_reproduce_refuses_the_baselines_stage_without_the_pinned_torch(check_requirements,

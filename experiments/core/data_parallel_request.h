@@ -1,0 +1,32 @@
+// data_parallel_request.h: which data-parallel requests (--gpus N, --emulate-gpus N, --reduce)
+// can run, judged from the RunConfig alone, before any device work: the CLI refuses the others
+// with exit 2 and Session again (tests build runs without the CLI). What needs a device (are
+// there N GPUs?) is checked by Session.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "experiments/core/run_config.h"
+
+namespace memstrat {
+
+/// The most shards (--gpus, --emulate-gpus) a run takes: the GPUs of one host.
+inline constexpr int kMaxShards = 8;
+
+/// The strategies --gpus N > 1 runs (each GPU its own instance over the whole data set, serving
+/// its shards); the others are refused until their multi-GPU data path exists.
+bool runs_on_several_gpus(std::string_view strategy);
+
+/// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
+/// always "". Reads the NCCL_* environment through nvls_refusal (common/nccl_settings.h).
+std::string data_parallel_refusal(const RunConfig& c);
+
+/// Why the data-parallel trainer runs the layer-by-layer step and per batch (for the record).
+inline constexpr const char* kDataParallelStepReason =
+    "data-parallel training combines the shards' gradients between the backward pass and the "
+    "update, which the fused steps run in one launch";
+inline constexpr const char* kDataParallelFormReason =
+    "data-parallel training enqueues each global batch's shards, reduction and update per batch";
+
+}  // namespace memstrat

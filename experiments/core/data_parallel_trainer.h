@@ -1,0 +1,71 @@
+// data_parallel_trainer.h: DataParallelTrainer, the epoch loop of data-parallel training
+// (--gpus N, --emulate-gpus N). Every global batch of N × --batch rows is cut into N shards
+// (ShardPlan); each shard's gradients are computed by a replica (the Mlp with the
+// layer-by-layer step, whose gradients and update are separate), combined (GradientReduction),
+// and every replica applies the same update.
+//   --gpus N: N replicas, one per GPU (--device .. --device + N - 1), each with its own host
+//     thread, compute stream, memory strategy (over the whole data set, serving its shards: the
+//     single-GPU batches g·N + r) and NCCL communicator (ncclCommInitAll).
+//   --emulate-gpus N: one replica on one GPU computes the N shards in turn (the single-GPU batch
+//     order), then sums them in rank order: the reference --gpus N --reduce exact equals bitwise.
+// An epoch runs per batch (no graphs, no one-launch forms). Epoch figures: the host clock over
+// all replicas; the events of the slowest replica (largest gpu_ms): ready -> data per shard is
+// stall, done -> next ready idle, the rest (gradients, reduction, update) compute; the strategy
+// figures summed over replicas. The test set is evaluated on rank 0's replica.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/host_dataset.h"
+#include "experiments/core/epoch_loop.h"
+#include "experiments/core/mlp.h"
+#include "experiments/core/run_config.h"
+#include "experiments/core/shard_plan.h"
+
+namespace memstrat {
+
+class DataParallelTrainer final : public EpochLoop {
+ public:
+  /// Builds every replica (device work: Mlp, strategy attach, buffers, communicators, one warm-up
+  /// reduction so that NCCL's lazy set-up happens here, not in epoch 1). cfg.data_parallel()
+  /// must hold and data_parallel_refusal(cfg) be "" (else std::invalid_argument).
+  DataParallelTrainer(const RunConfig& cfg, const HostDataset& data);
+  ~DataParallelTrainer() override;
+
+  EpochResult run_epoch(int epoch) override;
+  EvalResult evaluate() override;
+  const std::vector<float>& last_sample_losses() const override { return host_loss_; }
+  int batches() const override { return plan_.global_batches(); }
+  std::int64_t batch_begin(int g) const override { return plan_.global_first(g); }
+  int batch_rows(int g) const override { return plan_.global_rows(g); }
+  EpochForm epoch_form() const override { return EpochForm::PerBatch; }
+  const std::string& epoch_launch_off_reason() const override { return off_reason_; }
+
+  /// Rank 0's model (every replica holds the same parameters).
+  Mlp& model();
+  int replicas() const { return static_cast<int>(replicas_.size()); }
+
+ private:
+  struct Replica;  // data_parallel_trainer.cu
+  struct Times;
+  void run_replica(Replica& p, int epoch, Times& t);
+  /// Waits for p's stream; with several GPUs, polls NCCL's asynchronous error and the other
+  /// replicas' failure, and aborts p's communicator when either stops the run.
+  void wait(Replica& p);
+  /// fn(i) for every replica i, each on its own host thread when there are several; rethrows
+  /// the first exception once every thread ended.
+  void on_replicas(const std::function<void(int)>& fn);
+
+  ShardPlan plan_;
+  int local_shards_;  // shards per replica: N (emulation) or 1
+  std::string off_reason_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<float> host_loss_;
+  std::atomic<bool> failed_{false};  // a replica's thread threw: the others stop waiting
+};
+
+}  // namespace memstrat

@@ -1,0 +1,149 @@
+// The data-parallel options (--gpus, --reduce, --emulate-gpus): what the command line accepts,
+// what it refuses with exit 2 before any device work (combinations, strategies and scenarios
+// several GPUs do not run yet, a build without NCCL, NVLink multicast not off), what
+// `describe` declares and what the record's config holds. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli_test_support.h"
+#include "common/nccl_settings.h"
+#include "experiments/core/record.h"
+
+using namespace memstrat;
+using namespace memstrat::testing;
+
+namespace {
+
+std::string joined(const std::vector<const char*>& args) {
+  std::string s;
+  for (const char* a : args) s += std::string(a) + " ";
+  return s;
+}
+
+void expect_refused(const std::vector<const char*>& args, const std::string& says) {
+  const auto p = parse(args);
+  ASSERT_TRUE(p.code) << joined(args);
+  EXPECT_EQ(*p.code, 2) << joined(args);
+  EXPECT_NE(p.err.find(says), std::string::npos) << joined(args) << ": " << p.err;
+}
+
+void expect_accepted(const std::vector<const char*>& args) {
+  const auto p = parse(args);
+  EXPECT_FALSE(p.code) << joined(args) << ": " << p.err;
+}
+
+/// NCCL_NVLS_ENABLE as given for one test (nullptr: unset), restored after.
+class NvlsSetting {
+ public:
+  explicit NvlsSetting(const char* value) {
+    if (const char* v = std::getenv("NCCL_NVLS_ENABLE")) old_ = v;
+    if (value) setenv("NCCL_NVLS_ENABLE", value, 1);
+    else unsetenv("NCCL_NVLS_ENABLE");
+  }
+  ~NvlsSetting() {
+    if (old_) setenv("NCCL_NVLS_ENABLE", old_->c_str(), 1);
+    else unsetenv("NCCL_NVLS_ENABLE");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST(CliDataParallel, DefaultsAreOneGpu) {
+  const auto p = parse({"train"});
+  ASSERT_FALSE(p.code);
+  EXPECT_EQ(p.req.run.gpus, 1);
+  EXPECT_EQ(p.req.run.emulate_gpus, 1);
+  EXPECT_EQ(p.req.run.reduce, Reduce::Exact);
+  EXPECT_FALSE(p.req.run.data_parallel());
+  expect_accepted({"train", "--gpus", "1"});
+  expect_accepted({"train", "--emulate-gpus", "1"});
+}
+
+TEST(CliDataParallel, Ranges) {
+  expect_refused({"train", "--gpus", "0"}, "--gpus");
+  expect_refused({"train", "--gpus", "9"}, "--gpus");
+  expect_refused({"train", "--emulate-gpus", "0"}, "--emulate-gpus");
+  expect_refused({"train", "--emulate-gpus", "2", "--reduce", "tree"}, "--reduce");
+}
+
+TEST(CliDataParallel, TheEmulationRunsEveryStrategyButNotEveryCombination) {
+  const auto p = parse({"train", "--emulate-gpus", "4", "--strategy", "double-buffer"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_EQ(p.req.run.shards(), 4);
+  expect_accepted({"train", "--emulate-gpus", "2", "--reduce", "exact"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--fused", "off", "--launch-form", "per-batch"});
+  expect_refused({"train", "--emulate-gpus", "2", "--reduce", "ring"}, "rank order");
+  expect_refused({"train", "--emulate-gpus", "2", "--fused", "single"}, "--fused single");
+  expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"}, "layer-by-layer");
+  expect_refused({"train", "--emulate-gpus", "2", "--launch-form", "graph"}, "--launch-form graph");
+  expect_refused({"train", "--emulate-gpus", "2", "--graphs", "on"}, "drop --graphs");
+  expect_refused({"train", "--reduce", "ring"}, "add --gpus");
+  expect_refused({"train", "--gpus", "2", "--emulate-gpus", "2"}, "give one of the two");
+}
+
+TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
+  if (!kHaveNccl) {
+    NvlsSetting off("0");
+    expect_refused({"train", "--gpus", "2"}, "nvidia-nccl-cu13");
+    expect_refused({"train", "--gpus", "2"}, "NCCL_ROOT");
+    return;
+  }
+  {
+    NvlsSetting unset(nullptr);
+    expect_refused({"train", "--gpus", "2"}, "NCCL_NVLS_ENABLE=0 (it is not set)");
+  }
+  {
+    NvlsSetting on("1");
+    expect_refused({"train", "--gpus", "2"}, "set to '1'");
+  }
+  NvlsSetting off("0");
+  const auto p = parse({"train", "--gpus", "2", "--reduce", "ring", "--strategy", "pinned"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_EQ(p.req.run.reduce, Reduce::Ring);
+  expect_accepted({"train", "--gpus", "8"});  // the count is checked against the machine later
+  expect_refused({"train", "--gpus", "2", "--strategy", "zero-copy"}, "resident and pinned");
+  expect_refused({"train", "--gpus", "2", "--scenario", "refresh"}, "static scenario");
+}
+
+TEST(CliDataParallel, TheBinaryExitsTwo) {
+  const Ran r = run_binary("train --gpus 2 --emulate-gpus 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("give one of the two"), std::string::npos) << r.output;
+}
+
+TEST(CliDataParallel, DescribeDeclaresTheOptions) {
+  std::map<std::string, OptionInfo> by_name;
+  for (const OptionInfo& o : train_option_table()) by_name[o.name] = o;
+  ASSERT_TRUE(by_name.count("--gpus"));
+  EXPECT_EQ(by_name["--gpus"].record_key, "gpus");
+  EXPECT_EQ(by_name["--gpus"].default_value, 1);
+  EXPECT_EQ(*by_name["--gpus"].max, 8);
+  EXPECT_EQ(by_name["--emulate-gpus"].record_key, "emulate_gpus");
+  EXPECT_EQ(by_name["--reduce"].record_key, "reduce");
+  EXPECT_EQ(by_name["--reduce"].choices, (std::vector<std::string>{"exact", "ring"}));
+}
+
+TEST(CliDataParallel, TheRecordSaysHowGradientsWereCombined) {
+  RunRecord r;
+  r.config.emulate_gpus = 2;
+  auto c = r.to_json()["config"];
+  EXPECT_EQ(c["emulate_gpus"], 2);
+  EXPECT_EQ(c["gpus"], 1);
+  EXPECT_EQ(c["reduce"], "exact");
+  EXPECT_EQ(c["graphs"], false);  // data-parallel steps are never replayed as graphs
+  r.config.emulate_gpus = 1;
+  c = r.to_json()["config"];
+  EXPECT_TRUE(c["reduce"].is_null());
+  EXPECT_EQ(c["graphs"], true);
+  EXPECT_FALSE(r.to_json()["env"].contains("nccl"));
+  r.env.nccl = NcclEnvironment{"2.32.3", {{"NCCL_NVLS_ENABLE", "0"}}};
+  const auto env = r.to_json()["env"];
+  EXPECT_EQ(env["nccl"]["version"], "2.32.3");
+  EXPECT_EQ(env["nccl"]["settings"]["NCCL_NVLS_ENABLE"], "0");
+}

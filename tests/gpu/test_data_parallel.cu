@@ -1,0 +1,161 @@
+// test_data_parallel.cu: data-parallel training (--emulate-gpus N on one GPU, --gpus N on N).
+//  - the emulation is a data path like any other: every strategy gives the same curve bitwise;
+//  - it computes the gradient of the global batch's mean loss: its curve stays close to one GPU
+//    training at batch N × --batch (same math, another fp32 summation order);
+//  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise (resident and pinned);
+//  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
+//  - no allocation inside an epoch on any GPU;
+//  - --gpus 1 is today's run, bit for bit (the command line's loss curve).
+// The --gpus tests skip with a reason without two GPUs or without NCCL; they set
+// NCCL_NVLS_ENABLE=0 for this process (the run refuses to start without it).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "common/nccl_settings.h"
+#include "experiments/core/data_parallel_request.h"
+#include "tests/gpu/gpu_test_support.h"
+
+namespace memstrat::testing {
+namespace {
+
+constexpr std::int64_t kSamples = 6000;  // 11 global batches of 512 and one of 368 (N = 2)
+
+RunConfig dp_run(std::string_view strategy, int emulate, int gpus) {
+  RunConfig c = short_run(strategy);
+  c.train_samples = kSamples;
+  c.emulate_gpus = emulate;
+  c.gpus = gpus;
+  return c;
+}
+
+const HostDataset& subset() {
+  static const HostDataset d = [] {
+    HostDataset s = mnist();
+    s.train_images.resize(static_cast<std::size_t>(kSamples) * s.features());
+    s.train_labels.resize(static_cast<std::size_t>(kSamples));
+    return s;
+  }();
+  return d;
+}
+
+#define REQUIRE_GPUS(n)                                                                    \
+  do {                                                                                     \
+    MEMSTRAT_REQUIRE_GPU_AND_MNIST();                                                      \
+    if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL";                              \
+    int count_ = 0;                                                                        \
+    if (cudaGetDeviceCount(&count_) != cudaSuccess || count_ < (n))                        \
+      GTEST_SKIP() << "needs " << (n) << " GPUs, this machine shows " << count_;           \
+    setenv("NCCL_NVLS_ENABLE", "0", 1);                                                    \
+  } while (0)
+
+TEST(DataParallel, EmulationIsBitwiseTheSameOnEveryStrategy) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const RunOutput ref = train_run_on(subset(), dp_run("resident", 2, 1));
+  EXPECT_EQ(ref.step, "layer-by-layer");
+  EXPECT_EQ(ref.epoch_form, EpochForm::PerBatch);
+  for (const StrategyEntry& e : strategy_registry()) {
+    if (e.name == "resident") continue;
+    SCOPED_TRACE(std::string(e.name));
+    RunOutput got;
+    try {
+      got = train_run_on(subset(), dp_run(e.name, 2, 1));
+    } catch (const DeviceUnavailable& w) {
+      std::cout << "[  WAIVED  ] " << e.name << ": " << w.what() << "\n";
+      continue;
+    }
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+  }
+}
+
+TEST(DataParallel, EmulationFollowsOneGpuAtTheGlobalBatch) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  // The gradient of the mean over 512 rows, computed as two halves each scaled by 1/512 and
+  // summed, against the step on all 512 rows: equal up to fp32 summation order.
+  RunConfig one = short_run("resident");
+  one.train_samples = kSamples;
+  one.batch = 512;
+  one.fused = FusedMode::Off;
+  const RunOutput whole = train_run_on(subset(), one);
+  const RunOutput halves = train_run_on(subset(), dp_run("resident", 2, 1));
+  ASSERT_EQ(whole.sample_loss.size(), halves.sample_loss.size());
+  for (std::size_t e = 0; e < whole.sample_loss.size(); ++e)
+    for (std::size_t i = 0; i < whole.sample_loss[e].size(); ++i)
+      ASSERT_NEAR(halves.sample_loss[e][i], whole.sample_loss[e][i],
+                  1e-3 + 1e-3 * std::abs(whole.sample_loss[e][i]))
+          << "epoch " << e + 1 << " sample " << i;
+  EXPECT_NE(first_difference(whole, halves), "") << "the orders differ; bitwise equality would "
+                                                    "mean the emulation did not split the batch";
+}
+
+TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwise) {
+  REQUIRE_GPUS(2);
+  for (const char* s : {"resident", "pinned"}) {
+    SCOPED_TRACE(s);
+    RunRecord rec;
+    RunConfig two = dp_run(s, 1, 2);
+    two.reduce = Reduce::Exact;
+    two.profile = true;  // counts every GPU's allocations per epoch
+    const RunOutput got = train_run_on(subset(), two, &rec);
+    const RunOutput ref = train_run_on(subset(), dp_run(s, 2, 1));
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_TRUE(rec.env.nccl.has_value());
+    EXPECT_EQ(rec.env.nccl->settings.at("NCCL_NVLS_ENABLE"), "0");
+    EXPECT_EQ(rec.env.nccl->version, nccl_version());
+    for (const EpochRecord& e : rec.epochs)
+      if (e.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
+  }
+}
+
+TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {
+  REQUIRE_GPUS(2);
+  RunConfig ring = dp_run("resident", 1, 2);
+  ring.reduce = Reduce::Ring;
+  const RunOutput a = train_run_on(subset(), ring);
+  const RunOutput b = train_run_on(subset(), ring);
+  EXPECT_EQ(first_difference(a, b), "");
+  const RunOutput exact = train_run_on(subset(), dp_run("resident", 2, 1));
+  for (std::size_t e = 0; e < a.sample_loss.size(); ++e)
+    for (std::size_t i = 0; i < a.sample_loss[e].size(); ++i)
+      ASSERT_NEAR(a.sample_loss[e][i], exact.sample_loss[e][i],
+                  1e-3 + 1e-3 * std::abs(exact.sample_loss[e][i]))
+          << "epoch " << e + 1 << " sample " << i;
+}
+
+TEST(DataParallel, MoreGpusThanTheMachineShowsIsAUsageError) {
+  REQUIRE_GPUS(1);
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count >= kMaxShards) GTEST_SKIP() << "this machine shows " << count << " GPUs";
+  RunConfig c = dp_run("resident", 1, count + 1);
+  std::ostringstream out, err;
+  EXPECT_THROW(Session(c, subset()).run(out, err), std::invalid_argument);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(DataParallel, OneGpuIsTodaysRunBitForBit) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const std::string dir = ::testing::TempDir();
+  const std::string base = std::string(MEMSTRAT_BINARY) + " train --epochs 2 --no-profile -q " +
+                           "--train-samples 6000 --data " + mnist_dir() + " --loss-curve ";
+  ASSERT_EQ(std::system((base + dir + "/default.csv").c_str()), 0);
+  ASSERT_EQ(std::system((base + dir + "/gpus1.csv --gpus 1").c_str()), 0);
+  const std::string a = read_file(dir + "/default.csv"), b = read_file(dir + "/gpus1.csv");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace memstrat::testing
