@@ -111,3 +111,16 @@ def test_analysis_reads_the_examples():
     assert ok["config"]["hidden"] == [256]
     failed = validate_record(load("run_record_failed.json"), "failed")
     assert failed["status"] == "failed"
+
+
+def test_the_schema_declares_each_key_once():
+    # json.loads keeps the last of two equal keys, so a key declared twice (as two branches may
+    # each add it) silently replaces the first declaration.
+    def refuse_duplicates(pairs):
+        keys = [k for k, _ in pairs]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        assert not twice, f"declared more than once in one object: {twice}"
+        return dict(pairs)
+
+    schema = Path(__file__).resolve().parents[3] / "docs" / "schema" / "run_record.schema.json"
+    json.loads(schema.read_text(), object_pairs_hook=refuse_duplicates)
