@@ -26,7 +26,16 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (c.launch_form != LaunchForm::Auto && c.launch_form != LaunchForm::PerBatch)
     return n + " with --launch-form " + std::string(to_string(c.launch_form)) + ": " +
            kDataParallelFormReason + "; use --launch-form auto or per-batch";
+  if (c.device_budget_gib)
+    return n + " with --device-budget: the budget's hold is taken on one GPU between one "
+               "model's allocations and one strategy's, and data-parallel set-up builds its "
+               "replicas whole; drop --device-budget";
   if (c.gpus == 1) return "";
+  if (c.replicate > 1)
+    return n + " with --replicate " + std::to_string(c.replicate) +
+           ": every GPU's strategy keeps its own host copy of the replicated set, which the "
+           "host-memory check counts once; several GPUs run --replicate 1 so far (--emulate-gpus "
+           "runs it on one GPU)";
   if (!kHaveNccl) return n + ": " + kNcclHowTo;
   if (!runs_on_several_gpus(c.strategy->name))
     return n + " with --strategy " + std::string(c.strategy->name) +

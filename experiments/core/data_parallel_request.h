@@ -19,7 +19,10 @@ inline constexpr int kMaxShards = 8;
 bool runs_on_several_gpus(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
-/// always "". Reads the NCCL_* environment through nvls_refusal (common/nccl_settings.h).
+/// always "". Refused besides the step and form: --device-budget with any N > 1 (its hold sits
+/// between one Mlp's and one strategy's allocations); with --gpus N > 1, --replicate K > 1
+/// (each GPU's strategy keeps a host copy) and every scenario but static (so --augment-device
+/// gpu too). Reads the NCCL_* environment through nvls_refusal (common/nccl_settings.h).
 std::string data_parallel_refusal(const RunConfig& c);
 
 /// Why the data-parallel trainer runs the layer-by-layer step and per batch (for the record).

@@ -142,6 +142,8 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
   {
     NvtxRange range(Phase::Setup, "setup");
     if (cfg_.data_parallel()) {
+      // No --device-budget here (data_parallel_refusal): its hold sits between one Mlp's
+      // allocations and one strategy's, and the data-parallel trainer builds its replicas whole.
       auto dp = std::make_unique<DataParallelTrainer>(cfg_, data_);
       p.mlp = &dp->model();
       p.trainer = std::move(dp);

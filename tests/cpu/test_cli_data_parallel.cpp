@@ -111,6 +111,26 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
   expect_refused({"train", "--gpus", "2", "--scenario", "refresh"}, "static scenario");
 }
 
+TEST(CliDataParallel, OtherBranchesOptionsEitherRunOnTheShardsOrAreRefused) {
+  // --device-budget holds memory between one Mlp's and one strategy's allocations: not per shard.
+  expect_refused({"train", "--emulate-gpus", "2", "--device-budget", "1"}, "drop --device-budget");
+  // The emulation is one strategy on one GPU: a replicated set and GPU augmentation run as ever.
+  expect_accepted({"train", "--emulate-gpus", "2", "--replicate", "2"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--strategy", "resident", "--scenario",
+                   "refresh", "--augment-device", "gpu"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--strategy", "resident", "--scenario",
+                   "stream", "--augment", "light", "--augment-device", "gpu"});
+  NvlsSetting off("0");
+  expect_refused({"train", "--gpus", "2", "--device-budget", "1"}, "drop --device-budget");
+  expect_refused({"train", "--gpus", "2", "--replicate", "2"}, "--replicate 1 so far");
+  if (!kHaveNccl) return;  // the build's missing NCCL is said first otherwise
+  expect_refused({"train", "--gpus", "2", "--strategy", "resident", "--scenario", "refresh",
+                  "--augment-device", "gpu"},
+                 "static scenario");
+  expect_refused({"train", "--gpus", "2", "--strategy", "resident", "--augment-device", "gpu"},
+                 "augments nothing");
+}
+
 TEST(CliDataParallel, TheBinaryExitsTwo) {
   const Ran r = run_binary("train --gpus 2 --emulate-gpus 2");
   EXPECT_EQ(r.code, 2) << r.output;

@@ -5,7 +5,8 @@
 //  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise (resident and pinned);
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
-//  - --gpus 1 is today's run, bit for bit (the command line's loss curve).
+//  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
+//  - the emulation runs --augment-device gpu (the host's curve) and --replicate K.
 // The --gpus tests skip with a reason without two GPUs or without NCCL; they set
 // NCCL_NVLS_ENABLE=0 for this process (the run refuses to start without it).
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "common/nccl_settings.h"
 #include "experiments/core/data_parallel_request.h"
+#include "memory_strategies/replicated_set.h"
 #include "tests/gpu/gpu_test_support.h"
 
 namespace memstrat::testing {
@@ -89,6 +91,39 @@ TEST(DataParallel, EmulationFollowsOneGpuAtTheGlobalBatch) {
           << "epoch " << e + 1 << " sample " << i;
   EXPECT_NE(first_difference(whole, halves), "") << "the orders differ; bitwise equality would "
                                                     "mean the emulation did not split the batch";
+}
+
+// The emulation drives one strategy on one GPU as a single-GPU run does, so --augment-device gpu
+// and --replicate run under it: the GPU's augmentation gives the host's curve bitwise (resident
+// in refresh; resident in stream against pinned's host workers), and on a replicated set every
+// strategy serves the shards alike (resident and pinned bitwise, every copy trained).
+TEST(DataParallel, EmulationRunsGpuAugmentationAndReplicatedSets) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  RunConfig host = dp_run("resident", 2, 1);
+  host.scenario = Scenario::Refresh;
+  RunConfig gpu = host;
+  gpu.augment_device = AugmentDevice::Gpu;
+  const RunOutput refresh_host = train_run_on(subset(), host);
+  EXPECT_EQ(first_difference(train_run_on(subset(), gpu), refresh_host), "");
+  gpu.seed = 2;  // the curve depends on the augmentation: the comparison can fail
+  EXPECT_NE(first_difference(train_run_on(subset(), gpu), refresh_host), "");
+
+  RunConfig stream_host = dp_run("pinned", 2, 1);
+  stream_host.scenario = Scenario::Stream;
+  stream_host.augment = Augment::Light;
+  stream_host.workers = 2;
+  RunConfig stream_gpu = stream_host;
+  stream_gpu.strategy = find_strategy("resident");
+  stream_gpu.augment_device = AugmentDevice::Gpu;
+  EXPECT_EQ(first_difference(train_run_on(subset(), stream_gpu), train_run_on(subset(), stream_host)),
+            "");
+
+  HostDataset twice = subset();
+  replicate_training_set(twice, 2, dp_run("resident", 2, 1).seed);
+  const RunOutput resident = train_run_on(twice, dp_run("resident", 2, 1));
+  ASSERT_FALSE(resident.sample_loss.empty());
+  EXPECT_EQ(resident.sample_loss.front().size(), 2u * kSamples);
+  EXPECT_EQ(first_difference(train_run_on(twice, dp_run("pinned", 2, 1)), resident), "");
 }
 
 TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwise) {
