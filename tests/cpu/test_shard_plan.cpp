@@ -76,7 +76,9 @@ TEST(ShardPlan, EveryRowInExactlyOneShard) {
         int sum = 0;
         for (int r = 0; r < n; ++r) {
           const ShardRange s = p.shard(g, r);
-          if (s.rows > 0) EXPECT_EQ(s.first, next);
+          if (s.rows > 0) {
+            EXPECT_EQ(s.first, next);
+          }
           next += s.rows;
           sum += s.rows;
         }
