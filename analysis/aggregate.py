@@ -117,6 +117,10 @@ class GroupKey:
             label += " (one graph per epoch)"
         if self.workers is not None:
             label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
+        if self.option("gpus", 1) > 1:
+            label += f" ({self.option('gpus')} GPUs, {self.option('reduce')} reduction)"
+        elif self.option("emulate_gpus", 1) > 1:
+            label += f" ({self.option('emulate_gpus')} shards emulated on one GPU)"
         step = self.step
         if step is not None and step != DEFAULT_STEP:
             label += f" ({step} step)"
@@ -222,6 +226,12 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     # kind before the key existed, keeps the groups of older records.
     if cfg.get("augment_device") == "gpu":
         other += (("augment_device", "gpu"),)
+    # Data-parallel training (config.gpus, emulate_gpus: the shards of a global batch; reduce:
+    # how their gradients were combined) is its own configuration; one GPU, the only kind before
+    # the keys existed, keeps the groups of older records.
+    if (cfg.get("gpus") or 1) > 1 or (cfg.get("emulate_gpus") or 1) > 1:
+        other += (("gpus", cfg.get("gpus") or 1), ("emulate_gpus", cfg.get("emulate_gpus") or 1),
+                  ("reduce", cfg.get("reduce")))
     epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),

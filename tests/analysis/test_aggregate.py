@@ -223,3 +223,31 @@ def test_replicated_and_budgeted_runs_are_other_experiments(fixtures_dir):
     assert replicated.train_samples == 120000
     assert replicated.samples_per_s == pytest.approx(120000 / 0.0054)
     assert len(slices(groups)) == 2
+
+
+def test_data_parallel_runs_are_other_experiments(fixtures_dir):
+    """--gpus N and --emulate-gpus N (N > 1) make other experiments, told apart by N and the
+    reduction, and say so in their label; a record from before config.gpus existed, and one with
+    --gpus 1, is the one-GPU run."""
+    import copy
+    base = load_records(fixtures_dir / "repeats.jsonl")
+    assert all("gpus" not in r["config"] for r in base)
+
+    def with_shards(gpus: int, emulate: int, reduce: str | None) -> list[dict]:
+        out = copy.deepcopy(base)
+        for r in out:
+            r["config"].update(gpus=gpus, emulate_gpus=emulate, reduce=reduce)
+        return out
+
+    groups = aggregate(base + with_shards(1, 1, None) + with_shards(2, 1, "exact")
+                       + with_shards(2, 1, "ring") + with_shards(1, 2, "exact"))
+    assert len(groups) == 4
+    one = next(g for g in groups if g.key.option("gpus", 1) == 1
+               and g.key.option("emulate_gpus", 1) == 1)
+    assert one.runs == 4
+    assert "GPU" not in one.key.variant_label
+    ring = next(g for g in groups if g.key.option("reduce") == "ring")
+    assert ring.key.variant_label.endswith("(2 GPUs, ring reduction)")
+    emulated = next(g for g in groups if g.key.option("emulate_gpus") == 2)
+    assert "(2 shards emulated on one GPU)" in emulated.key.variant_label
+    assert len(slices(groups)) == 4
