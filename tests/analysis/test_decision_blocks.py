@@ -163,9 +163,11 @@ def test_decision_says_when_the_tests_cannot_order_the_regime(tmp_path):
 
 def test_decision_regimes_not_in_the_set_say_how_to_measure_them(tmp_path):
     text = rendered(write_set(tmp_path, decision_runs()), "decision")
-    for regime, how in (("data larger than the device budget", "advise.py --budget-gib"),
+    for regime, how in (("data larger than the device budget", "--replicate K --device-budget"),
+                        ("data larger than the device budget", "advise.py --budget-gib"),
                         ("compute-light vs compute-heavy steps (hidden sweep)", "--stages compute"),
-                        ("several GPUs", "no matrix runs several GPUs"),
+                        ("several GPUs", "memstrat train --gpus N"),
+                        ("several GPUs", "no matrix of this set runs several GPUs"),
                         ("data fits, augmented on the host batch by batch (stream, hidden 256)",
                          "the stream stage")):
         r = row(text, regime)
