@@ -381,7 +381,7 @@ def test_help_runs():
 FAKE_MEMSTRAT = r'''#!{python}
 """Stand-in for build/memstrat: numpy float32 training (a different fp32 implementation
 from torch's), with memstrat's CLI surface as the benchmark uses it."""
-import argparse, json, sys, time
+import argparse, json, sys, time, uuid
 import numpy as np
 sys.path[:0] = [{baselines!r}, {here!r}]
 import baseline_record as br
@@ -423,7 +423,7 @@ if a.loss_curve:
         f.writelines(f"{{e}},{{b}},{{v:.9g}}\n" for e, b, v in curve)
 eps = [{{"epoch": e, "wall_ms": per * (1.5 if e == 1 else 1), "gpu_ms": per}}
        for e in range(1, a.epochs + 1)]
-rec = {{"schema_version": 1, "run_id": "x", "started_at": "x", "status": "ok",
+rec = {{"schema_version": 1, "run_id": uuid.uuid4().hex, "started_at": "x", "status": "ok",
        "env": {{"gpu_name": "Fake GPU", "git_sha": "abc"}},
        "config": {{"strategy": a.strategy, "transfer": a.transfer, "batch": a.batch,
                   "hidden": [a.hidden], "epochs": a.epochs, "run_tag": a.run_tag}},
