@@ -84,7 +84,7 @@ def import_jax():
 def _take(jnp, flat, yy, xx, h, w):
     inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
     idx = (jnp.clip(yy, 0, h - 1) * w + jnp.clip(xx, 0, w - 1)).reshape(flat.shape[0], -1)
-    return inside, jnp.take_along_axis(flat, idx, axis=1).reshape(yy.shape)
+    return inside, jnp.take_along_axis(flat, idx, axis=1).reshape(inside.shape)
 
 
 def augment(jnp, kind: str, src, draws):

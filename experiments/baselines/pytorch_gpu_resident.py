@@ -97,8 +97,10 @@ class EpochData:
         draws = ta.epoch_draws(self.kind, self.seed, 1, self.n)
         self.draws_host = None if draws is None else torch.from_numpy(draws).pin_memory()
         self.draws = None if draws is None else torch.empty_like(self.draws_host, device=dev)
-        self.x = torch.empty((self.n, d.features), dtype=torch.uint8, device=dev)
-        self.y = torch.empty(self.n, dtype=torch.int64, device=dev)
+        # zeros, not empty: the graph step's warm-up (before the first epoch is made) trains on
+        # them, and cross_entropy asserts on the device for a label outside 0..9
+        self.x = torch.zeros((self.n, d.features), dtype=torch.uint8, device=dev)
+        self.y = torch.zeros(self.n, dtype=torch.int64, device=dev)
         self.setup_h2d_bytes = self.images.nbytes + self.labels.nbytes
         self.epoch_h2d_bytes = self.order.nbytes + (0 if draws is None else self.draws.nbytes)
 

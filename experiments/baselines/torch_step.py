@@ -84,6 +84,9 @@ class GraphStep:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
+                # each warm-up step at batch 0: the body advances the index, and an epoch may
+                # have fewer (full) batches than there are warm-up steps
+                self.idx.zero_()
                 self._body(*inputs())
         torch.cuda.current_stream().wait_stream(side)
         g = torch.cuda.CUDAGraph()

@@ -115,6 +115,21 @@ def test_jax_curve_matches_within_rounding(cuda, tmp_path, data):
     np.testing.assert_allclose(jx, eager, rtol=2e-2)             # heavy's rare unequal bytes
 
 
+@pytest.mark.parametrize("module, extra", [(pg, ["--workers", "2"]), (gr, ["--step", "graph"])])
+@pytest.mark.parametrize("batch", ["32", "50"])
+def test_graphs_of_epochs_shorter_than_the_warm_up(cuda, tmp_path, data, module, extra, batch):
+    """50 samples: batch 32 makes a full batch and a partial one, batch 50 one batch in all; the
+    graph's warm-up steps (3) and their labels must stay inside the epoch's buffers."""
+    path = tmp_path / "c.csv"
+    rec = run_ok(module, ["--data", str(data), "--augment", "light",
+                          "--batch", batch, "--epochs", "2", "--loss-curve", str(path), "-q",
+                          *extra])
+    c = read_curve(path)
+    batches = -(-50 // int(batch))
+    assert [(e, b) for e, b, _ in c] == [(e, b) for e in (1, 2) for b in range(batches)]
+    assert all(np.isfinite(v) for _, _, v in c) and rec["status"] == "ok"
+
+
 @pytest.mark.parametrize("module, extra", [
     (pg, ["--workers", "2"]), (gr, ["--step", "graph"]), (gr, ["--step", "compile"]),
     (jr, []),
