@@ -13,6 +13,7 @@
 #include "common/cuda_check.h"
 #include "common/idx.h"
 #include "common/run_record.h"
+#include "experiments/core/data_parallel_request.h"
 #include "experiments/core/device_check.h"
 #include "experiments/core/output_files.h"
 #include "experiments/core/run_inputs.h"
@@ -71,6 +72,10 @@ json describe_json() {
     // The scenarios in which it takes --augment-device gpu (every strategy takes host).
     s["augment_device_gpu"] = json::array();
     for (const Scenario sc : e.gpu_augment) s["augment_device_gpu"].push_back(to_string(sc));
+    // The scenarios in which it runs with --gpus N > 1 (every strategy emulates N shards).
+    s["several_gpus"] = json::array();
+    for (const Scenario sc : several_gpu_scenarios(e.name))
+      s["several_gpus"].push_back(to_string(sc));
     d["strategies"].push_back(s);
   }
   // What each form needs beyond the strategy's declaration.

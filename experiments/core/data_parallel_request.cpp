@@ -1,11 +1,18 @@
 #include "experiments/core/data_parallel_request.h"
 
+#include <algorithm>
+
 #include "common/nccl_settings.h"
 
 namespace memstrat {
 
 bool runs_on_several_gpus(std::string_view strategy) {
   return strategy == "resident" || strategy == "pinned";
+}
+
+std::vector<Scenario> several_gpu_scenarios(std::string_view strategy) {
+  if (!runs_on_several_gpus(strategy)) return {};
+  return {Scenario::Static};
 }
 
 std::string data_parallel_refusal(const RunConfig& c) {
@@ -41,7 +48,8 @@ std::string data_parallel_refusal(const RunConfig& c) {
     return n + " with --strategy " + std::string(c.strategy->name) +
            ": several GPUs run resident and pinned so far (--emulate-gpus runs every strategy "
            "on one GPU)";
-  if (c.scenario != Scenario::Static)
+  const std::vector<Scenario> scenarios = several_gpu_scenarios(c.strategy->name);
+  if (std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end())
     return n + " with --scenario " + std::string(to_string(c.scenario)) +
            ": several GPUs run the static scenario so far";
   if (const std::string why = nvls_refusal(nccl_settings()); !why.empty()) return n + ": " + why;

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "experiments/core/run_config.h"
 
@@ -17,6 +18,10 @@ inline constexpr int kMaxShards = 8;
 /// The strategies --gpus N > 1 runs (each GPU its own instance over the whole data set, serving
 /// its shards); the others are refused until their multi-GPU data path exists.
 bool runs_on_several_gpus(std::string_view strategy);
+
+/// The scenarios in which `strategy` runs with --gpus N > 1 (`memstrat describe`'s
+/// several_gpus): static for the strategies runs_on_several_gpus names, none for the others.
+std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
 /// always "". Refused besides the step and form: --device-budget with any N > 1 (its hold sits

@@ -22,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
-from train_args import check_train_args, train_arg_values
+from train_args import value_problem, check_train_args, train_arg_values
 
 # depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
 # reads which; for a strategy that does not read one, the axis collapses to a single cell.
@@ -34,9 +34,13 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # Axis name in the file -> allowed alternative spellings. An axis is the `memstrat train`
 # option of the same name (copy_streams: --copy-streams); its allowed values and default come
 # from `memstrat describe --json` (see describe()).
+# The data-path and scale options: where refresh and stream augment, the copies of the training
+# set, the device memory the data path may use, and data-parallel training (GPUs, how their
+# gradients are combined, or the shards emulated on one GPU).
+DATA_AXES = ("augment_device", "replicate", "device_budget", "gpus", "reduce", "emulate_gpus")
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
         "depth", "copy_streams", "epoch_launch", "launch_form", "profile", "fused") \
-    + STREAM_AXES + ("cpus",)
+    + STREAM_AXES + ("cpus",) + DATA_AXES
 # Axes the runner applies itself rather than passing to `memstrat train`: cpus = "all" (the
 # default: no restriction) or a CPU list for `taskset -c` (e.g. "0", "0-3"), the process and
 # every thread it starts confined to those cores.
@@ -51,8 +55,13 @@ AXIS_ALIASES = {"copy-streams": "copy_streams", "streams": "copy_streams",
 # spelling in extra_args.
 AXIS_FLAGS = {"epoch_launch": ("--epoch-launch", "--launch-form"),
               "launch_form": ("--launch-form", "--epoch-launch"),
-              "profile": ("--profile", "--no-profile"), "fused": ("--fused",), "cpus": ()}
+              "profile": ("--profile", "--no-profile"), "fused": ("--fused",), "cpus": (),
+              **{a: ("--" + a.replace("_", "-"),) for a in DATA_AXES}}
 EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --launch-form Y
+# DATA_AXES -> the record's config key (config_stub of a cell that wrote no record)
+DATA_RECORD_KEYS = {"augment_device": "augment_device", "replicate": "replicate",
+                    "device_budget": "device_budget_gib", "gpus": "gpus", "reduce": "reduce",
+                    "emulate_gpus": "emulate_gpus"}
 # The step the kernel forms need (`memstrat describe`: launch_forms[].needs_step) and the rule
 # by which a cell takes it (experiments/core/step_choice.cpp): --fused on takes it only up to
 # batch x hidden = SINGLE_LAUNCH_MAX_WORK (kSingleLaunchMaxWork, experiments/core/mlp_config.h)
@@ -107,6 +116,13 @@ class Cell:
     augment: str | None = None
     fused: str | None = None         # --fused; None: memstrat's default, not passed
     cpus: str | None = None          # taskset -c CPUS around the process; None: no restriction
+    # DATA_AXES: None for memstrat's default (not passed); reduce only where gpus > 1
+    augment_device: str | None = None    # --augment-device
+    replicate: int | None = None         # --replicate K
+    device_budget: float | None = None   # --device-budget GiB
+    gpus: int | None = None              # --gpus N
+    reduce: str | None = None            # --reduce
+    emulate_gpus: int | None = None      # --emulate-gpus N
 
     @property
     def key(self) -> str:
@@ -133,6 +149,18 @@ class Cell:
             parts.append(f"fused-{self.fused}")
         if self.cpus is not None:
             parts.append("cpus" + self.cpus.replace(",", "+"))
+        if self.augment_device is not None:
+            parts.append(f"aug-{self.augment_device}")
+        if self.replicate is not None:
+            parts.append(f"rep{self.replicate}")
+        if self.device_budget is not None:
+            parts.append(f"budget{self.device_budget:g}g")
+        if self.gpus is not None:
+            parts.append(f"gpus{self.gpus}")
+        if self.reduce is not None:
+            parts.append(f"reduce-{self.reduce}")
+        if self.emulate_gpus is not None:
+            parts.append(f"emu{self.emulate_gpus}")
         parts += [f"seed{self.seed}", f"r{self.repeat}"]
         if self.extra_args:
             digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]
@@ -173,6 +201,11 @@ class Cell:
             args.append("--profile" if self.profile else "--no-profile")
         if self.fused is not None:
             args += ["--fused", self.fused]
+        for axis in DATA_AXES:
+            value = getattr(self, axis)
+            if value is not None:
+                args += [AXIS_FLAGS[axis][0], f"{value:g}" if axis == "device_budget"
+                         else str(value)]
         return args + list(self.extra_args)
 
     def config_stub(self) -> dict[str, Any]:
@@ -182,7 +215,9 @@ class Cell:
                 "epochs": self.epochs, "seed": self.seed, "gemm": self.gemm,
                 "depth": self.depth, "streams": self.copy_streams, "workers": self.workers,
                 "prefetch": self.prefetch, "augment": self.augment,
-                "launch_form": self.asked_form or "auto", "run_tag": self.key}
+                "launch_form": self.asked_form or "auto", "run_tag": self.key,
+                **{key: getattr(self, axis) for axis, key in DATA_RECORD_KEYS.items()
+                   if getattr(self, axis) is not None}}
 
 
 @dataclasses.dataclass
@@ -262,12 +297,13 @@ def _step_refusal(cell: Cell, fused: Any, tf32: bool, in_host_memory: bool) -> s
     return None
 
 
-class _LaunchForms:
-    """What `memstrat describe` says about launch forms, asked cell by cell: `refusal(cell)` is
-    why memstrat cannot run the cell's launch form, or None. A description without launch
-    forms (an older memstrat) refuses nothing. Auto is refused only where the strategy runs no
-    form at all in the scenario; elsewhere memstrat falls back to a form the strategy and the
-    step allow."""
+class _Runnable:
+    """What `memstrat describe` declares a strategy runs, asked cell by cell: `refusal(cell)` is
+    why memstrat cannot run the cell, or None. Declared per strategy and scenario: the launch
+    forms, --augment-device gpu and --gpus N > 1; a description without one of these (an older
+    memstrat) refuses nothing by it. Auto is refused only where the strategy runs no form at
+    all in the scenario; elsewhere memstrat falls back to a form the strategy and the step
+    allow. Other combinations memstrat refuses when the cell runs (exit 2: "rejected")."""
 
     def __init__(self, description: dict[str, Any], extra: dict[str, Any]):
         self.strategies = {s["name"]: s for s in description["strategies"]}
@@ -285,6 +321,18 @@ class _LaunchForms:
     def refusal(self, cell: Cell) -> str | None:
         form = cell.asked_form or self.extra_form
         entry = self.strategies[cell.strategy]
+        gpu_augment = entry.get("augment_device_gpu")
+        if cell.augment_device == "gpu" and gpu_augment is not None and \
+                cell.scenario not in gpu_augment:
+            return (f"{cell.strategy} takes --augment-device gpu "
+                    + (f"in {', '.join(gpu_augment)} only" if gpu_augment else "in no scenario")
+                    + f", not in {cell.scenario}")
+        several = entry.get("several_gpus")
+        if cell.gpus is not None and cell.gpus > 1 and several is not None and \
+                cell.scenario not in several:
+            return (f"{cell.strategy} runs on several GPUs "
+                    + (f"in {', '.join(several)} only" if several else "in no scenario yet")
+                    + f", not in {cell.scenario} (--emulate-gpus runs every strategy on one GPU)")
         forms = (entry.get("launch_forms") or {}).get(cell.scenario)
         if forms is None:
             return None
@@ -362,6 +410,17 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
                 raise MatrixError(f"{where}: hidden sizes must be in {lo or 1:g}.."
                                   f"{hi if hi is not None else math.inf:g} ({option['name']}), "
                                   f"got {v}")
+        elif axis == "device_budget":
+            if v == "none":
+                v = None
+            elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise MatrixError(f"{where}: a device budget is a number of GiB or \"none\", "
+                                  f"got {v!r}")
+            else:
+                problem = value_problem(option, repr(float(v)))
+                if problem:
+                    raise MatrixError(f"{where}: {v!r} {problem} ({option['name']})")
+                v = float(v)
         elif axis == "cpus":
             if not isinstance(v, str) or not (v == "all" or re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v)):
                 raise MatrixError(f"{where}: cpus is \"all\" or a CPU list for taskset -c "
@@ -392,7 +451,8 @@ def _cell_count(axes: dict[str, list[Any]], strategy_options: dict[str, set[str]
                 repeats: int) -> int:
     """The cells the axes expand to before exclusions, counted without expanding them: an
     axis a cell does not read (depth and copy_streams for the strategies without them, the
-    stream axes outside the stream scenario) collapses to one value."""
+    stream axes outside the stream scenario) collapses to one value. (reduce, which collapses
+    on one GPU, is counted whole: a bound, which is what the limit needs.)"""
     per_repeat = 0
     for strategy in axes["strategy"]:
         for scenario in axes["scenario"]:
@@ -538,7 +598,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         raise MatrixError(f"{path}: extra_args must be a string or a list of strings")
     _check_extra_args(path, file_extra, extra_args, description)
     all_extra = tuple(file_extra) + tuple(extra_args)
-    launch_forms = _LaunchForms(description, train_arg_values(all_extra, description))
+    launch_forms = _Runnable(description, train_arg_values(all_extra, description))
     for axis, flags in AXIS_FLAGS.items():
         given = [a for a in all_extra if a.split("=", 1)[0] in flags]
         if axis in given_axes and given:
@@ -569,7 +629,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     for rep in range(run["repeats"]):
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
-             epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus) in \
+             epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus,
+             augment_device, replicate, device_budget, gpus, reduce, emulate_gpus) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -581,7 +642,12 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         epoch_launch=epoch_launch, launch_form=launch_form, profile=profile,
                         workers=workers if stream else None,
                         prefetch=prefetch if stream else None,
-                        augment=augment if stream else None, fused=fused, cpus=cpus)
+                        augment=augment if stream else None, fused=fused, cpus=cpus,
+                        augment_device=augment_device, replicate=replicate,
+                        device_budget=device_budget, gpus=gpus,
+                        # the gradients of one GPU are not combined: reduce collapses there
+                        reduce=reduce if gpus is not None else None,
+                        emulate_gpus=emulate_gpus)
             if cell in seen:
                 collapsed += 1
                 continue

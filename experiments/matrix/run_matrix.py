@@ -198,6 +198,22 @@ def _not_runnable_lines(matrix: Matrix) -> list[str]:
     return lines
 
 
+def _several_gpu_refusal(cells: Sequence[Cell], workers_per_gpu: bool) -> str | None:
+    """Why cells that train on several GPUs (axes.gpus > 1) cannot run here, or None: each
+    needs every GPU it names (a runner with --gpus gives a worker one), and memstrat refuses
+    them unless NVLink multicast is off (NCCL_NVLS_ENABLE=0) in the environment it inherits."""
+    several = [c for c in cells if (c.gpus or 1) > 1]
+    if not several:
+        return None
+    if workers_per_gpu:
+        return (f"{len(several)} cells train on several GPUs (axes.gpus), and --gpus gives "
+                "each worker one GPU; run them without --gpus")
+    if os.environ.get("NCCL_NVLS_ENABLE") != "0":
+        return (f"{len(several)} cells train on several GPUs (axes.gpus), which memstrat runs "
+                "only with NVLink multicast off; set NCCL_NVLS_ENABLE=0 in the environment")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # Absolute once: the path checked is the path run (a relative "./memstrat" passed on as
@@ -257,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     if args.slurm:
+        if any((c.gpus or 1) > 1 for c in cells):
+            return _error("the Slurm script's tasks are granted one GPU each (--gres=gpu:1), and "
+                          "cells of this matrix train on several (axes.gpus); run it without "
+                          "--slurm on a machine with the GPUs")
         pending, skipped = pending_cells(done)
         summary = _summary(matrix, cells, pending, done, skipped, args, seed)
         if not pending:
@@ -287,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _error("--gpus needs at least one id, e.g. --gpus 0,1")
     else:
         gpus = [None]
+    if (why := _several_gpu_refusal(cells, bool(args.gpus))):
+        return _error(why)
     if (why := _check_out(out)):
         return _error(why)
 

@@ -63,7 +63,7 @@ def train_arg_values(args: Sequence[str], description: dict[str, Any]) -> dict[s
                     raise ValueError(f"{name} needs a value")
                 i += 1
                 value = args[i]
-            problem = _value_problem(opt, value)
+            problem = value_problem(opt, value)
             if problem:
                 raise ValueError(f"{name} {value}: {problem}")
         if long in given:
@@ -84,7 +84,7 @@ def _in_range(opt: dict[str, Any], v: float) -> str | None:
     return None
 
 
-def _value_problem(opt: dict[str, Any], value: str) -> str | None:
+def value_problem(opt: dict[str, Any], value: str) -> str | None:
     """What is wrong with `value` for `opt` by its description; None when nothing is."""
     kind = opt["kind"]
     if kind == "choice":

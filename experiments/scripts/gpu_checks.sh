@@ -30,13 +30,20 @@
 #   matrix    experiments/matrix/matrices/quick.toml end to end + report, with a kill/restart check
 #   (matrix writes report_quick.tgz)
 #   torch     PyTorch baseline + side-by-side benchmark
+#   pygpu     the pytest files whose tests need a GPU (PyTorch/JAX baselines, guard, timeline),
+#             PyTorch's and JAX's in processes of their own (a CUDA device-side assert ends
+#             every later CUDA call of its process)
+#   multigpu  the data-parallel GPU tests (skip below 2 GPUs) and --gpus 2 beside
+#             --emulate-gpus 2 (the same loss curve, bitwise, with --reduce exact)
+# NVLink multicast stays off in every stage (NCCL_NVLS_ENABLE=0; memstrat refuses several GPUs
+# without it).
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
 FINAL_OUT="${OUT:-$REPO/gpu-checks-out}"
 OUT="$FINAL_OUT/gpu_checks"
 mkdir -p "$OUT"
-export PATH=/usr/local/cuda/bin:$PATH
+export PATH=/usr/local/cuda/bin:$PATH NCCL_NVLS_ENABLE=0
 MS=build/memstrat
 DATA="${MEMSTRAT_DATA:-$REPO/data/mnist}"
 J="$OUT/runs.jsonl"
@@ -312,6 +319,35 @@ stage_torch() {
   log "torch: memstrat vs PyTorch eager, same GPU"
   python3 experiments/baselines/benchmark_vs_pytorch.py --memstrat $MS --data "$DATA" --out-dir results/vs_pytorch \
     --out-md "$OUT/vs_pytorch.md" --out-jsonl "$OUT/vs_pytorch.jsonl" ${TORCH_ARGS:-} 2>&1 | tail -45
+}
+
+stage_pygpu() {
+  log "pygpu: pytest files with GPU tests"
+  local rc=0
+  python3 -m pytest -q -rs -p no:cacheprovider tests/experiments/baselines -k "not jax and not jr" \
+    tests/experiments/scripts/test_guard.py tests/analysis/test_timeline.py >"$OUT/pytest_torch.log" 2>&1 || rc=1
+  tail -3 "$OUT/pytest_torch.log"
+  python3 -m pytest -q -rs -p no:cacheprovider tests/experiments/baselines -k "jax or jr" \
+    >"$OUT/pytest_jax.log" 2>&1 || rc=1
+  tail -3 "$OUT/pytest_jax.log"
+  return $rc
+}
+
+stage_multigpu() {
+  log "multigpu: data-parallel tests, --gpus 2 against --emulate-gpus 2"
+  local rc=0
+  for t in test_data_parallel test_rank_sum; do
+    build/$t >"$OUT/$t.log" 2>&1 || rc=1
+    grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) *\]" "$OUT/$t.log"
+  done
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    for s in resident pinned; do
+      train --strategy $s --gpus 2 --epochs 3 --quiet --loss-curve "$OUT/dp_${s}_gpus2.csv" --json "$J" &&
+        train --strategy $s --emulate-gpus 2 --epochs 3 --quiet --loss-curve "$OUT/dp_${s}_emu2.csv" --json "$J" &&
+        cmp "$OUT/dp_${s}_gpus2.csv" "$OUT/dp_${s}_emu2.csv" && log "$s: --gpus 2 = --emulate-gpus 2, bitwise" || rc=1
+    done
+  fi
+  return $rc
 }
 
 for st in "$@"; do

@@ -160,6 +160,14 @@ def record(a, argv, failed):
         "prefetch_chunk_mib": a.prefetch_chunk, "copy_chunk_mib": a.copy_chunk,
         "stage_blocks": a.stage_blocks,
         "profile": a.profile, "run_tag": a.run_tag})
+    # the data-path and scale options, as experiments/core/record.cpp writes them
+    augments = a.scenario == "refresh" or (a.scenario == "stream" and a.augment != "none")
+    shards = max(a.gpus, a.emulate_gpus)
+    rec["config"].update({
+        "augment_device": a.augment_device if augments else None, "replicate": a.replicate,
+        "device_budget_gib": None if a.device_budget is None else float(a.device_budget),
+        "gpus": a.gpus, "emulate_gpus": a.emulate_gpus,
+        "reduce": a.reduce if shards > 1 else None})
     asked, form, step, _ = launch_run(a, given_options(argv))
     rec["config"].update({
         "launch_form": asked, "epoch_form": form, "epoch_launch": form != "per-batch",

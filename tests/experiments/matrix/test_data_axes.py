@@ -1,0 +1,153 @@
+"""run_matrix.py's data-path and scale axes (augment_device, replicate, device_budget, gpus,
+reduce, emulate_gpus): values checked against `memstrat describe`, passed only where they differ
+from memstrat's default (keys of other matrices unchanged), reduce only on several GPUs, cells
+memstrat declares it cannot run listed apart, and several-GPU cells refused where they cannot
+run (a worker per GPU, a Slurm task per GPU, NVLink multicast not off)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+RUNNER = REPO / "experiments" / "matrix" / "run_matrix.py"
+
+
+def write(tmp_path, text, name="m"):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(f'name = "{name}"\n' + text)
+    return p
+
+
+def runner(args, env=None, timeout=120):
+    return subprocess.run([sys.executable, str(RUNNER), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_defaults_are_not_passed_and_keys_stay_what_they_were(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "resident"
+replicate = [1, 4]
+device_budget = ["none", 1.5]
+emulate_gpus = [1, 2]
+"""), describe)
+    keys = {c.key: c for c in m.cells}
+    assert len(keys) == 8
+    plain = keys["resident_static_u8_b256_h256_e10_cublas_seed1_r0"]
+    assert (plain.replicate, plain.device_budget, plain.emulate_gpus) == (None, None, None)
+    assert not {"--replicate", "--device-budget", "--emulate-gpus"} & set(plain.train_args())
+    c = keys["resident_static_u8_b256_h256_e10_cublas_rep4_budget1.5g_emu2_seed1_r0"]
+    args = c.train_args()
+    for flag, value in (("--replicate", "4"), ("--device-budget", "1.5"),
+                        ("--emulate-gpus", "2")):
+        assert args[args.index(flag) + 1] == value
+    stub = c.config_stub()
+    assert (stub["replicate"], stub["device_budget_gib"], stub["emulate_gpus"]) == (4, 1.5, 2)
+    assert "replicate" not in plain.config_stub()
+
+
+def test_reduce_collapses_on_one_gpu(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "pinned"
+gpus = [1, 2]
+reduce = ["exact", "ring"]
+"""), describe)
+    assert {(c.gpus, c.reduce) for c in m.cells} == {(None, None), (2, None), (2, "ring")}
+    assert len(m.cells) == 3
+    assert m.collapsed == 1
+    ring = next(c for c in m.cells if c.reduce == "ring")
+    assert ring.train_args()[-4:] == ["--gpus", "2", "--reduce", "ring"]
+    assert ring.key.endswith("_gpus2_reduce-ring_seed1_r0")
+
+
+def test_cells_memstrat_declares_it_cannot_run_are_listed_apart(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = ["resident", "pinned", "double-buffer"]
+scenario = ["static", "refresh"]
+augment_device = ["host", "gpu"]
+gpus = [1, 2]
+"""), describe)
+    why = {c.key: w for c, w in m.not_runnable}
+    run = {(c.strategy, c.scenario, c.augment_device, c.gpus) for c in m.cells}
+    # --augment-device gpu: resident in refresh (and stream) only, by describe
+    assert ("resident", "refresh", "gpu", None) in run
+    assert not any(a == "gpu" and (s, sc) != ("resident", "refresh") for s, sc, a, _ in run)
+    assert "pinned takes --augment-device gpu in no scenario, not in refresh" in why.values()
+    assert any("resident takes --augment-device gpu in refresh, stream only, not in static"
+               in w for w in why.values())
+    # --gpus 2: resident and pinned in static only, by describe
+    assert {(s, sc) for s, sc, _, g in run if g == 2} == {("resident", "static"),
+                                                           ("pinned", "static")}
+    assert any(w.startswith("double-buffer runs on several GPUs in no scenario yet")
+               for w in why.values())
+    assert any(w.startswith("pinned runs on several GPUs in static only, not in refresh")
+               for w in why.values())
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"1"', 'a number of GiB or "none"'), ("0", "must be > 0"), ("-2.5", "must be > 0"),
+    ("true", 'a number of GiB or "none"'), ("nan", 'a number of GiB or "none"'),
+])
+def test_a_bad_device_budget_is_refused(run_matrix, describe, tmp_path, value, message):
+    path = write(tmp_path, f"[axes]\nstrategy = 'resident'\ndevice_budget = [{value}]\n")
+    with pytest.raises(run_matrix.MatrixError, match=message):
+        run_matrix.load_matrix(path, describe)
+
+
+@pytest.mark.parametrize("axis, value, message", [
+    ("replicate", 0, "expected a positive integer"), ("replicate", 5000, "must be <= 4096"),
+    ("gpus", 9, "must be <= 8"), ("emulate_gpus", '"2"', "expected a positive integer"),
+    ("reduce", '"tree"', "'tree' is not one of exact, ring"),
+    ("augment_device", '"cpu"', "'cpu' is not one of host, gpu"),
+])
+def test_bad_values_are_refused_by_describe(run_matrix, describe, tmp_path, axis, value, message):
+    path = write(tmp_path, f"[axes]\nstrategy = 'resident'\n{axis} = [{value}]\n")
+    with pytest.raises(run_matrix.MatrixError, match=message):
+        run_matrix.load_matrix(path, describe)
+
+
+SEVERAL = """
+[axes]
+strategy = "resident"
+epochs = 2
+gpus = [1, 2]
+"""
+
+
+def test_several_gpu_cells_need_multicast_off_and_every_gpu(tmp_path, fake_memstrat):
+    path = write(tmp_path, SEVERAL)
+    env = {k: v for k, v in os.environ.items() if k != "NCCL_NVLS_ENABLE"}
+    res = runner([path, "--out", tmp_path / "a", "--memstrat", fake_memstrat], env=env)
+    assert res.returncode == 2 and "set NCCL_NVLS_ENABLE=0" in res.stderr, res.stderr
+    assert not (tmp_path / "a" / "records.jsonl").exists()
+    env["NCCL_NVLS_ENABLE"] = "1"
+    res = runner([path, "--out", tmp_path / "a", "--memstrat", fake_memstrat], env=env)
+    assert res.returncode == 2 and "1 cells train on several GPUs" in res.stderr, res.stderr
+    env["NCCL_NVLS_ENABLE"] = "0"
+    res = runner([path, "--out", tmp_path / "b", "--memstrat", fake_memstrat, "--gpus", "0,1"],
+                 env=env)
+    assert res.returncode == 2 and "gives each worker one GPU" in res.stderr, res.stderr
+    res = runner([path, "--out", tmp_path / "c", "--memstrat", fake_memstrat,
+                  "--slurm", tmp_path / "job.sh"], env=env)
+    assert res.returncode == 2 and "--gres=gpu:1" in res.stderr, res.stderr
+    assert not (tmp_path / "job.sh").exists()
+    # a dry run lists them anywhere
+    res = runner([path, "--out", tmp_path / "d", "--memstrat", fake_memstrat, "--dry-run"],
+                 env=env)
+    assert res.returncode == 0 and "--gpus 2 --run-tag" in res.stdout, res.stderr
+
+
+def test_records_carry_the_axes(tmp_path, fake_memstrat):
+    path = write(tmp_path, SEVERAL + "replicate = [1, 3]\n")
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    res = runner([path, "--out", tmp_path / "out", "--memstrat", fake_memstrat], env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = [json.loads(line) for line in (tmp_path / "out" / "records.jsonl").open()]
+    got = sorted((r["config"]["gpus"], r["config"]["replicate"], r["config"]["reduce"])
+                 for r in recs)
+    assert got == [(1, 1, None), (1, 3, None), (2, 1, "exact"), (2, 3, "exact")]
