@@ -58,6 +58,9 @@ AXIS_FLAGS = {"epoch_launch": ("--epoch-launch", "--launch-form"),
               "profile": ("--profile", "--no-profile"), "fused": ("--fused",), "cpus": (),
               **{a: ("--" + a.replace("_", "-"),) for a in DATA_AXES}}
 EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --launch-form Y
+# DATA_AXES -> the cell key's part where the axis is not memstrat's default
+DATA_KEY_PARTS = {"augment_device": "aug-{}", "replicate": "rep{}", "device_budget": "budget{:g}g",
+                  "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}"}
 # DATA_AXES -> the record's config key (config_stub of a cell that wrote no record)
 DATA_RECORD_KEYS = {"augment_device": "augment_device", "replicate": "replicate",
                     "device_budget": "device_budget_gib", "gpus": "gpus", "reduce": "reduce",
@@ -149,18 +152,8 @@ class Cell:
             parts.append(f"fused-{self.fused}")
         if self.cpus is not None:
             parts.append("cpus" + self.cpus.replace(",", "+"))
-        if self.augment_device is not None:
-            parts.append(f"aug-{self.augment_device}")
-        if self.replicate is not None:
-            parts.append(f"rep{self.replicate}")
-        if self.device_budget is not None:
-            parts.append(f"budget{self.device_budget:g}g")
-        if self.gpus is not None:
-            parts.append(f"gpus{self.gpus}")
-        if self.reduce is not None:
-            parts.append(f"reduce-{self.reduce}")
-        if self.emulate_gpus is not None:
-            parts.append(f"emu{self.emulate_gpus}")
+        parts += [DATA_KEY_PARTS[axis].format(getattr(self, axis)) for axis in DATA_AXES
+                  if getattr(self, axis) is not None]
         parts += [f"seed{self.seed}", f"r{self.repeat}"]
         if self.extra_args:
             digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]

@@ -3,6 +3,7 @@
 // stderr together).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -30,6 +31,21 @@ inline Parsed parse(std::vector<const char*> args) {
   p.out = o.str();
   p.err = e.str();
   return p;
+}
+
+/// The arguments as typed, for a failure message.
+inline std::string joined(const std::vector<const char*>& args) {
+  std::string s;
+  for (const char* a : args) s += std::string(a) + " ";
+  return s;
+}
+
+/// parse(args) ended in exit 2 with a message that contains `says`.
+inline void expect_refused(const std::vector<const char*>& args, const std::string& says) {
+  const auto p = parse(args);
+  ASSERT_TRUE(p.code) << joined(args);
+  EXPECT_EQ(*p.code, 2) << joined(args);
+  EXPECT_NE(p.err.find(says), std::string::npos) << joined(args) << ": " << p.err;
 }
 
 struct Ran {

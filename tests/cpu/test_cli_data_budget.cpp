@@ -19,15 +19,6 @@ using namespace memstrat;
 using namespace memstrat::testing;
 
 namespace {
-void expect_refused(const std::vector<const char*>& args, const std::string& says) {
-  const auto p = parse(args);
-  std::string typed;
-  for (const char* a : args) typed += std::string(a) + " ";
-  ASSERT_TRUE(p.code) << typed;
-  EXPECT_EQ(*p.code, 2) << typed;
-  EXPECT_NE(p.err.find(says), std::string::npos) << typed << ": " << p.err;
-}
-
 nlohmann::json describe_option(const std::string& name) {
   const Ran r = run_binary("describe --json");
   EXPECT_EQ(r.code, 0) << r.output;

@@ -17,19 +17,6 @@ using namespace memstrat::testing;
 
 namespace {
 
-std::string joined(const std::vector<const char*>& args) {
-  std::string s;
-  for (const char* a : args) s += std::string(a) + " ";
-  return s;
-}
-
-void expect_refused(const std::vector<const char*>& args, const std::string& says) {
-  const auto p = parse(args);
-  ASSERT_TRUE(p.code) << joined(args);
-  EXPECT_EQ(*p.code, 2) << joined(args);
-  EXPECT_NE(p.err.find(says), std::string::npos) << joined(args) << ": " << p.err;
-}
-
 void expect_accepted(const std::vector<const char*>& args) {
   const auto p = parse(args);
   EXPECT_FALSE(p.code) << joined(args) << ": " << p.err;

@@ -19,24 +19,6 @@
 using namespace memstrat;
 using namespace memstrat::testing;
 
-namespace {
-
-std::string joined(const std::vector<const char*>& args) {
-  std::string s;
-  for (const char* a : args) s += std::string(a) + " ";
-  return s;
-}
-
-/// parse(args) ended in exit 2 with a message that contains `says`.
-void expect_refused(const std::vector<const char*>& args, const std::string& says) {
-  const auto p = parse(args);
-  ASSERT_TRUE(p.code) << joined(args);
-  EXPECT_EQ(*p.code, 2) << joined(args);
-  EXPECT_NE(p.err.find(says), std::string::npos) << joined(args) << ": " << p.err;
-}
-
-}  // namespace
-
 // The record holds argv and the data path as JSON text; nlohmann::json cannot dump bytes that
 // are not UTF-8, so such an argument used to lose the record of a finished run.
 TEST(CliRefusals, ArgumentsThatAreNotUtf8) {
