@@ -117,6 +117,10 @@ class GroupKey:
             label += " (one graph per epoch)"
         if self.workers is not None:
             label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
+        if (self.option("replicate") or 1) > 1:
+            label += f" ({self.option('replicate')} copies of the set)"
+        if self.option("device_budget_gib") is not None:
+            label += f" (device budget {self.option('device_budget_gib'):g} GiB)"
         if self.option("gpus", 1) > 1:
             label += f" ({self.option('gpus')} GPUs, {self.option('reduce')} reduction)"
         elif self.option("emulate_gpus", 1) > 1:

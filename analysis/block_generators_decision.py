@@ -51,10 +51,10 @@ PROCEDURE = (
     "whose device memory exceeds W, and recommends the fastest, or the simplest of those within "
     "5% of it. The table above is what this results set measured; the crossover block says "
     "from which hidden width each strategy's data path stops mattering.")
-BUDGET_TODO = (f"{NOT_HERE} — `memstrat train --replicate K --device-budget GiB` runs it, but no "
-               "matrix of this set grows the data past the budget yet; `analysis/advise.py "
-               "--budget-gib` gives the model's answer (strategies holding the whole set do not "
-               "fit)")
+BUDGET_TODO = (f"{NOT_HERE} — `memstrat train --replicate K --device-budget GiB` runs it and "
+               "`experiments/scripts/reproduce.sh --stages budget` sweeps it (budget.toml), not "
+               "yet run for this set; `analysis/advise.py --budget-gib` gives the model's answer "
+               "(strategies holding the whole set do not fit)")
 GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (resident, pinned; static), but no "
              "matrix of this set runs several GPUs yet")
 

@@ -22,6 +22,11 @@
 #               every form as the references, 10 processes of 21 epochs per configuration:
 #               2,140 processes, about 90 minutes; records/compute.jsonl (README's decision
 #               guide and crossover blocks read it)
+#   budget      experiments/matrix/matrices/budget.toml: data larger than the device budget,
+#               MNIST x 11 (--replicate 11) under --device-budget none .. 0.06 GiB (data-to-budget
+#               ratios 0.5 to 8), every strategy where it fits, resident at every form as the
+#               references, 10 processes of 11 epochs: 660 processes, about 30 minutes;
+#               records/budget.jsonl
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers),
@@ -59,7 +64,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix compute spread stream timelines baselines report"
+ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
@@ -161,6 +166,7 @@ run_matrix() {
 }
 stage_matrix() { run_matrix results "$RECORDS"; }
 stage_compute() { run_matrix compute "$RECORDS"; }
+stage_budget() { run_matrix budget "$RECORDS"; }
 stage_spread() { run_matrix spread "$OUT_DIR/spread/records"; }
 stage_stream() { run_matrix stream "$RECORDS"; }
 
@@ -191,6 +197,7 @@ stage_report() {
   local inputs=("$RECORDS/results.jsonl") extra=()
   [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
   [ -f "$RECORDS/compute.jsonl" ] && inputs+=("$RECORDS/compute.jsonl")
+  [ -f "$RECORDS/budget.jsonl" ] && inputs+=("$RECORDS/budget.jsonl")
   [ -f "$RECORDS/primitives.jsonl" ] && extra+=(--primitives "$RECORDS/primitives.jsonl")
   $PY analysis/report.py "${inputs[@]}" "${extra[@]}" \
       --title "memstrat results: $GPU_NAME" --out "$OUT_DIR"
@@ -199,7 +206,7 @@ stage_report() {
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix compute spread stream timelines baselines report; do
+for s in primitives matrix compute budget spread stream timelines baselines report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"

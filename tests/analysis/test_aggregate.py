@@ -223,6 +223,10 @@ def test_replicated_and_budgeted_runs_are_other_experiments(fixtures_dir):
     assert replicated.train_samples == 120000
     assert replicated.samples_per_s == pytest.approx(120000 / 0.0054)
     assert len(slices(groups)) == 2
+    # the label tells them apart: a table of both would otherwise show one name twice
+    assert replicated.key.variant_label.endswith("(2 copies of the set) (device budget 0.5 GiB)")
+    assert "copies" not in old_and_one.key.variant_label
+    assert "budget" not in old_and_one.key.variant_label
 
 
 def test_data_parallel_runs_are_other_experiments(fixtures_dir):

@@ -193,3 +193,66 @@ def test_compute_states_its_size(compute):
                          rf"{n:,}$", text, re.M), (hidden, n)
     assert re.search(rf"^#   total\s+{len(compute.cells):,}$", text, re.M)
     assert f"{len(compute.not_runnable)} cells" in text
+
+
+# --------------------------------------------------------------------------------------
+# budget.toml: data larger than the device budget
+# --------------------------------------------------------------------------------------
+WHOLE_SET = {"resident", "um", "um-prefetch", "um-advise", "um-prefetch-coarse"}
+BUDGETS = [None, 0.97, 0.54, 0.24, 0.12, 0.06]
+SET_BYTES = 11 * 60000 * (784 + 4)  # resident's device footprint at u8 (ResidentStrategy)
+
+
+@pytest.fixture(scope="module")
+def budget(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "budget.toml", describe)
+
+
+def test_budget_runs_10_processes_of_10_steady_epochs_on_11_copies(budget):
+    counts = timing(budget)
+    for k, (unprofiled, profiled) in counts.items():
+        assert (unprofiled, profiled) == (10, 0), k.key
+        assert (k.batch, k.transfer, k.scenario, k.replicate) == (256, "u8", "static", 11), k.key
+        assert k.epochs >= 11, k.key
+    assert {k.device_budget for k in counts} == set(BUDGETS)
+
+
+def test_budget_ratios_are_what_the_file_says(budget):
+    text = (MATRICES / "budget.toml").read_text()
+    assert f"{SET_BYTES:,} B = {SET_BYTES / 2**30:.3f} GiB" in text
+    for gib in BUDGETS[1:]:
+        ratio = SET_BYTES / (gib * 2**30)
+        assert re.search(rf"^#   {gib:g} GiB  ratio {ratio:.2f} ", text, re.M), gib
+        fits = SET_BYTES <= gib * 2**30
+        whole = {k.strategy for k in timing(budget) if k.device_budget == gib} & WHOLE_SET
+        assert whole == (WHOLE_SET if fits else set()), gib   # where the set fits, they run
+
+
+def test_budget_gives_every_streaming_configuration_its_floor(budget, fake, describe):
+    configs = timing(budget)
+    streaming = {s["name"] for s in describe["strategies"]} - WHOLE_SET
+    for s in streaming:
+        assert {k.device_budget for k in configs if k.strategy == s} == set(BUDGETS), s
+    resident = {ran(fake, k) for k in configs
+                if k.strategy == "resident" and k.device_budget is None}
+    for k in configs:
+        assert ran(fake, k) in resident, k.key     # resident, whole device, same form and step
+    runs = [(k.device_budget, *ran(fake, k)) for k in configs if k.strategy == "resident"]
+    assert len(runs) == len(set(runs))
+
+
+def test_budget_states_its_size(budget):
+    text = (MATRICES / "budget.toml").read_text()
+    configs = timing(budget)
+    assert f"SIZE: {len(budget.cells):,} processes" in text
+    assert re.search(rf"^#   total\s+{len(configs)} configurations x 10 =\s+{len(budget.cells):,}$",
+                     text, re.M)
+    whole = sum(k.strategy in WHOLE_SET and (k.launch_form, k.fused) == (None, None)
+                for k in configs)
+    forms = sum(k.strategy == "resident" and (k.launch_form, k.fused) != (None, None)
+                for k in configs)
+    assert f"whole-set strategies (5)    x 3 budgets                     {whole} configurations" \
+        in text
+    assert f"resident's other forms (4)  x 3 budgets                     {forms} configurations" \
+        in text
+    assert len(configs) - whole - forms == 42 and "x 6 budgets                     42" in text
