@@ -489,17 +489,26 @@ def link_rates(rates: "LinkRates | float | None") -> LinkRates:
     return LinkRates(copy_engine=rates)
 
 
+def _without_budget(key: tuple) -> tuple:
+    """A slice_key without the device budget: the data path's constraint, not the compute's."""
+    *head, other = key
+    return (*head, tuple((k, v) for k, v in other if k != "device_budget_gib"))
+
+
 def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
     """The compute-only reference of `g`: `resident`, scenario static, at the SAME launch form
     (config.epoch_form; in one launch per chunk, with the same --copy-chunk) and with the same
-    MLP step, on the same GPU, transfer, batch, hidden, GEMM, epochs and other options; None
+    MLP step, on the same GPU, transfer, batch, hidden, GEMM, epochs and other options (the same
+    copies of the set: --replicate) but the device budget, which constrains the data path
+    only: resident with the whole device (no budget) is the reference of every budget; None
     when no such group was run. Time under it is what the
     launch form and the step cost with no byte moving; time above it is data movement."""
     chunked = g.key.epoch_form == "kernel-per-chunk"   # the same chunks: the same launches
     for r in groups:
         k = r.key
         if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == g.key.epoch_form
-                and k.scenario == "static" and k.slice_key() == g.key.slice_key()
+                and k.scenario == "static" and k.option("device_budget_gib") is None
+                and _without_budget(k.slice_key()) == _without_budget(g.key.slice_key())
                 and k.step == g.key.step
                 and k.transfer == g.key.transfer and k.batch == g.key.batch
                 and (not chunked or k.option("copy_chunk_mib") == g.key.option("copy_chunk_mib"))):

@@ -41,8 +41,12 @@ TRANSFERS = ("u8", "f32")
 SCENARIOS = ("static", "refresh", "stream")
 COMMAND = "python3 analysis/docs_blocks.py"
 # key=value filters every generator accepts: fields of the configuration (aggregate.GroupKey)
+# The data-size options: runs on a replicated set or under a device budget (budget.toml) are
+# slices of their own, which a block takes only where its marker names them (replicate=11,
+# device_budget_gib=0.24); without them it reads the set as loaded on the whole device.
+DATA_FILTERS = ("replicate", "device_budget_gib")
 FILTERS = ("hidden", "gemm", "epochs", "depth", "streams", "lr", "momentum", "tf32",
-           "graphs", "advise")
+           "graphs", "advise") + DATA_FILTERS
 HEADLINE = {"batch": 256, "transfer": "u8", "scenario": "static"}
 
 
@@ -152,6 +156,15 @@ def key_fields(k: GroupKey) -> dict[str, str]:
     return fields
 
 
+def data_as_marked(g: Group, filters: dict[str, str]) -> bool:
+    """Whether g's data (copies of the set, device budget) is what the block reads: the set as
+    loaded on the whole device, unless the marker's filters name a data option (DATA_FILTERS;
+    they then select by value)."""
+    if any(k in filters for k in DATA_FILTERS):
+        return True
+    return (g.key.option("replicate") or 1) == 1 and g.key.option("device_budget_gib") is None
+
+
 def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:
     """Groups at the block's batch/transfer/scenario and filters, from one comparable slice
     (BlockError when they span several: the marker must say which)."""
@@ -160,7 +173,8 @@ def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:
            if (a.batch is None or g.key.batch == a.batch)
            and (a.transfer is None or g.key.transfer == a.transfer)
            and (a.scenario is None or g.key.scenario == a.scenario)
-           and all(key_fields(g.key).get(k) == v for k, v in filters.items())]
+           and all(key_fields(g.key).get(k) == v for k, v in filters.items())
+           and data_as_marked(g, filters)]
     slices = {g.key.slice_key() for g in out}
     if len(slices) > 1:
         differ = [f"{name} ({', '.join(sorted({_text(v) for v in vals}))})"

@@ -29,7 +29,8 @@ from typing import Sequence
 from analysis import cost_model
 from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_STRATEGY, STRATEGY_ORDER, Group,
                                 compute_reference, data_movement, variant_rank)
-from analysis.block_generators import (FILTERS, BlockArgs, BlockError, generator, key_fields)
+from analysis.block_generators import (FILTERS, BlockArgs, BlockError, data_as_marked, generator,
+                                       key_fields)
 from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
@@ -60,7 +61,8 @@ def sweep(rs: ResultsSet, a: BlockArgs) -> Sweep:
     they span several slices other than the hidden shape (the marker must pick one)."""
     filters = {k: v for k, v in a.options.items() if k in FILTERS}
     groups = [g for g in rs.groups if g.key.batch == a.batch and g.key.scenario in SCENARIOS
-              and all(key_fields(g.key).get(k) == v for k, v in filters.items())]
+              and all(key_fields(g.key).get(k) == v for k, v in filters.items())
+              and data_as_marked(g, filters)]
     slices = {(k.gpu, k.gemm, k.epochs, k.slice_key()[4]) for k in (g.key for g in groups)}
     if len(slices) > 1:
         raise BlockError(f"the configurations at batch {a.batch} differ in more than the hidden "

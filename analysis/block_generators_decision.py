@@ -29,9 +29,9 @@ from typing import Sequence
 from analysis import advise as A
 from analysis import cost_model
 from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_MISSING, REFERENCE_STRATEGY, Group,
-                                variant_rank)
-from analysis.block_generators import (FILTERS, BlockArgs, BlockError, generator, group_value,
-                                       key_fields)
+                                dataset_bytes, variant_rank)
+from analysis.block_generators import (DATA_FILTERS, FILTERS, BlockArgs, BlockError,
+                                       data_as_marked, generator, group_value, key_fields)
 from analysis.block_generators_crossover import HOW_TO_MEASURE, sweep
 from analysis.block_generators_ranking import movement_text
 from analysis.document import Doc
@@ -143,6 +143,19 @@ def regime_row(name: str, groups: Sequence[Group], all_groups: Sequence[Group],
     return [name, rec, movement(all_groups, c.recommended), runner, reason]
 
 
+def over_budget(groups: Sequence[Group]) -> tuple[float, list[Group]] | None:
+    """(data-to-budget ratio, the configurations run at it): of the groups whose training set
+    (as resident holds it) is larger than their device budget, those at the largest ratio;
+    None without such groups."""
+    ratios = [(dataset_bytes(g) / (b * 2**30), g) for g in groups
+              if (b := g.key.option("device_budget_gib")) is not None
+              and dataset_bytes(g) > b * 2**30]
+    if not ratios:
+        return None
+    top = max(r for r, _ in ratios)
+    return top, [g for r, g in ratios if r == top]
+
+
 def stream_groups(groups: Sequence[Group]) -> tuple[str, list[Group]] | None:
     """(augmentation, each strategy at its fastest worker count) of the stream scenario, host
     augmentation preferred over none."""
@@ -166,11 +179,17 @@ def decision(rs: ResultsSet, a: BlockArgs) -> str:
                          "`decision b256 u8`)")
     hidden = a.options.get("hidden", DEFAULT_HIDDEN)
     filters = {k: v for k, v in a.options.items() if k in FILTERS and k != "hidden"}
+    if any(k in filters for k in DATA_FILTERS):
+        raise BlockError("decision picks the data size of each regime itself: drop "
+                         + ", ".join(k for k in DATA_FILTERS if k in filters))
 
-    def at(scenario: str, width: str) -> list[Group]:
+    def at(scenario: str, width: str, data: bool = False) -> list[Group]:
+        """The regime's groups: the set as loaded on the whole device, or (data) the runs
+        on a replicated set or under a device budget."""
         return [g for g in rs.groups if g.key.batch == a.batch and g.key.transfer == a.transfer
                 and g.key.scenario == scenario and g.key.hidden_label == width
-                and all(key_fields(g.key).get(k) == v for k, v in filters.items())]
+                and all(key_fields(g.key).get(k) == v for k, v in filters.items())
+                and data_as_marked(g, {}) != data]
 
     tables = PrimitiveTable.by_gpu(rs.primitives)
     where = f"hidden {hidden}"
@@ -185,7 +204,15 @@ def decision(rs: ResultsSet, a: BlockArgs) -> str:
     rows.append(regime_row(f"{name[:-1]}, {stream[0]} augmentation)", stream[1], rs.groups,
                            tables) if stream else
                 [name, f"{NOT_HERE} — the stream stage (stream.toml)", "", "", ""])
-    rows.append(["data larger than the device budget", BUDGET_TODO, "", "", ""])
+    budget = over_budget(at("static", hidden, data=True))
+    if budget:
+        ratio, groups = budget
+        copies = groups[0].key.option("replicate") or 1
+        name = (f"data larger than the device budget ({copies} copies of the set, "
+                f"{ratio:.3g}× the budget, static, {where})")
+        rows.append(regime_row(name, defaults_only(groups), rs.groups, tables))
+    else:
+        rows.append(["data larger than the device budget", BUDGET_TODO, "", "", ""])
     sw = sweep(rs, dataclasses.replace(a, options=filters))
     if sw.measured:
         for kind, width in (("compute-light", sw.widths[0]), ("compute-heavy", sw.widths[-1])):
