@@ -145,14 +145,22 @@ class GroupKey:
                 if k in STRATEGY_OPTION_DEFAULTS and v is not None
                 and v != STRATEGY_OPTION_DEFAULTS[k]]
 
-    def slice_key(self) -> tuple:
+    def slice_key(self, ignoring: tuple[str, ...] = ()) -> tuple:
         """What must be equal for two groups to be compared in one figure: not the strategies'
         own options (variants of a strategy, see STRATEGY_OPTION_DEFAULTS), nor the step the
         run took (--fused on picks it per strategy: zero-copy reads its batches in place and
-        takes the layer-by-layer step; compute_reference matches the step)."""
+        takes the layer-by-layer step; compute_reference matches the step), nor the other
+        options named in `ignoring`."""
         return (self.gpu, self.hidden, self.gemm, self.epochs,
                 tuple((k, v) for k, v in self.other
-                      if k not in STRATEGY_OPTION_DEFAULTS and k not in RUN_DECISIONS))
+                      if k not in STRATEGY_OPTION_DEFAULTS and k not in RUN_DECISIONS
+                      and k not in ignoring))
+
+    @property
+    def data_as_loaded(self) -> bool:
+        """Whether the run trained on the data set as loaded (one copy) with the whole device
+        (no device budget)."""
+        return (self.option("replicate") or 1) == 1 and self.option("device_budget_gib") is None
 
 
 @dataclasses.dataclass
@@ -489,10 +497,7 @@ def link_rates(rates: "LinkRates | float | None") -> LinkRates:
     return LinkRates(copy_engine=rates)
 
 
-def _without_budget(key: tuple) -> tuple:
-    """A slice_key without the device budget: the data path's constraint, not the compute's."""
-    *head, other = key
-    return (*head, tuple((k, v) for k, v in other if k != "device_budget_gib"))
+BUDGET = ("device_budget_gib",)   # the data path's constraint, not the compute's
 
 
 def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
@@ -508,7 +513,7 @@ def compute_reference(groups: Sequence[Group], g: Group) -> Group | None:
         k = r.key
         if (k.strategy == REFERENCE_STRATEGY and k.epoch_form == g.key.epoch_form
                 and k.scenario == "static" and k.option("device_budget_gib") is None
-                and _without_budget(k.slice_key()) == _without_budget(g.key.slice_key())
+                and k.slice_key(ignoring=BUDGET) == g.key.slice_key(ignoring=BUDGET)
                 and k.step == g.key.step
                 and k.transfer == g.key.transfer and k.batch == g.key.batch
                 and (not chunked or k.option("copy_chunk_mib") == g.key.option("copy_chunk_mib"))):

@@ -160,9 +160,7 @@ def data_as_marked(g: Group, filters: dict[str, str]) -> bool:
     """Whether g's data (copies of the set, device budget) is what the block reads: the set as
     loaded on the whole device, unless the marker's filters name a data option (DATA_FILTERS;
     they then select by value)."""
-    if any(k in filters for k in DATA_FILTERS):
-        return True
-    return (g.key.option("replicate") or 1) == 1 and g.key.option("device_budget_gib") is None
+    return any(k in filters for k in DATA_FILTERS) or g.key.data_as_loaded
 
 
 def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:

@@ -31,7 +31,7 @@ from analysis import cost_model
 from analysis.aggregate import (LAUNCH_FORMS, REFERENCE_MISSING, REFERENCE_STRATEGY, Group,
                                 dataset_bytes, variant_rank)
 from analysis.block_generators import (DATA_FILTERS, FILTERS, BlockArgs, BlockError,
-                                       data_as_marked, generator, group_value, key_fields)
+                                       generator, group_value, key_fields)
 from analysis.block_generators_crossover import HOW_TO_MEASURE, sweep
 from analysis.block_generators_ranking import movement_text
 from analysis.document import Doc
@@ -189,7 +189,7 @@ def decision(rs: ResultsSet, a: BlockArgs) -> str:
         return [g for g in rs.groups if g.key.batch == a.batch and g.key.transfer == a.transfer
                 and g.key.scenario == scenario and g.key.hidden_label == width
                 and all(key_fields(g.key).get(k) == v for k, v in filters.items())
-                and data_as_marked(g, {}) != data]
+                and g.key.data_as_loaded != data]
 
     tables = PrimitiveTable.by_gpu(rs.primitives)
     where = f"hidden {hidden}"

@@ -22,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
-from train_args import value_problem, check_train_args, train_arg_values
+from train_args import check_train_args, in_range, train_arg_values
 
 # depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
 # reads which; for a strategy that does not read one, the axis collapses to a single cell.
@@ -61,10 +61,9 @@ EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --la
 # DATA_AXES -> the cell key's part where the axis is not memstrat's default
 DATA_KEY_PARTS = {"augment_device": "aug-{}", "replicate": "rep{}", "device_budget": "budget{:g}g",
                   "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}"}
-# DATA_AXES -> the record's config key (config_stub of a cell that wrote no record)
-DATA_RECORD_KEYS = {"augment_device": "augment_device", "replicate": "replicate",
-                    "device_budget": "device_budget_gib", "gpus": "gpus", "reduce": "reduce",
-                    "emulate_gpus": "emulate_gpus"}
+# DATA_AXES -> the record's config key (config_stub of a cell that wrote no record): the axis's
+# own name but for the budget
+DATA_RECORD_KEYS = {**{a: a for a in DATA_AXES}, "device_budget": "device_budget_gib"}
 # The step the kernel forms need (`memstrat describe`: launch_forms[].needs_step) and the rule
 # by which a cell takes it (experiments/core/step_choice.cpp): --fused on takes it only up to
 # batch x hidden = SINGLE_LAUNCH_MAX_WORK (kSingleLaunchMaxWork, experiments/core/mlp_config.h)
@@ -164,6 +163,11 @@ class Cell:
 
     def axis_value(self, axis: str) -> Any:
         return getattr(self, axis)
+
+    @property
+    def several_gpus(self) -> bool:
+        """Whether the cell trains on several GPUs (--gpus N > 1)."""
+        return (self.gpus or 1) > 1
 
     @property
     def asked_form(self) -> str | None:
@@ -321,7 +325,7 @@ class _Runnable:
                     + (f"in {', '.join(gpu_augment)} only" if gpu_augment else "in no scenario")
                     + f", not in {cell.scenario}")
         several = entry.get("several_gpus")
-        if cell.gpus is not None and cell.gpus > 1 and several is not None and \
+        if cell.several_gpus and several is not None and \
                 cell.scenario not in several:
             return (f"{cell.strategy} runs on several GPUs "
                     + (f"in {', '.join(several)} only" if several else "in no scenario yet")
@@ -410,7 +414,7 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
                 raise MatrixError(f"{where}: a device budget is a number of GiB or \"none\", "
                                   f"got {v!r}")
             else:
-                problem = value_problem(option, repr(float(v)))
+                problem = in_range(option, float(v))
                 if problem:
                     raise MatrixError(f"{where}: {v!r} {problem} ({option['name']})")
                 v = float(v)

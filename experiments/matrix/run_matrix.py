@@ -202,7 +202,7 @@ def _several_gpu_refusal(cells: Sequence[Cell], workers_per_gpu: bool) -> str | 
     """Why cells that train on several GPUs (axes.gpus > 1) cannot run here, or None: each
     needs every GPU it names (a runner with --gpus gives a worker one), and memstrat refuses
     them unless NVLink multicast is off (NCCL_NVLS_ENABLE=0) in the environment it inherits."""
-    several = [c for c in cells if (c.gpus or 1) > 1]
+    several = [c for c in cells if c.several_gpus]
     if not several:
         return None
     if workers_per_gpu:
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     if args.slurm:
-        if any((c.gpus or 1) > 1 for c in cells):
+        if any(c.several_gpus for c in cells):
             return _error("the Slurm script's tasks are granted one GPU each (--gres=gpu:1), and "
                           "cells of this matrix train on several (axes.gpus); run it without "
                           "--slurm on a machine with the GPUs")

@@ -63,7 +63,7 @@ def train_arg_values(args: Sequence[str], description: dict[str, Any]) -> dict[s
                     raise ValueError(f"{name} needs a value")
                 i += 1
                 value = args[i]
-            problem = value_problem(opt, value)
+            problem = _value_problem(opt, value)
             if problem:
                 raise ValueError(f"{name} {value}: {problem}")
         if long in given:
@@ -73,7 +73,8 @@ def train_arg_values(args: Sequence[str], description: dict[str, Any]) -> dict[s
     return given
 
 
-def _in_range(opt: dict[str, Any], v: float) -> str | None:
+def in_range(opt: dict[str, Any], v: float) -> str | None:
+    """What is wrong with the number `v` for `opt` by its declared bounds; None when nothing."""
     lo, lo_open, hi = opt.get("min"), opt.get("exclusive_min"), opt.get("max")
     if lo is not None and v < lo:
         return f"must be >= {lo:g}"
@@ -84,14 +85,14 @@ def _in_range(opt: dict[str, Any], v: float) -> str | None:
     return None
 
 
-def value_problem(opt: dict[str, Any], value: str) -> str | None:
+def _value_problem(opt: dict[str, Any], value: str) -> str | None:
     """What is wrong with `value` for `opt` by its description; None when nothing is."""
     kind = opt["kind"]
     if kind == "choice":
         return None if value in opt["choices"] else f"not one of {', '.join(opt['choices'])}"
     if kind == "integer":
         try:
-            return _in_range(opt, int(value))
+            return in_range(opt, int(value))
         except ValueError:
             return "not an integer"
     if kind == "number":
@@ -99,13 +100,13 @@ def value_problem(opt: dict[str, Any], value: str) -> str | None:
             v = float(value)
         except ValueError:
             return "not a number"
-        return _in_range(opt, v) if math.isfinite(v) else "not a finite number"
+        return in_range(opt, v) if math.isfinite(v) else "not a finite number"
     if kind == "list":  # layer sizes: 256 or 512,256
         try:
             sizes = [int(p) for p in value.split(",")]
         except ValueError:
             return "not a comma-separated list of integers"
-        return next((f"{s} {p}" for s in sizes if (p := _in_range(opt, s))), None) or (
+        return next((f"{s} {p}" for s in sizes if (p := in_range(opt, s))), None) or (
             "sizes must be positive" if any(s <= 0 for s in sizes) else None)
     if kind == "hints":
         hints = [h for h in value.split(",") if h]
