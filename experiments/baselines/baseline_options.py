@@ -148,3 +148,38 @@ class Settings:
 
 
 # ---------------------------------------------------------------------------------------------
+# what a run times (the fast baselines: config.measure)
+
+MEASURES = {
+    "epoch": "end to end: the input pipeline and every step (default)",
+    "pipeline": "the input pipeline alone: each batch touched on the device by one small kernel "
+                "instead of a step (--consumer none says the same)",
+    "step": "the steps alone, the epoch's data already in place before the timer starts",
+}
+
+
+def add_measure_options(p: argparse.ArgumentParser, measures: Sequence[str]) -> None:
+    """--measure (the choices `measures`, keys of MEASURES) and --consumer train|none."""
+    p.add_argument("--measure", choices=measures, default=None,
+                   help="what the epoch's timed region holds: " +
+                        "; ".join(f"{m}: {MEASURES[m]}" for m in measures))
+    p.add_argument("--consumer", choices=("train", "none"), default=None,
+                   help="none: the batches go to no step (the same as --measure pipeline)")
+
+
+def resolve_measure(a: argparse.Namespace) -> str:
+    """--measure and --consumer, which must agree (UsageError otherwise); "epoch" by default."""
+    if a.consumer == "none":
+        if a.measure not in (None, "pipeline"):
+            raise UsageError(f"--consumer none measures the pipeline alone; it contradicts "
+                             f"--measure {a.measure}")
+        measure = "pipeline"
+    elif a.consumer == "train" and a.measure == "pipeline":
+        raise UsageError("--measure pipeline runs no training step; it contradicts --consumer "
+                         "train")
+    else:
+        measure = a.measure or "epoch"
+    if a.train_acc and measure == "pipeline":
+        raise UsageError("--train-acc counts a step's predictions; the pipeline measure runs no "
+                         "step")
+    return measure

@@ -167,14 +167,19 @@ def driver_release(nv_version_line: str) -> str | None:
     return m.group(1) if m else None
 
 
-def environment_json(torch, device: str) -> dict[str, Any]:
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "jax": "JAX"}
+
+
+def common_environment(framework: str, device: str) -> dict[str, Any]:
+    """The environment keys every baseline writes, the device's null until the framework's
+    own function fills them."""
     sha, dirty = git_revision()
     env: dict[str, Any] = {
         "host": socket.gethostname(), "git_sha": sha, "git_dirty": dirty, "memstrat_version": None,
-        "framework": "pytorch", "torch_version": torch.__version__,
+        "framework": framework,
         "python_version": platform.python_version(), "numpy_version": np.__version__,
         "device_type": device,
-        # memstrat's device keys; those torch does not expose stay null.
+        # memstrat's device keys; those the framework does not expose stay null.
         "gpu_name": None, "compute_capability": None, "sm_count": None,
         "gpu_memory_bytes": None, "driver_version": None, "runtime_version": None,
         "driver_release": None, "pcie_gen": None, "pcie_width": None,
@@ -185,11 +190,18 @@ def environment_json(torch, device: str) -> dict[str, Any]:
         "persistence_mode": None, "sm_clock_max_mhz": None, "mem_clock_max_mhz": None,
         "sm_clock_mhz": None, "mem_clock_mhz": None, "clock_event_reasons": None,
         "temperature_c": None, "power_w": None,
-        "nvml_note": "not read by the PyTorch baseline",
+        "nvml_note": f"not read by the {FRAMEWORK_NAMES.get(framework, framework)} baseline",
         **_host(),
     }
     if device != "cuda":
         env["cpu"] = platform.processor() or platform.machine() or None
+    return env
+
+
+def environment_json(torch, device: str) -> dict[str, Any]:
+    env = common_environment("pytorch", device)
+    env["torch_version"] = torch.__version__
+    if device != "cuda":
         return env
     idx = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(idx)

@@ -179,18 +179,8 @@ class RunLog:
         if not all(math.isfinite(v) for v in (train_loss, test_loss)):
             raise RuntimeError(f"epoch {epoch}: loss is not finite (train {train_loss}, "
                                f"test {test_loss})")
-        self.rec["epochs"].append({
-            "epoch": epoch, "wall_ms": wall_ms, "gpu_ms": gpu_ms, "host_ms": 0.0,
-            "copy_ms": None, "compute_ms": None, "stall_ms": None, "idle_ms": None,
-            "h2d_bytes": h2d_bytes, "um_htod_bytes": None,
-            "um_dtoh_bytes": None, "um_gpu_faults": None, "um_cpu_faults": None,
-            "kernel_ms": None, "memcpy_ms": None, "api_calls": None,
-            # memstrat's input-pipeline keys; `extra` fills those a baseline measures.
-            "input_wait_ms": None, "input_wait_first_ms": None, "slot_wait_ms": None,
-            "producer_busy_ms": None, "producer_samples_per_s": None,
-            "producer_worker_samples_per_s": None,
-            "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
-            "test_acc": test_acc, **(extra or {})})
+        self.rec["epochs"].append(epoch_entry(epoch, wall_ms, gpu_ms, h2d_bytes, train_loss,
+                                              train_acc, test_loss, test_acc, extra))
         if self.curve is not None:
             self.curve.writelines(f"{epoch},{b},{v:.9g}\n"
                                   for b, v in enumerate(batch_losses.tolist()))
@@ -250,6 +240,24 @@ class RunLog:
         if a.json:
             append_jsonl(a.json, self.rec)
         return EXIT_OK
+
+
+def epoch_entry(epoch: int, wall_ms: float, gpu_ms: float, h2d_bytes: int, train_loss: float,
+                train_acc: float | None, test_loss: float, test_acc: float,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One epochs[] entry of a baseline's record: memstrat's keys, null where a baseline cannot
+    measure them; `extra` fills those it does (the input-pipeline keys)."""
+    return {
+        "epoch": epoch, "wall_ms": wall_ms, "gpu_ms": gpu_ms, "host_ms": 0.0,
+        "copy_ms": None, "compute_ms": None, "stall_ms": None, "idle_ms": None,
+        "h2d_bytes": h2d_bytes, "um_htod_bytes": None,
+        "um_dtoh_bytes": None, "um_gpu_faults": None, "um_cpu_faults": None,
+        "kernel_ms": None, "memcpy_ms": None, "api_calls": None,
+        "input_wait_ms": None, "input_wait_first_ms": None, "slot_wait_ms": None,
+        "producer_busy_ms": None, "producer_samples_per_s": None,
+        "producer_worker_samples_per_s": None,
+        "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
+        "test_acc": test_acc, **(extra or {})}
 
 
 def train_step(F, model, opt, x, y, losses: list, corrects: list | None) -> None:
