@@ -6,7 +6,14 @@ ways kept apart, every run a process of its own in one seeded shuffled order.
     python3 experiments/baselines/benchmark_pipelines.py              # 10 processes each
     python3 experiments/baselines/benchmark_pipelines.py --from-records results/pipelines/records.jsonl
 
-Variants (--variants; each a script of its own):
+Variants (--variants; each a process of its own):
+  memstrat-resident          memstrat train --strategy resident: epoch = --scenario stream
+                             --augment-device gpu (the data set uploaded once, each batch
+                             gathered and augmented by a kernel, then its step, launched batch by
+                             batch: the form resident takes in stream); step = --scenario static
+                             --launch-form per-batch (the same steps, launched the same way, with
+                             no augmentation); no pipeline measure (memstrat has no consumer that
+                             only releases a batch)
   dataloader-prefetch-graph  pytorch_prefetch_graph.py: DataLoader (--workers host worker
                              processes, pin_memory, persistent workers, fetch batch), side-stream
                              prefetcher, CUDA-graphed step
@@ -14,14 +21,17 @@ Variants (--variants; each a script of its own):
                              and augmentation by torch ops, CUDA-graphed step
   gpu-resident-compile       the same with --step compile (torch.compile, reduce-overhead)
   jax-gpu-resident           jax_gpu_resident.py: the same in JAX, jax.jit + lax.scan
-Measures (--measures; config.measure in each record): pipeline (samples/s the input pipeline
+Measures (--measures; the run tag names it, config.measure in each baseline record): pipeline (samples/s the input pipeline
 delivers to a consumer that only touches each batch on the device), step (the steps with the
 data already in place; not offered by the DataLoader variant, whose step is the resident graph),
 epoch (end to end). For each augmentation (--augments, default light,heavy), batch --batch (256),
 u8, --epochs (21) epochs, --repeats (default 10) processes per configuration.
 
-Table: per augmentation, variant and measure the median over processes of each process's median
-ms over its epochs 2..N with its order-statistic interval, and the samples/s it makes.
+Tables: per augmentation, variant and measure the median over processes of each process's median
+ms over its epochs 2..N with its order-statistic interval, and the samples/s it makes; then, per
+augmentation and measure, each variant against memstrat-resident: variant / memstrat as the
+Hodges-Lehmann ratio with its Moses interval, and whether a Mann-Whitney test, Holm-corrected
+over the table's pairs, separates the two (else neither is called faster).
 
 Exit codes: 0 every run ok; 2 bad option or missing torch/data (before any run); 3 some runs
 failed (the report lists which).
@@ -40,13 +50,16 @@ sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
 from analysis.stats import summarize  # noqa: E402
-from process_stats import ms_cell, process_values  # noqa: E402
+from process_stats import (judge, ms_cell, overlap_cell, process_values,  # noqa: E402
+                           ratio_cell, side_by_side)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
 PROG = "benchmark_pipelines.py"
 TAG = "pipelines"
 # variant -> (script, its fixed options, config.strategy the script writes)
+MEMSTRAT = "memstrat-resident"
 VARIANTS = {
+    MEMSTRAT: (None, [], "resident"),
     "dataloader-prefetch-graph": ("pytorch_prefetch_graph.py", ["--fetch", "batch"],
                                   "pytorch-dataloader-prefetch-graph"),
     "gpu-resident-graph": ("pytorch_gpu_resident.py", ["--step", "graph"],
@@ -55,20 +68,22 @@ VARIANTS = {
                              "pytorch-gpu-resident-compile"),
     "jax-gpu-resident": ("jax_gpu_resident.py", [], "jax-gpu-resident-jit"),
 }
-STRATEGY_VARIANT = {v[2]: k for k, v in VARIANTS.items()}
 MEASURES = ("pipeline", "step", "epoch")
+NOT_OFFERED = {("dataloader-prefetch-graph", "step"),  # its step is gpu-resident-graph's
+               (MEMSTRAT, "pipeline")}                 # no release-only consumer
 AUGMENTS = ("none", "light", "heavy")
-# For the estimate only (not measured yet: rough figures, seconds). A process's start: the
-# framework import and CUDA context, plus graph capture; torch.compile and XLA compile add
-# their compile time. An epoch at batch 256: the DataLoader at 8 workers is bound by the numpy
-# augmentation (~17 us light, ~110 us heavy per sample over 8 workers); the resident variants
-# by the step (~235 graph launches) and the GPU augmentation.
-PROCESS_S = {"dataloader-prefetch-graph": 6.0, "gpu-resident-graph": 5.0,
-             "gpu-resident-compile": 45.0, "jax-gpu-resident": 20.0}
-EPOCH_S = {("dataloader-prefetch-graph", "light"): 0.15,
-           ("dataloader-prefetch-graph", "heavy"): 0.85,
-           ("dataloader-prefetch-graph", "none"): 0.05}
-RESIDENT_EPOCH_S = 0.03
+# For the estimate only (seconds; one process of each at 21 epochs, batch 256, on one H100). A
+# process's start: the framework import, the CUDA context, the host's draws of every epoch,
+# graph capture; torch.compile and XLA compile add their compile time. An epoch: the DataLoader
+# at 8 workers is bound by the numpy augmentation; the resident variants by the step and the
+# GPU augmentation.
+PROCESS_S = {MEMSTRAT: 1.5, "dataloader-prefetch-graph": 12.0, "gpu-resident-graph": 14.0,
+             "gpu-resident-compile": 27.0, "jax-gpu-resident": 26.0}
+EPOCH_S = {("dataloader-prefetch-graph", "light"): 0.35,
+           ("dataloader-prefetch-graph", "heavy"): 0.80,
+           ("dataloader-prefetch-graph", "none"): 0.05,
+           ("gpu-resident-compile", "light"): 0.35, ("gpu-resident-compile", "heavy"): 0.35}
+RESIDENT_EPOCH_S = 0.05
 
 
 def name_list(choices: Sequence[str]):
@@ -104,9 +119,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def configurations(a: argparse.Namespace) -> list[tuple[str, str, str]]:
-    """(variant, augment, measure) of the plan; the DataLoader variant has no step measure."""
+    """(variant, augment, measure) of the plan, less the measures a variant does not offer."""
     return [(v, aug, m) for aug in a.augments for v in a.variants for m in a.measures
-            if not (v == "dataloader-prefetch-graph" and m == "step")]
+            if (v, m) not in NOT_OFFERED]
+
+
+def key_of(rec: dict) -> tuple[str, str, str] | None:
+    """(variant, augment, measure) from the record's run tag, PIPELINES-VARIANT-AUG-MEASURE-rN;
+    None for a record of no configuration of this benchmark."""
+    tag = rec["config"].get("run_tag") or ""
+    if not tag.startswith(TAG + "-"):
+        return None
+    parts = tag[len(TAG) + 1:].rsplit("-", 3)
+    if len(parts) != 4 or parts[0] not in VARIANTS or parts[1] not in AUGMENTS or \
+            parts[2] not in MEASURES or (parts[0], parts[2]) in NOT_OFFERED:
+        return None
+    return parts[0], parts[1], parts[2]
 
 
 def specs(a: argparse.Namespace) -> list[pr.RunSpec]:
@@ -124,8 +152,19 @@ def estimate_seconds(a: argparse.Namespace) -> float:
     return total
 
 
+def memstrat_args(a: argparse.Namespace, aug: str, m: str) -> list[str]:
+    """memstrat-resident's options for one augmentation and measure."""
+    args = ["--strategy", "resident", "--batch", str(a.batch), "--epochs", str(a.epochs),
+            "--transfer", "u8"]
+    if m == "epoch":
+        return args + ["--scenario", "stream", "--augment", aug, "--augment-device", "gpu"]
+    return args + ["--scenario", "static", "--launch-form", "per-batch"]
+
+
 def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunResult:
     v, aug, m = s.config
+    if v == MEMSTRAT:
+        return runner.memstrat(s.tag, s.label, memstrat_args(a, aug, m))
     script, fixed, _ = VARIANTS[v]
     args = [*fixed, "--augment", aug, "--measure", m, "--batch", str(a.batch),
             "--epochs", str(a.epochs)]
@@ -137,29 +176,68 @@ def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunR
     return runner.script(HERE / script, s.tag, s.label, args)
 
 
-def report(records: Iterable[dict]) -> str:
-    """The table, from the records alone."""
+def _groups(records: Iterable[dict]) -> dict[tuple, list[dict]]:
+    """(augment, batch, variant, measure) -> its ok run records."""
     groups: dict[tuple, list[dict]] = {}
     for r in pr.run_records(records):
-        c = r["config"]
-        if r.get("status") != "ok" or c.get("strategy") not in STRATEGY_VARIANT:
+        k = key_of(r)
+        if r.get("status") != "ok" or k is None:
             continue
-        key = (c["augment"], int(c["batch"]), STRATEGY_VARIANT[c["strategy"]], c["measure"])
-        groups.setdefault(key, []).append(r)
-    lines = ["# Fastest PyTorch and JAX pipelines, stream scenario", "",
+        v, aug, m = k
+        groups.setdefault((aug, int(r["config"]["batch"]), v, m), []).append(r)
+    return groups
+
+
+def _order(key: tuple) -> tuple:
+    aug, b, v, m = key
+    return AUGMENTS.index(aug), b, MEASURES.index(m), list(VARIANTS).index(v)
+
+
+def comparison(groups: dict[tuple, list[dict]]) -> list[str]:
+    """Every variant against memstrat-resident at the same augmentation, batch and measure,
+    Holm-corrected over the table's pairs."""
+    rows = []
+    for key in sorted(groups, key=_order):
+        aug, b, v, m = key
+        mine = groups.get((aug, b, MEMSTRAT, m))
+        if v == MEMSTRAT or not mine:
+            continue
+        rows.append((key, side_by_side(process_values(mine), process_values(groups[key]))))
+    if not rows:
+        return []
+    judge([p for _, p in rows])
+    lines = ["", "## Each variant against memstrat-resident", "",
+             "variant / memstrat: the Hodges-Lehmann ratio of the processes' values with its "
+             "Moses interval; the test: two-sided Mann-Whitney U, Holm-corrected over the rows "
+             "of this table (a pair it does not separate is not ordered).", "",
+             "| augment | batch | measure | variant | memstrat ms | variant ms | "
+             "variant / memstrat | test |", "|---|---:|---|---|---:|---:|---:|---|"]
+    for (aug, b, v, m), p in rows:
+        lines.append(f"| {aug} | {b} | {m} | {v} | {ms_cell(p.memstrat)} | {ms_cell(p.other)} "
+                     f"| {ratio_cell(p)} | {overlap_cell(p, v)} |")
+    return lines
+
+
+def report(records: Iterable[dict]) -> str:
+    """The tables, from the records alone."""
+    records = list(records)
+    groups = _groups(records)
+    lines = ["# Fastest PyTorch and JAX pipelines beside memstrat's, stream scenario", "",
              "ms: per process the median of its epochs 2..N, per configuration the median over "
              "processes with its order-statistic interval (n = processes). pipeline: the input "
              "pipeline alone; step: the steps with the data in place; epoch: end to end.", "",
              "| augment | batch | variant | measure | ms/epoch [interval] n | samples/s |",
              "|---|---:|---|---|---:|---:|"]
-    for (aug, b, v, m), recs in sorted(groups.items(), key=lambda kv: (
-            AUGMENTS.index(kv[0][0]), kv[0][1], list(VARIANTS).index(kv[0][2]),
-            MEASURES.index(kv[0][3]))):
+    for (aug, b, v, m), recs in sorted(groups.items(), key=lambda kv: _order(kv[0])):
         s = summarize(process_values(recs))
         n_train = recs[0]["config"]["dataset"]["train_samples"]
         rate = f"{n_train / (s.median / 1000.0) / 1e6:.2f} M" if s and s.median > 0 else "-"
         lines.append(f"| {aug} | {b} | {v} | {m} | {ms_cell(s)} | {rate} |")
-    missing = pr.missing_runs(list(records)) if isinstance(records, list) else []
+    lines += comparison(groups)
+    prov = pr.provenance_line(records)
+    if prov:
+        lines += ["", prov]
+    missing = pr.missing_runs(records)
     if missing:
         lines += ["", "## Runs without an ok record", ""] + [f"- {x}" for x in missing]
     return "\n".join(lines) + "\n"
@@ -184,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     order = pr.shuffled(specs(a), a.shuffle_seed)
     est = estimate_seconds(a)
-    print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) of device time (rough: no run of "
-          f"these variants measured yet); {len(configurations(a))} configurations x "
+    print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) of device time (from one process "
+          f"of each on one H100); {len(configurations(a))} configurations x "
           f"{a.repeats} processes = {len(order)} runs of {a.epochs} epochs, batch {a.batch}, "
           f"augments {a.augments}, variants {a.variants}, measures {a.measures}, in one "
           f"shuffled order (seed {a.shuffle_seed})", flush=True)
@@ -194,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.dry_run:
             print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
             return EXIT_OK
-        pr.check_torch(a.python, "cuda")
+        if MEMSTRAT in a.variants:
+            pr.check_memstrat(a.memstrat, ["resident"])
+        if set(a.variants) - {MEMSTRAT}:
+            pr.check_torch(a.python, "cuda")
     except memstrat_inputs.UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE

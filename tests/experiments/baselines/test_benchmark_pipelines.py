@@ -18,13 +18,35 @@ def test_dry_run_plans_every_configuration_ten_times(data, no_processes, capsys)
     out = capsys.readouterr().out
     assert "plan: estimated" in out and "batch 256" in out
     tags = [ln.split(". ", 1)[1] for ln in out.splitlines() if ". pipelines-" in ln]
-    # 4 variants x 3 measures, less the DataLoader's step, x light, heavy
-    assert len(tags) == 11 * 2 * 10 and len(set(tags)) == len(tags)
+    # 5 variants x 3 measures, less the DataLoader's step and memstrat's pipeline, x light, heavy
+    assert len(tags) == 13 * 2 * 10 and len(set(tags)) == len(tags)
     configs = {t.rsplit("-r", 1)[0] for t in tags}
     assert "pipelines-gpu-resident-compile-heavy-step" in configs
+    assert "pipelines-memstrat-resident-heavy-epoch" in configs
     assert "pipelines-dataloader-prefetch-graph-light-step" not in configs
-    assert tags[:11 * 2] != sorted(tags[:11 * 2])   # shuffled, first processes first
-    assert all(t.endswith("-r0") for t in tags[:22])
+    assert "pipelines-memstrat-resident-light-pipeline" not in configs
+    assert tags[:13 * 2] != sorted(tags[:13 * 2])   # shuffled, first processes first
+    assert all(t.endswith("-r0") for t in tags[:26])
+
+
+def test_memstrat_runs_resident_with_gpu_augmentation_and_its_step_batch_by_batch():
+    a = bp.build_parser().parse_args(["--batch", "128", "--epochs", "5"])
+    epoch = bp.memstrat_args(a, "heavy", "epoch")
+    assert epoch[epoch.index("--scenario") + 1] == "stream"
+    assert epoch[epoch.index("--augment") + 1] == "heavy"
+    assert epoch[epoch.index("--augment-device") + 1] == "gpu"
+    assert epoch[epoch.index("--batch") + 1] == "128" and "u8" in epoch
+    step = bp.memstrat_args(a, "heavy", "step")
+    assert step[step.index("--scenario") + 1] == "static"
+    assert step[step.index("--launch-form") + 1] == "per-batch"
+
+
+def test_records_are_keyed_by_their_run_tag():
+    rec = {"config": {"run_tag": "pipelines-jax-gpu-resident-heavy-epoch-r7"}}
+    assert bp.key_of(rec) == ("jax-gpu-resident", "heavy", "epoch")
+    for tag in ("pipelines-eager-light-epoch-r0", "stream-pinned-light-epoch-r0",
+                "pipelines-memstrat-resident-light-pipeline-r0", None):
+        assert bp.key_of({"config": {"run_tag": tag}}) is None
 
 
 def test_option_errors_exit_2(data, no_processes, capsys):
@@ -40,6 +62,27 @@ def fake_record(strategy: str, measure: str, walls: list[float], tag: str) -> di
                        "scenario": "stream", "run_tag": tag,
                        "dataset": {"train_samples": 60000}},
             "epochs": [{"epoch": i + 1, "wall_ms": w} for i, w in enumerate(walls)]}
+
+
+def test_each_variant_is_tested_against_memstrat_at_the_same_measure():
+    recs = []
+    for r in range(10):
+        recs.append(fake_record("resident", "epoch", [99.0, 10.0 + r / 10, 10.0],
+                                f"pipelines-memstrat-resident-light-epoch-r{r}"))
+        recs.append(fake_record("jax-gpu-resident-jit", "epoch", [99.0, 13.0 + r / 10, 13.0],
+                                f"pipelines-jax-gpu-resident-light-epoch-r{r}"))
+        recs.append(fake_record("pytorch-gpu-resident-graph", "epoch", [99.0, 10.0 + r / 10, 10.0],
+                                f"pipelines-gpu-resident-graph-light-epoch-r{r}"))
+        recs.append(fake_record("pytorch-gpu-resident-graph", "step", [99.0, 5.0, 5.0],
+                                f"pipelines-gpu-resident-graph-light-step-r{r}"))
+    text = bp.report(recs)
+    rows = [ln for ln in text.split("## Each variant against memstrat-resident")[1].splitlines()
+            if ln.startswith("| light")]
+    assert len(rows) == 2                      # no memstrat step: the step row is not compared
+    jax = next(r for r in rows if "jax-gpu-resident" in r)
+    assert "| epoch |" in jax and "memstrat faster" in jax and "1.3" in jax
+    graph = next(r for r in rows if "gpu-resident-graph" in r)
+    assert "not separated" in graph            # equal samples: neither is called faster
 
 
 def test_table_from_records_keeps_the_measures_apart(tmp_path, capsys):
