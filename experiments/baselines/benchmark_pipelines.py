@@ -33,12 +33,16 @@ augmentation and measure, each variant against memstrat-resident: variant / mems
 Hodges-Lehmann ratio with its Moses interval, and whether a Mann-Whitney test, Holm-corrected
 over the table's pairs, separates the two (else neither is called faster).
 
+Without jax (the PyTorch python cannot import it) the JAX variant is left out, the reason printed
+and kept in the plan record's notes; --dry-run plans it regardless.
+
 Exit codes: 0 every run ok; 2 bad option or missing torch/data (before any run); 3 some runs
 failed (the report lists which).
 """
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -49,9 +53,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
-from analysis.stats import summarize  # noqa: E402
-from process_stats import (judge, ms_cell, overlap_cell, process_values,  # noqa: E402
-                           ratio_cell, side_by_side)
+from analysis.stats import rank_by_tests, summarize  # noqa: E402
+from process_stats import (SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
+                           process_values, ratio_cell, side_by_side)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
 PROG = "benchmark_pipelines.py"
@@ -68,6 +72,8 @@ VARIANTS = {
                              "pytorch-gpu-resident-compile"),
     "jax-gpu-resident": ("jax_gpu_resident.py", [], "jax-gpu-resident-jit"),
 }
+FRAMEWORK = {v: "memstrat" if v == MEMSTRAT else "jax" if v.startswith("jax") else "pytorch"
+             for v in VARIANTS}
 MEASURES = ("pipeline", "step", "epoch")
 NOT_OFFERED = {("dataloader-prefetch-graph", "step"),  # its step is gpu-resident-graph's
                (MEMSTRAT, "pipeline")}                 # no release-only consumer
@@ -161,6 +167,15 @@ def memstrat_args(a: argparse.Namespace, aug: str, m: str) -> list[str]:
     return args + ["--scenario", "static", "--launch-form", "per-batch"]
 
 
+def has_jax(python: str) -> bool:
+    """`python` imports jax (the JAX variant's only requirement beyond the PyTorch ones)."""
+    try:
+        return subprocess.run([python, "-c", "import jax"], capture_output=True, timeout=300,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunResult:
     v, aug, m = s.config
     if v == MEMSTRAT:
@@ -176,16 +191,16 @@ def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunR
     return runner.script(HERE / script, s.tag, s.label, args)
 
 
-def _groups(records: Iterable[dict]) -> dict[tuple, list[dict]]:
+def groups(records: Iterable[dict]) -> dict[tuple, list[dict]]:
     """(augment, batch, variant, measure) -> its ok run records."""
-    groups: dict[tuple, list[dict]] = {}
+    out: dict[tuple, list[dict]] = {}
     for r in pr.run_records(records):
         k = key_of(r)
         if r.get("status") != "ok" or k is None:
             continue
         v, aug, m = k
-        groups.setdefault((aug, int(r["config"]["batch"]), v, m), []).append(r)
-    return groups
+        out.setdefault((aug, int(r["config"]["batch"]), v, m), []).append(r)
+    return out
 
 
 def _order(key: tuple) -> tuple:
@@ -193,19 +208,35 @@ def _order(key: tuple) -> tuple:
     return AUGMENTS.index(aug), b, MEASURES.index(m), list(VARIANTS).index(v)
 
 
-def comparison(groups: dict[tuple, list[dict]]) -> list[str]:
-    """Every variant against memstrat-resident at the same augmentation, batch and measure,
-    Holm-corrected over the table's pairs."""
+def pairs(by_key: dict[tuple, list[dict]]) -> list[tuple[tuple, SideBySide]]:
+    """Every other variant against memstrat-resident at the same augmentation, batch and
+    measure, Holm-corrected over all of them (one family)."""
     rows = []
-    for key in sorted(groups, key=_order):
+    for key in sorted(by_key, key=_order):
         aug, b, v, m = key
-        mine = groups.get((aug, b, MEMSTRAT, m))
+        mine = by_key.get((aug, b, MEMSTRAT, m))
         if v == MEMSTRAT or not mine:
             continue
-        rows.append((key, side_by_side(process_values(mine), process_values(groups[key]))))
+        rows.append((key, side_by_side(process_values(mine), process_values(by_key[key]))))
+    judge([p for _, p in rows])
+    return rows
+
+
+def strongest(by_key: dict[tuple, list[dict]], aug: str, batch: int, measure: str,
+              frameworks: Sequence[str]) -> str | None:
+    """The variant of `frameworks` no other of them beats by the Holm-corrected pairwise tests
+    (rank 1; the lowest median among several), at one augmentation, batch and measure."""
+    cands = [v for v in VARIANTS if FRAMEWORK[v] in frameworks and (aug, batch, v, measure)
+             in by_key]
+    ranked = rank_by_tests(cands, lambda v: process_values(by_key[(aug, batch, v, measure)]))
+    best = [r.item for r in ranked if r.rank == 1] or [r.item for r in ranked]
+    return best[0] if best else None
+
+
+def comparison(by_key: dict[tuple, list[dict]]) -> list[str]:
+    rows = pairs(by_key)
     if not rows:
         return []
-    judge([p for _, p in rows])
     lines = ["", "## Each variant against memstrat-resident", "",
              "variant / memstrat: the Hodges-Lehmann ratio of the processes' values with its "
              "Moses interval; the test: two-sided Mann-Whitney U, Holm-corrected over the rows "
@@ -221,19 +252,19 @@ def comparison(groups: dict[tuple, list[dict]]) -> list[str]:
 def report(records: Iterable[dict]) -> str:
     """The tables, from the records alone."""
     records = list(records)
-    groups = _groups(records)
+    by_key = groups(records)
     lines = ["# Fastest PyTorch and JAX pipelines beside memstrat's, stream scenario", "",
              "ms: per process the median of its epochs 2..N, per configuration the median over "
              "processes with its order-statistic interval (n = processes). pipeline: the input "
              "pipeline alone; step: the steps with the data in place; epoch: end to end.", "",
              "| augment | batch | variant | measure | ms/epoch [interval] n | samples/s |",
              "|---|---:|---|---|---:|---:|"]
-    for (aug, b, v, m), recs in sorted(groups.items(), key=lambda kv: _order(kv[0])):
+    for (aug, b, v, m), recs in sorted(by_key.items(), key=lambda kv: _order(kv[0])):
         s = summarize(process_values(recs))
         n_train = recs[0]["config"]["dataset"]["train_samples"]
         rate = f"{n_train / (s.median / 1000.0) / 1e6:.2f} M" if s and s.median > 0 else "-"
         lines.append(f"| {aug} | {b} | {v} | {m} | {ms_cell(s)} | {rate} |")
-    lines += comparison(groups)
+    lines += comparison(by_key)
     prov = pr.provenance_line(records)
     if prov:
         lines += ["", prov]
@@ -260,6 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: --batch must be >= 1, --epochs >= 2 (epoch 1 is warm-up), --workers >= 1",
               file=sys.stderr)
         return EXIT_USAGE
+    notes = []
+    if "jax-gpu-resident" in a.variants and not a.dry_run and not has_jax(a.python):
+        a.variants = [v for v in a.variants if v != "jax-gpu-resident"]
+        notes.append(f"jax-gpu-resident skipped: {a.python} cannot import jax (pip install "
+                     "jax[cuda13] where it should run)")
+        print(f"{PROG}: {notes[-1]}", file=sys.stderr)
+        if not a.variants:
+            return EXIT_USAGE
     order = pr.shuffled(specs(a), a.shuffle_seed)
     est = estimate_seconds(a)
     print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) of device time (from one process "
@@ -279,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except memstrat_inputs.UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est, [])
+    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est, notes)
     failed = [r for r in (run_spec(runner, a, s) for s in order) if not r.ok]
     runner.close()
     text = report(runner.records)

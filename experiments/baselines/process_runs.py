@@ -179,13 +179,18 @@ def provenance_line(records: Sequence[dict]) -> str:
     envs = [r["env"] for r in (mine or runs)]
     gpus = _distinct(e.get("gpu_name") for e in envs)
     drivers = _distinct(e.get("driver_release") or e.get("driver_version") for e in envs)
-    commits = _distinct(e.get("git_sha") and e["git_sha"] + (" (dirty)" if e.get("git_dirty")
-                                                            else "") for e in envs)
+    def commits_of(es) -> list[str]:
+        return _distinct(e.get("git_sha") and e["git_sha"] + (" (dirty)" if e.get("git_dirty")
+                                                              else "") for e in es)
+    commits = commits_of(envs)
+    # the baselines name the commit of their own checkout: said where it is not memstrat's
+    others = [c for c in commits_of(r["env"] for r in runs if r not in mine) if c not in commits]
     commands = _distinct(p.get("command") for p in plans(records))
     return (f"GPU {', '.join(gpus) or 'not recorded'}, driver "
             f"{', '.join(drivers) or 'not recorded'}, commit {', '.join(commits) or 'not recorded'}"
-            ", command " + ("; ".join(f"`{c}`" for c in commands) or "not recorded (no plan "
-                                                                     "record)"))
+            + (f" (the other frameworks' records name {', '.join(others)})" if others else "")
+            + ", command " + ("; ".join(f"`{c}`" for c in commands) or "not recorded (no plan "
+                                                                       "record)"))
 
 
 def environment_lines(records: Sequence[dict]) -> list[str]:

@@ -62,6 +62,12 @@ def test_plan_record_and_missing_runs():
     assert "--shuffle-seed 7" in lines[0] and f"1. `{order[0].tag}`" in lines
     # without a plan record the table says the command is not known
     assert pr.provenance_line(recs[1:]).endswith("command not recorded (no plan record)")
+    # a baseline that names another commit than memstrat's records is said so, not hidden
+    other = json.loads(json.dumps(recs[1]))
+    other["config"]["framework"] = "pytorch"
+    other["env"].update(git_sha="0123456789ab", git_dirty=True)
+    assert ("commit 4f3a9c1e2b7d (the other frameworks' records name 0123456789ab (dirty))"
+            in pr.provenance_line(recs + [other]))
 
 
 def test_read_records_names_a_bad_line(tmp_path):
