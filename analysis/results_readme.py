@@ -41,6 +41,10 @@ DESCRIPTIONS = {
     "baselines/records/vs_dataloader.jsonl": "memstrat's stream scenario and PyTorch's "
                                              "DataLoader (experiments/baselines/"
                                              "benchmark_stream.py)",
+    "baselines/records/pipelines.jsonl": "memstrat's resident with GPU augmentation, the "
+                                         "strongest PyTorch pipelines and JAX, each measure "
+                                         "apart (experiments/baselines/"
+                                         "benchmark_pipelines.py)",
 }
 
 

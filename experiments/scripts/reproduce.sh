@@ -40,6 +40,14 @@
 #               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py); needs
 #               the pins of experiments/baselines/requirements.txt (torch), checked first:
 #               python3 -m pip install -r experiments/baselines/requirements.txt
+#   pipelines   memstrat's resident with GPU augmentation beside the strongest PyTorch pipelines
+#               (DataLoader + side-stream prefetch + CUDA-graphed step; data resident on the GPU
+#               with a CUDA-graphed or torch.compile'd step) and JAX (jit + lax.scan), light and
+#               heavy, batch 256, each measure (pipeline, step, epoch) apart, 10 processes each in
+#               one shuffled order (experiments/baselines/benchmark_pipelines.py; the JAX
+#               variant where jax imports): 260 processes, about 95 minutes estimated on an H100;
+#               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
+#               PyTorch block reads them)
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
 #               the results set's README.md and manifest.json, and the generated numbers of
 #               README.md and docs/ (analysis/docs_blocks.py)
@@ -64,7 +72,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines report"
+ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
@@ -91,10 +99,10 @@ has_stage() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # The baselines need torch (and what analysis/ pins) at the pinned versions: checked before any
 # stage runs, so that hours of matrix runs never end in "No module named 'torch'". torch is a
 # large download, so it is never installed here.
-if has_stage baselines &&
+if { has_stage baselines || has_stage pipelines; } &&
     ! $PY experiments/scripts/check_requirements.py --quiet experiments/baselines/requirements.txt >&2; then
-  others="$(echo $STAGES | sed 's/ *baselines//; s/^ *//; s/ /,/g')"
-  echo "reproduce: the baselines stage needs the packages above at their pinned versions;" \
+  others="$(echo $STAGES | sed 's/ *baselines//; s/ *pipelines//; s/^ *//; s/ /,/g')"
+  echo "reproduce: the baselines and pipelines stages need the packages above at their pinned versions;" \
     "install them as shown${others:+, or leave the stage out: --stages $others}" >&2
   exit 2
 fi
@@ -193,6 +201,15 @@ stage_baselines() {
   cp "$WORK/vs_dataloader.jsonl" "$dest/records/vs_dataloader.jsonl"
 }
 
+stage_pipelines() {
+  local dest="$OUT_DIR/baselines"
+  mkdir -p "$dest/records"
+  rm -rf "$WORK/pipelines"
+  $PY experiments/baselines/benchmark_pipelines.py --memstrat "$MS" --out-dir "$WORK/pipelines"
+  cp "$WORK/pipelines/records.jsonl" "$dest/records/pipelines.jsonl"
+  cp "$WORK/pipelines/benchmark_pipelines.md" "$dest/vs_fast_pipelines.md"
+}
+
 stage_report() {
   local inputs=("$RECORDS/results.jsonl") extra=()
   [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
@@ -206,7 +223,7 @@ stage_report() {
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix compute budget spread stream timelines baselines report; do
+for s in primitives matrix compute budget spread stream timelines baselines pipelines report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"

@@ -127,11 +127,12 @@ def test_install_deps_leaves_a_met_nccl_pin_alone(check_requirements, tmp_path):
     assert "NCCL_ROOT" in r.stdout
 
 
+@pytest.mark.parametrize("stage", ["baselines", "pipelines"])
 def test_reproduce_refuses_the_baselines_stage_without_the_pinned_torch(check_requirements,
-                                                                        tmp_path):
+                                                                        tmp_path, stage):
     versions = dict(pins_of(check_requirements, BASELINES), torch="2.10.0")
     site = fake_distributions(tmp_path / "site", versions)
-    r = subprocess.run(["bash", str(SCRIPTS / "reproduce.sh"), "--stages", "matrix,baselines"],
+    r = subprocess.run(["bash", str(SCRIPTS / "reproduce.sh"), "--stages", f"matrix,{stage}"],
                        capture_output=True, text=True, env=env_with(PYTHONPATH=site), check=False,
                        timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
