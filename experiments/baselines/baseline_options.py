@@ -12,6 +12,7 @@ import numpy as np
 
 from memstrat_inputs import (InitState, UsageError, load_mnist, memstrat_static_order,
                              resolve_data_dir)
+from memstrat_stream import epoch_order
 
 
 def parse_hidden(s: str) -> list[int]:
@@ -183,3 +184,24 @@ def resolve_measure(a: argparse.Namespace) -> str:
         raise UsageError("--train-acc counts a step's predictions; the pipeline measure runs no "
                          "step")
     return measure
+
+
+class GpuResidentSettings(Settings):
+    """The options of a baseline that keeps the u8 set and its step on the GPU and trains in
+    memstrat's stream order (a splitmix64 permutation per epoch): --device cuda, --measure, and
+    an --init export of the stream or refresh scenario of the same seed."""
+
+    SCENARIOS = ("stream", "refresh")
+    MEASURES = ("epoch", "pipeline", "step")
+
+    def __init__(self, a: argparse.Namespace):
+        self.measure = resolve_measure(a)
+        if a.device != "cuda":
+            raise UsageError("this baseline keeps its data and its step on the GPU: it needs "
+                             "--device cuda")
+        super().__init__(a, self.SCENARIOS)
+        n = len(self.data.train_y)
+        if self.init is not None and not np.array_equal(self.order, epoch_order(n, self.seed, 1)):
+            raise UsageError(f"{self.init.dir}/order_epoch1.i32 is not the stream order of epoch "
+                             f"1 for seed {self.seed}: the export is of another seed or scenario")
+        self.order_source = "splitmix64-per-epoch"

@@ -92,27 +92,16 @@ EPOCH_S = {("dataloader-prefetch-graph", "light"): 0.35,
 RESIDENT_EPOCH_S = 0.05
 
 
-def name_list(choices: Sequence[str]):
-    def parse(s: str) -> list[str]:
-        v = [p.strip() for p in s.split(",") if p.strip()]
-        bad = [x for x in v if x not in choices]
-        if not v or bad:
-            raise argparse.ArgumentTypeError(f"{s!r}: expected a comma-separated subset of "
-                                             f"{', '.join(choices)}")
-        return list(dict.fromkeys(v))
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     pr.add_process_options(p, "python for the PyTorch and JAX runs (default: this one)")
     p.set_defaults(repeats=10)
-    p.add_argument("--variants", type=name_list(tuple(VARIANTS)), default=list(VARIANTS),
+    p.add_argument("--variants", type=pr.name_list(tuple(VARIANTS)), default=list(VARIANTS),
                    help="default: all")
-    p.add_argument("--measures", type=name_list(MEASURES), default=list(MEASURES),
+    p.add_argument("--measures", type=pr.name_list(MEASURES), default=list(MEASURES),
                    help="default: all")
-    p.add_argument("--augments", type=name_list(AUGMENTS), default=["light", "heavy"],
+    p.add_argument("--augments", type=pr.name_list(AUGMENTS), default=["light", "heavy"],
                    help="default light,heavy")
     p.add_argument("--workers", type=int, default=8,
                    help="DataLoader worker processes (default %(default)s)")
@@ -294,8 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = []
     if "jax-gpu-resident" in a.variants and not a.dry_run and not has_jax(a.python):
         a.variants = [v for v in a.variants if v != "jax-gpu-resident"]
-        notes.append(f"jax-gpu-resident skipped: {a.python} cannot import jax (pip install "
-                     "jax[cuda13] where it should run)")
+        notes.append(f"jax-gpu-resident skipped: {a.python} cannot import jax (install jax "
+                     "with its CUDA plugin where the JAX variant should run)")
         print(f"{PROG}: {notes[-1]}", file=sys.stderr)
         if not a.variants:
             return EXIT_USAGE

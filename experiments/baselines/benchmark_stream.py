@@ -106,17 +106,6 @@ REPRODUCE_WHY = ("--reproduce: with 0 or 1 workers the numpy warp takes ~7 s per
                  "out so that the preset fits about 4 minutes on a 16-core H200 host")
 
 
-def name_list(choices: Sequence[str]):
-    def parse(s: str) -> list[str]:
-        v = [p.strip() for p in s.split(",") if p.strip()]
-        bad = [x for x in v if x not in choices]
-        if not v or bad:
-            raise argparse.ArgumentTypeError(f"{s!r}: expected a comma-separated subset of "
-                                             f"{', '.join(choices)}")
-        return list(dict.fromkeys(v))
-    return parse
-
-
 def worker_list(s: str) -> list[int]:
     try:
         v = [int(p) for p in s.split(",") if p.strip()]
@@ -141,15 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reproduce", action="store_true",
                    help="the results set's preset (see above); takes no option that changes "
                         "the plan")
-    p.add_argument("--strategies", type=name_list(STRATEGIES), default=list(STRATEGIES),
+    p.add_argument("--strategies", type=pr.name_list(STRATEGIES), default=list(STRATEGIES),
                    help="memstrat strategies (default: all that run host-produced batches)")
     p.add_argument("--workers", type=worker_list, default=[0, 1, 2, 4, 8],
                    help="worker counts (default 0,1,2,4,8; 0 runs the DataLoader only)")
-    p.add_argument("--augments", type=name_list(AUGMENTS), default=["light", "heavy"],
+    p.add_argument("--augments", type=pr.name_list(AUGMENTS), default=["light", "heavy"],
                    help="augmentations (default light,heavy)")
-    p.add_argument("--pin-memory", type=name_list(("on", "off")), default=["on", "off"],
+    p.add_argument("--pin-memory", type=pr.name_list(("on", "off")), default=["on", "off"],
                    help="DataLoader pin_memory settings (default on,off)")
-    p.add_argument("--fetch", type=name_list(("batch", "sample")), default=["batch"],
+    p.add_argument("--fetch", type=pr.name_list(("batch", "sample")), default=["batch"],
                    help="DataLoader fetch forms (default batch; batch,sample adds the "
                         "per-sample form)")
     p.add_argument("--dataloader-skip", type=skip_item, action="append", default=[],

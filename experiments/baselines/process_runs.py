@@ -87,6 +87,19 @@ def apply_preset(a: argparse.Namespace, parser: argparse.ArgumentParser, preset:
         setattr(a, k, list(v) if isinstance(v, list) else v)
 
 
+def name_list(choices: Sequence[str]):
+    """argparse type: a comma-separated subset of `choices`, in the order given, repeats
+    dropped."""
+    def parse(s: str) -> list[str]:
+        v = [p.strip() for p in s.split(",") if p.strip()]
+        bad = [x for x in v if x not in choices]
+        if not v or bad:
+            raise argparse.ArgumentTypeError(f"{s!r}: expected a comma-separated subset of "
+                                             f"{', '.join(choices)}")
+        return list(dict.fromkeys(v))
+    return parse
+
+
 def _int_at_least(least: int):
     def parse(s: str) -> int:
         try:

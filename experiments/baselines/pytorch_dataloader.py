@@ -42,7 +42,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -276,13 +276,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
     return log.execute(body)
 
 
-def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
-    """Parse, validate and train; (exit code, record or None). For in-process callers."""
-    return pr.run_cli(argv, build_parser(), Settings, train, PROG, out, err)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run(sys.argv[1:] if argv is None else argv)[0]
+run, main = pr.entry_points(build_parser, Settings, train, PROG)
 
 
 if __name__ == "__main__":

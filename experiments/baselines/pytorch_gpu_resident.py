@@ -35,7 +35,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -43,13 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baseline_options  # noqa: E402
 import pytorch_run as pr  # noqa: E402
 import torch_augment as ta  # noqa: E402
-from memstrat_inputs import UsageError, normalize  # noqa: E402
+from memstrat_inputs import normalize  # noqa: E402
 from memstrat_stream import AUGMENTS, epoch_order  # noqa: E402
 from torch_step import STEP_FORMS, CompiledStep, GraphStep, make_sgd  # noqa: E402
 
 PROG = "pytorch_gpu_resident.py"
-SCENARIOS = ("stream", "refresh")
-MEASURES = ("epoch", "pipeline", "step")
+MEASURES = baseline_options.GpuResidentSettings.MEASURES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,20 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class Settings(baseline_options.Settings):
-    """The shared options, the stream export check, and this script's; no torch, no device."""
-
-    def __init__(self, a: argparse.Namespace):
-        self.measure = baseline_options.resolve_measure(a)
-        if a.device != "cuda":
-            raise UsageError("this baseline keeps its data and CUDA graphs on the GPU: it needs "
-                             "--device cuda")
-        super().__init__(a, SCENARIOS)
-        n = len(self.data.train_y)
-        if self.init is not None and not np.array_equal(self.order, epoch_order(n, self.seed, 1)):
-            raise UsageError(f"{self.init.dir}/order_epoch1.i32 is not the stream order of epoch "
-                             f"1 for seed {self.seed}: the export is of another seed or scenario")
-        self.order_source = "splitmix64-per-epoch"
+Settings = baseline_options.GpuResidentSettings
 
 
 class EpochData:
@@ -198,13 +183,7 @@ def train(s: Settings, argv: list[str], out=None, err=None) -> tuple[int, dict |
     return log.execute(body)
 
 
-def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
-    """Parse, validate and train; (exit code, record or None). For in-process callers."""
-    return pr.run_cli(argv, build_parser(), Settings, train, PROG, out, err)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run(sys.argv[1:] if argv is None else argv)[0]
+run, main = pr.entry_points(build_parser, Settings, train, PROG)
 
 
 if __name__ == "__main__":

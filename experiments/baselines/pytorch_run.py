@@ -298,3 +298,14 @@ def run_cli(argv: Sequence[str], parser: argparse.ArgumentParser, settings, trai
     except UsageError as e:
         print(f"{prog}: {e}", file=err)
         return EXIT_USAGE, None
+
+
+def entry_points(build_parser, settings, train_fn, prog: str):
+    """A baseline script's `run(argv, out, err) -> (exit code, record or None)` for in-process
+    callers and its `main(argv) -> exit code`, both through run_cli."""
+    def run(argv: Sequence[str], out=None, err=None) -> tuple[int, dict | None]:
+        return run_cli(argv, build_parser(), settings, train_fn, prog, out, err)
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return run(sys.argv[1:] if argv is None else argv)[0]
+    return run, main
