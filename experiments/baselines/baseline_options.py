@@ -12,7 +12,7 @@ import numpy as np
 
 from memstrat_inputs import (InitState, UsageError, load_mnist, memstrat_static_order,
                              resolve_data_dir)
-from memstrat_stream import epoch_order
+from memstrat_stream import AUGMENTS, epoch_order
 
 
 def parse_hidden(s: str) -> list[int]:
@@ -205,3 +205,18 @@ class GpuResidentSettings(Settings):
             raise UsageError(f"{self.init.dir}/order_epoch1.i32 is not the stream order of epoch "
                              f"1 for seed {self.seed}: the export is of another seed or scenario")
         self.order_source = "splitmix64-per-epoch"
+
+
+def gpu_resident_parser(prog: str, description: str | None, add_own=None) -> argparse.ArgumentParser:
+    """The command line of a GpuResidentSettings baseline: --augment, the script's own options
+    (`add_own(parser)`), --measure and the options every baseline shares."""
+    p = argparse.ArgumentParser(prog=prog, description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--augment", choices=AUGMENTS, default="light",
+                   help="per-sample augmentation, as memstrat's stream scenario (default "
+                        "%(default)s)")
+    if add_own is not None:
+        add_own(p)
+    add_measure_options(p, GpuResidentSettings.MEASURES)
+    add_run_options(p)
+    return p

@@ -37,21 +37,13 @@ import baseline_record as br  # noqa: E402
 import pytorch_run as pr  # noqa: E402  (the epoch entry, exit codes; imports no torch)
 import torch_augment as ta  # noqa: E402  (epoch_draws: numpy only)
 from memstrat_inputs import UsageError, normalize  # noqa: E402
-from memstrat_stream import AUGMENTS, epoch_order  # noqa: E402
+from memstrat_stream import epoch_order  # noqa: E402
 
 PROG = "jax_gpu_resident.py"
-MEASURES = baseline_options.GpuResidentSettings.MEASURES
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--augment", choices=AUGMENTS, default="light",
-                   help="per-sample augmentation, as memstrat's stream scenario (default "
-                        "%(default)s)")
-    baseline_options.add_measure_options(p, MEASURES)
-    baseline_options.add_run_options(p)
-    return p
+    return baseline_options.gpu_resident_parser(PROG, __doc__)
 
 
 Settings = baseline_options.GpuResidentSettings

@@ -43,25 +43,18 @@ import baseline_options  # noqa: E402
 import pytorch_run as pr  # noqa: E402
 import torch_augment as ta  # noqa: E402
 from memstrat_inputs import normalize  # noqa: E402
-from memstrat_stream import AUGMENTS, epoch_order  # noqa: E402
+from memstrat_stream import epoch_order  # noqa: E402
 from torch_step import STEP_FORMS, CompiledStep, GraphStep, make_sgd  # noqa: E402
 
 PROG = "pytorch_gpu_resident.py"
-MEASURES = baseline_options.GpuResidentSettings.MEASURES
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--augment", choices=AUGMENTS, default="light",
-                   help="per-sample augmentation, as memstrat's stream scenario (default "
-                        "%(default)s)")
-    p.add_argument("--step", choices=STEP_FORMS, default="graph",
-                   help="graph: torch.cuda.graph of the whole step; compile: torch.compile("
-                        "mode='reduce-overhead') (default %(default)s)")
-    baseline_options.add_measure_options(p, MEASURES)
-    baseline_options.add_run_options(p)
-    return p
+    def step_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--step", choices=STEP_FORMS, default="graph",
+                       help="graph: torch.cuda.graph of the whole step; compile: torch.compile("
+                            "mode='reduce-overhead') (default %(default)s)")
+    return baseline_options.gpu_resident_parser(PROG, __doc__, step_option)
 
 
 Settings = baseline_options.GpuResidentSettings
