@@ -4,6 +4,7 @@ ways kept apart, every run a process of its own in one seeded shuffled order.
 
     python3 experiments/baselines/benchmark_pipelines.py --dry-run    # plan, estimate, order
     python3 experiments/baselines/benchmark_pipelines.py              # 10 processes each
+    python3 experiments/baselines/benchmark_pipelines.py --resume     # what is still missing
     python3 experiments/baselines/benchmark_pipelines.py --from-records results/pipelines/records.jsonl
 
 Variants (--variants; each a process of its own):
@@ -110,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="epochs per run (default %(default)s; median over epochs 2..N)")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "pipelines"),
                    help="where records and the table go (default %(default)s)")
+    p.add_argument("--resume", action="store_true",
+                   help="run only the processes of the plan that have no ok record in "
+                        "OUT_DIR/records.jsonl yet (same options, same order); the table then "
+                        "covers the whole file")
     return p
 
 
@@ -289,16 +294,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not a.variants:
             return EXIT_USAGE
     order = pr.shuffled(specs(a), a.shuffle_seed)
-    est = estimate_seconds(a)
+    if not order:
+        print(f"{PROG}: no configuration: {', '.join(a.variants)} offer none of the measures "
+              f"{', '.join(a.measures)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        todo, done = pr.pending(order, out_jsonl, a.resume)
+    except (memstrat_inputs.UsageError, ValueError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    est = estimate_seconds(a) * len(todo) / max(1, len(order))
+    if done:
+        print(f"resuming: {done} of {len(order)} runs already have an ok record in {out_jsonl}",
+              flush=True)
     print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) of device time (from one process "
           f"of each on one H100); {len(configurations(a))} configurations x "
-          f"{a.repeats} processes = {len(order)} runs of {a.epochs} epochs, batch {a.batch}, "
+          f"{a.repeats} processes = {len(order)} runs ({len(todo)} to run) of {a.epochs} epochs, "
+          f"batch {a.batch}, "
           f"augments {a.augments}, variants {a.variants}, measures {a.measures}, in one "
           f"shuffled order (seed {a.shuffle_seed})", flush=True)
     try:
         data_dir = memstrat_inputs.resolve_data_dir(a.data)
         if a.dry_run:
-            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
+            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(todo, 1)))
             return EXIT_OK
         if MEMSTRAT in a.variants:
             pr.check_memstrat(a.memstrat, ["resident"])
@@ -307,10 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except memstrat_inputs.UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est, notes)
-    failed = [r for r in (run_spec(runner, a, s) for s in order) if not r.ok]
-    runner.close()
-    text = report(runner.records)
+    failed = []
+    if todo:
+        runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, todo, est, notes)
+        failed = [r for r in (run_spec(runner, a, s) for s in todo) if not r.ok]
+        runner.close()
+    text = report(pr.read_records([out_jsonl]))
     print("\n" + text)
     out_md.write_text(text)
     print(f"wrote {out_md} and {out_jsonl}")

@@ -144,6 +144,23 @@ def shuffled(specs: Sequence[RunSpec], seed: int) -> list[RunSpec]:
     return run_order(specs, "shuffled", seed)
 
 
+def pending(order: Sequence[RunSpec], out_jsonl: Path,
+            resume: bool) -> tuple[list[RunSpec], int]:
+    """(the runs of `order` still to do, in its order; how many are done). With `resume`, a run
+    whose tag has an ok record in `out_jsonl` is done (a plan stopped half-way, or split over
+    sittings, continues where it was); without, a results file that already holds run records
+    is a UsageError (a second plan would mix into it unasked)."""
+    recs = run_records(read_records([out_jsonl])) if out_jsonl.is_file() else []
+    if not resume:
+        if recs:
+            raise UsageError(f"{out_jsonl} already holds {len(recs)} run records: --resume "
+                             "continues that plan, or give another output directory")
+        return list(order), 0
+    ok = {tag_of(r) for r in recs if r.get("status") == "ok"}
+    todo = [s for s in order if s.tag not in ok]
+    return todo, len(order) - len(todo)
+
+
 def plan_record(benchmark: str, command: str, seed: int, repeats: int,
                 order: Sequence[RunSpec], estimate_s: float, notes: Sequence[str]) -> dict:
     return {"record": PLAN_KIND, "schema_version": PLAN_SCHEMA_VERSION, "status": "ok",

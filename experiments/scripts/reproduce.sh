@@ -204,8 +204,9 @@ stage_baselines() {
 stage_pipelines() {
   local dest="$OUT_DIR/baselines"
   mkdir -p "$dest/records"
-  rm -rf "$WORK/pipelines"
-  $PY experiments/baselines/benchmark_pipelines.py --memstrat "$MS" --out-dir "$WORK/pipelines"
+  # --resume: a stage stopped half-way (or split over sittings) runs only what is missing
+  $PY experiments/baselines/benchmark_pipelines.py --memstrat "$MS" --out-dir "$WORK/pipelines" \
+      --resume
   cp "$WORK/pipelines/records.jsonl" "$dest/records/pipelines.jsonl"
   cp "$WORK/pipelines/benchmark_pipelines.md" "$dest/vs_fast_pipelines.md"
 }

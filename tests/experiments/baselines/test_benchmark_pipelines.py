@@ -13,8 +13,9 @@ sys.path.insert(0, str(REPO / "experiments" / "baselines"))
 import benchmark_pipelines as bp  # noqa: E402
 
 
-def test_dry_run_plans_every_configuration_ten_times(data, no_processes, capsys):
-    assert no_processes(bp.main, ["--dry-run", "--data", str(data)]) == 0
+def test_dry_run_plans_every_configuration_ten_times(data, no_processes, capsys, tmp_path):
+    assert no_processes(bp.main, ["--dry-run", "--data", str(data),
+                                  "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "plan: estimated" in out and "batch 256" in out
     tags = [ln.split(". ", 1)[1] for ln in out.splitlines() if ". pipelines-" in ln]
@@ -49,9 +50,32 @@ def test_records_are_keyed_by_their_run_tag():
         assert bp.key_of({"config": {"run_tag": tag}}) is None
 
 
-def test_option_errors_exit_2(data, no_processes, capsys):
-    for bad in (["--variants", "eager"], ["--measures", "all"], ["--repeats", "0"]):
-        assert no_processes(bp.main, ["--dry-run", "--data", str(data), *bad]) == 2
+def test_resume_runs_only_what_has_no_ok_record(data, no_processes, capsys, tmp_path):
+    plan = ["--data", str(data), "--out-dir", str(tmp_path), "--variants", "jax-gpu-resident",
+            "--measures", "epoch", "--augments", "light", "--repeats", "3"]
+    recs = [fake_record("jax-gpu-resident-jit", "epoch", [99.0, 13.0, 13.0],
+                        "pipelines-jax-gpu-resident-light-epoch-r1")]
+    failed = fake_record("jax-gpu-resident-jit", "epoch", [99.0, 13.0, 13.0],
+                         "pipelines-jax-gpu-resident-light-epoch-r2")
+    failed["status"] = "failed"
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                    for r in recs + [failed]))
+    # without --resume a file that holds runs is refused: a second plan would mix into it
+    assert no_processes(bp.main, ["--dry-run", *plan]) == 2
+    assert "--resume continues that plan" in capsys.readouterr().err
+    assert no_processes(bp.main, ["--dry-run", "--resume", *plan]) == 0
+    out = capsys.readouterr().out
+    tags = [ln.split(". ", 1)[1] for ln in out.splitlines() if ". pipelines-" in ln]
+    assert sorted(tags) == ["pipelines-jax-gpu-resident-light-epoch-r0",
+                            "pipelines-jax-gpu-resident-light-epoch-r2"]   # the failed one again
+    assert "resuming: 1 of 3 runs" in out and "(2 to run)" in out
+
+
+def test_option_errors_exit_2(data, no_processes, capsys, tmp_path):
+    for bad in (["--variants", "eager"], ["--measures", "all"], ["--repeats", "0"],
+                ["--variants", "memstrat-resident", "--measures", "pipeline"]):
+        assert no_processes(bp.main, ["--dry-run", "--data", str(data),
+                                      "--out-dir", str(tmp_path), *bad]) == 2
     assert no_processes(bp.main, ["--data", str(data), "--epochs", "1"]) == 2
     assert "--epochs >= 2" in capsys.readouterr().err
 
