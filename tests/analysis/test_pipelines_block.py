@@ -88,3 +88,15 @@ def test_a_set_without_the_file_says_not_measured():
     if (rs.path / "baselines/records/pipelines.jsonl").is_file():
         return  # the committed set has measured it: the other tests cover the table
     assert "not measured in this results set" in render("pipelines", [], rs)
+
+
+def test_an_untested_variant_is_not_called_strongest_but_is_named_when_lower(tmp_path):
+    path = write_set(tmp_path, {"memstrat-resident": 8.0, "gpu-resident-graph": 35.0})
+    one = baseline("pytorch", "pytorch-gpu-resident-compile",
+                   "pipelines-gpu-resident-compile-light-epoch-r0", 20.0)
+    with open(path / "baselines/records/pipelines.jsonl", "a") as fh:
+        fh.write(json.dumps(one) + "\n")
+    row = next(ln for ln in block(path).splitlines() if ln.startswith("| light"))
+    assert "gpu-resident-graph: 35.16 ms" in row
+    assert "too few processes to test: gpu-resident-compile 20.00 ms, n=1 (no interval)" in row
+    assert "| not measured | |" in row                      # no JAX runs in this set
