@@ -22,10 +22,10 @@ Variants (--variants; each a process of its own):
                              and augmentation by torch ops, CUDA-graphed step
   gpu-resident-compile       the same with --step compile (torch.compile, reduce-overhead)
   jax-gpu-resident           jax_gpu_resident.py: the same in JAX, jax.jit + lax.scan
-Measures (--measures; the run tag names it, config.measure in each baseline record): pipeline (samples/s the input pipeline
-delivers to a consumer that only touches each batch on the device), step (the steps with the
-data already in place; not offered by the DataLoader variant, whose step is the resident graph),
-epoch (end to end). For each augmentation (--augments, default light,heavy), batch --batch (256),
+Measures (--measures; the run tag names it, and config.measure each baseline record): pipeline
+(samples/s the input pipeline delivers to a consumer that only touches each batch on the
+device), step (the steps with the data already in place; not offered by the DataLoader variant,
+whose step is the resident graph), epoch (end to end). For each augmentation (--augments, default light,heavy), batch --batch (256),
 u8, --epochs (21) epochs, --repeats (default 10) processes per configuration.
 
 Tables: per augmentation, variant and measure the median over processes of each process's median
