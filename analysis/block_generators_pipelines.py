@@ -3,8 +3,8 @@
 Registered with analysis/block_generators.py's ``@generator`` (analysis/docs_blocks.py imports
 this module). It reads the records experiments/baselines/benchmark_pipelines.py wrote into the
 results set (``baselines/records/pipelines.jsonl``: memstrat's run records and the PyTorch and
-JAX ones, keyed by their run tags; kept apart from records/, as every baseline is) through that script's own grouping and tests, so the block
-and the script's table cannot disagree.
+JAX ones, keyed by their run tags; kept apart from records/, as every baseline is) through that
+script's own grouping and tests, so the block and the script's table cannot disagree.
 
     <!-- generated:pipelines b256 from docs/results/nvidia-h100 -->
 """

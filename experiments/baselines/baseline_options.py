@@ -207,7 +207,8 @@ class GpuResidentSettings(Settings):
         self.order_source = "splitmix64-per-epoch"
 
 
-def gpu_resident_parser(prog: str, description: str | None, add_own=None) -> argparse.ArgumentParser:
+def gpu_resident_parser(prog: str, description: str | None,
+                        add_own=None) -> argparse.ArgumentParser:
     """The command line of a GpuResidentSettings baseline: --augment, the script's own options
     (`add_own(parser)`), --measure and the options every baseline shares."""
     p = argparse.ArgumentParser(prog=prog, description=description,

@@ -25,8 +25,9 @@ Variants (--variants; each a process of its own):
 Measures (--measures; the run tag names it, and config.measure each baseline record): pipeline
 (samples/s the input pipeline delivers to a consumer that only touches each batch on the
 device), step (the steps with the data already in place; not offered by the DataLoader variant,
-whose step is the resident graph), epoch (end to end). For each augmentation (--augments, default light,heavy), batch --batch (256),
-u8, --epochs (21) epochs, --repeats (default 10) processes per configuration.
+whose step is the resident graph), epoch (end to end). For each augmentation (--augments,
+default light,heavy), batch --batch (256), u8, --epochs (21) epochs, --repeats (default 10)
+processes per configuration.
 
 Tables: per augmentation, variant and measure the median over processes of each process's median
 ms over its epochs 2..N with its order-statistic interval, and the samples/s it makes; then, per
