@@ -45,7 +45,8 @@ waiting up to 10 s for the cells of a runner that was killed to stop); an ``--on
 Other modes: ``--dry-run`` lists the cells (and which are already recorded),
 ``--gpus 0,1`` runs one worker per GPU (CUDA_VISIBLE_DEVICES set per worker), ``--nsys``
 wraps every run with experiments/scripts/nsys_run, ``--slurm FILE`` writes a Slurm array job
-(one task per pending cell) instead of running anything.
+(one task per pending cell) instead of running anything: FILE for the one-GPU cells and
+FILE.gpusN for the cells on N GPUs (axes.gpus; --gres=gpu:N on one node, NVLink multicast off).
 
 The matrix file format is documented in experiments/matrix/matrices/quick.toml.
 """
@@ -67,10 +68,10 @@ from matrix_file import (MAX_CELLS, ORDERS, STREAM_AXES, STREAM_SCENARIO,  # noq
                          Cell, Matrix, MatrixError, describe, load_matrix, run_order)
 from records_file import (RECORDS_FILE, RecordedCells, append_lines,  # noqa: E402,F401
                           recorded_tags, repair_torn_tail, write_manifest)
-from slurm_job import ScriptError, slurm_script  # noqa: E402
+from slurm_job import ScriptError, slurm_script, slurm_scripts  # noqa: E402
 # Cell, Matrix, append_lines, run_order: what other scripts and the tests import from here.
 __all__ = ["Cell", "Matrix", "MatrixError", "append_lines", "load_matrix", "run_order",
-           "slurm_script", "parse_args", "main"]
+           "slurm_script", "slurm_scripts", "parse_args", "main"]
 
 DEFAULT_MEMSTRAT = REPO_ROOT / "build" / "memstrat"
 
@@ -122,7 +123,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     g = p.add_argument_group("slurm")
     g.add_argument("--slurm", metavar="FILE",
                    help="write a Slurm array job script for the pending cells instead of "
-                        "running them")
+                        "running them: FILE for the cells on one GPU, FILE's stem + .gpusN + "
+                        "its suffix for the cells on N (axes.gpus), each task granted its GPUs "
+                        "on one node")
     g.add_argument("--slurm-partition")
     g.add_argument("--slurm-account")
     g.add_argument("--slurm-time", help="time limit per task (default: timeout + 5 min)")
@@ -273,29 +276,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     if args.slurm:
-        if any(c.several_gpus for c in cells):
-            return _error("the Slurm script's tasks are granted one GPU each (--gres=gpu:1), and "
-                          "cells of this matrix train on several (axes.gpus); run it without "
-                          "--slurm on a machine with the GPUs")
         pending, skipped = pending_cells(done)
         summary = _summary(matrix, cells, pending, done, skipped, args, seed)
         if not pending:
             print(summary + "\nnothing to run: no Slurm script written")
             return 0
         try:
-            script = slurm_script(matrix, pending, out, memstrat, args)
+            scripts = slurm_scripts(matrix, pending, out, memstrat, args)
         except ScriptError as e:
             return _error(str(e))
         if (why := _check_out(out)):
             return _error(why)
         try:
             write_manifest(out, matrix, args.order, seed, ordered, pending, ["slurm"])
-            Path(args.slurm).write_text(script)
-            os.chmod(args.slurm, 0o755)
+            for path, script, _, _ in scripts:
+                path.write_text(script)
+                os.chmod(path, 0o755)
         except OSError as e:
             return _error(f"--slurm {args.slurm}: cannot write the script: {e.strerror or e}")
-        print(summary + f"\nwrote {args.slurm}: a Slurm array of {len(pending)} tasks; "
-              f"submit with `sbatch {args.slurm}`")
+        print(summary + "".join(
+            f"\nwrote {path}: a Slurm array of {n} tasks on {gpus} GPU{'s' if gpus > 1 else ''} "
+            f"each; submit with `sbatch {path}`"
+            for path, _, n, gpus in scripts))
         return 0
 
     if args.nsys and not NSYS_RUN.exists():

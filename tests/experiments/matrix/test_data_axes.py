@@ -132,10 +132,21 @@ def test_several_gpu_cells_need_multicast_off_and_every_gpu(tmp_path, fake_memst
     res = runner([path, "--out", tmp_path / "b", "--memstrat", fake_memstrat, "--gpus", "0,1"],
                  env=env)
     assert res.returncode == 2 and "gives each worker one GPU" in res.stderr, res.stderr
+    # under Slurm each array's tasks are granted the GPUs its cells train on, multicast off
+    env.pop("NCCL_NVLS_ENABLE")                   # set on the GPU node by the script itself
     res = runner([path, "--out", tmp_path / "c", "--memstrat", fake_memstrat,
                   "--slurm", tmp_path / "job.sh"], env=env)
-    assert res.returncode == 2 and "--gres=gpu:1" in res.stderr, res.stderr
-    assert not (tmp_path / "job.sh").exists()
+    assert res.returncode == 0, res.stderr
+    one, two = (tmp_path / "job.sh").read_text(), (tmp_path / "job.gpus2.sh").read_text()
+    assert "#SBATCH --gres=gpu:1\n" in one and "#SBATCH --array=0-0%1" in one
+    assert "NCCL_NVLS_ENABLE" not in one and "_gpus2" not in one
+    assert "#SBATCH --gres=gpu:2\n" in two and "#SBATCH --nodes=1" in two
+    assert "\nexport NCCL_NVLS_ENABLE=0\n" in two and "_gpus2" in two
+    assert two.index("export NCCL_NVLS_ENABLE=0") < two.index("exec ")
+    assert "# Submit with: sbatch " + str(tmp_path / "job.gpus2.sh") in two
+    assert "job.gpus2.sh: a Slurm array of 1 tasks on 2 GPUs" in res.stdout
+    for script in ("job.sh", "job.gpus2.sh"):
+        assert subprocess.run(["bash", "-n", str(tmp_path / script)]).returncode == 0
     # a dry run lists them anywhere
     res = runner([path, "--out", tmp_path / "d", "--memstrat", fake_memstrat, "--dry-run"],
                  env=env)
