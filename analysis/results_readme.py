@@ -64,7 +64,7 @@ def describe_set(root: Path) -> dict[str, Any]:
     files = sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
     if not files:
         raise SetError(f"{root}: no records/*.jsonl")
-    commits: Counter = Counter()
+    commits: dict[str, set[str]] = {}    # commit -> the files whose records name it
     gpus: Counter = Counter()
     drivers: Counter = Counter()
     dirty = False
@@ -82,9 +82,9 @@ def describe_set(root: Path) -> dict[str, Any]:
         for rec in (rec for p, rec in read if p == path and id(rec) in once):
             kinds[f"{_kind(rec)}:{rec.get('status', 'ok')}"] += 1
             env = rec.get("env") or {}
-            if _kind(rec) in ("run", "primitive"):  # memstrat's own records name its build
-                if env.get("git_sha"):
-                    commits[env["git_sha"]] += 1
+            # every record that names a commit: memstrat's its build, a baseline its checkout
+            if env.get("git_sha"):
+                commits.setdefault(env["git_sha"], set()).add(str(path.relative_to(root)))
                 dirty = dirty or bool(env.get("git_dirty"))
             if env.get("gpu_name"):
                 gpus[env["gpu_name"]] += 1
@@ -94,8 +94,9 @@ def describe_set(root: Path) -> dict[str, Any]:
                 dates.append(rec["started_at"])
         contents[str(path.relative_to(root))] = dict(sorted(kinds.items()))
     if len(commits) > 1:
-        raise SetError(f"{root}: records of several commits ({', '.join(commits)}); a results "
-                       "set holds one commit's records: regenerate it")
+        named = "; ".join(f"{c} in {', '.join(sorted(f))}" for c, f in commits.items())
+        raise SetError(f"{root}: records of several commits ({named}); a results set holds one "
+                       "commit's records: regenerate it")
     if len(gpus) > 1:
         raise SetError(f"{root}: records of several GPUs ({', '.join(gpus)})")
     return {
@@ -152,6 +153,30 @@ def readme_text(m: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def same_commit(a: str, b: str) -> bool:
+    """Two spellings of one commit: one is a prefix of the other (12 or 40 hex digits)."""
+    a, b = a.strip().lower(), b.strip().lower()
+    return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
+
+
+def expect_commit(root: Path, commit: str) -> int:
+    """--expect-commit: 0 when every record under `root` names `commit` (or there is none),
+    else 2 with what to do."""
+    if not any(p.parent.name == "records" for p in root.rglob("*.jsonl")):
+        return 0
+    try:
+        named = describe_set(root)["commit"]
+    except (SetError, RecordError) as e:
+        print(f"results_readme: {e}", file=sys.stderr)
+        return 2
+    if named is None or same_commit(named, commit):
+        return 0
+    print(f"results_readme: {root} holds records of commit {named}, and this build is of "
+          f"{commit}: check out {named} (and rebuild) to resume this set, or write the new "
+          "commit's records into another one (reproduce.sh --out DIR)", file=sys.stderr)
+    return 2
+
+
 def parse_stage_seconds(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -173,7 +198,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stage-seconds", default="",
                    help="NAME=SECONDS,... the time each stage took (kept from an earlier "
                         "manifest for stages not given)")
+    p.add_argument("--expect-commit", metavar="SHA",
+                   help="write nothing: exit 2 unless every record the set holds names this "
+                        "commit (a prefix matches: records keep 12 hex digits), so that a "
+                        "stage resumed by another build never mixes two commits into one set; "
+                        "0 for a set without records yet")
     a = p.parse_args(argv)
+    if a.expect_commit is not None:
+        return expect_commit(a.root, a.expect_commit)
     try:
         m = describe_set(a.root)
         old = {}

@@ -68,7 +68,9 @@
 # Environment: MEMSTRAT_DATA, the MNIST directory (default data/mnist, filled by the data stage).
 # MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1]: the commit every record names, for a copy of the
 # tree without its own git history (the build and the PyTorch baselines read them; default: the
-# checkout's git metadata). results_readme.py refuses a set whose records name several commits.
+# checkout's git metadata). results_readme.py refuses a set whose records name several commits
+# (memstrat's and the baselines'), and before any run this script refuses to add records of
+# another commit to a set that holds some: resume a set with a build of its own commit.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
@@ -133,6 +135,15 @@ WORK="results/reproduce/$SLUG"
 mkdir -p "$OUT_DIR/records" "$WORK"
 RECORDS="$OUT_DIR/records"
 log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
+# A set holds one commit's records: a stage resumed by a build of another commit would mix two
+# (results_readme.py refuses such a set only after the runs). Checked before any run.
+COMMIT="$("$MS" --version | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
+for s in primitives matrix compute budget spread stream timelines baselines pipelines; do
+  if has_stage "$s"; then
+    $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" || exit 2
+    break
+  fi
+done
 if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]; then
   log "warning: the working tree has uncommitted changes; the records will say so (env.git_dirty)"
 fi

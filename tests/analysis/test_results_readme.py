@@ -70,3 +70,30 @@ def test_unreadable_manifest_records_or_folder_exit_2(tmp_path, fixtures_dir, ca
     assert R.main([str(root)]) == 2
     err = capsys.readouterr().err
     assert "cannot write" in err and "README.md" in err
+
+
+def test_a_baseline_that_names_another_commit_makes_a_set_of_several(tmp_path, fixtures_dir,
+                                                                     capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    rec = json.loads((root / "records" / "results.jsonl").read_text().splitlines()[0])
+    rec["config"]["framework"] = "pytorch"
+    rec["env"].update(git_sha="0123456789ab", git_dirty=True)
+    rec["run_id"] += "-torch"
+    (root / "baselines" / "records").mkdir(parents=True)
+    (root / "baselines" / "records" / "pipelines.jsonl").write_text(json.dumps(rec) + "\n")
+    assert R.main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "several commits" in err and "0123456789ab in baselines/records/pipelines.jsonl" in err
+
+
+def test_expect_commit_guards_a_resumed_set(tmp_path, fixtures_dir, capsys):
+    root = make_set(tmp_path, fixtures_dir)
+    commit = json.loads((root / "records" / "results.jsonl").read_text().splitlines()[0])[
+        "env"]["git_sha"]
+    assert R.main([str(root), "--expect-commit", commit]) == 0
+    assert R.main([str(root), "--expect-commit", commit + "0" * (40 - len(commit))]) == 0
+    assert R.main([str(root), "--expect-commit", "fedcba987654"]) == 2
+    err = capsys.readouterr().err
+    assert f"holds records of commit {commit}" in err and "--out DIR" in err
+    assert not (root / "manifest.json").exists()        # a check writes nothing
+    assert R.main([str(tmp_path / "fresh"), "--expect-commit", "fedcba987654"]) == 0
