@@ -59,9 +59,14 @@ def _kind(rec: dict[str, Any]) -> str:
     return "run" if framework in (None, "memstrat") else f"baseline:{framework}"
 
 
+def records_files(root: Path) -> list[Path]:
+    """Every */records/*.jsonl under `root` (records/, spread/records/, baselines/records/)."""
+    return sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
+
+
 def describe_set(root: Path) -> dict[str, Any]:
     """The manifest of the set under `root`: provenance, and per records file its kinds."""
-    files = sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
+    files = records_files(root)
     if not files:
         raise SetError(f"{root}: no records/*.jsonl")
     commits: dict[str, set[str]] = {}    # commit -> the files whose records name it
@@ -162,7 +167,7 @@ def same_commit(a: str, b: str) -> bool:
 def expect_commit(root: Path, commit: str) -> int:
     """--expect-commit: 0 when every record under `root` names `commit` (or there is none),
     else 2 with what to do."""
-    if not any(p.parent.name == "records" for p in root.rglob("*.jsonl")):
+    if not records_files(root):
         return 0
     try:
         named = describe_set(root)["commit"]

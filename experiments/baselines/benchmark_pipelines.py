@@ -62,20 +62,16 @@ from process_stats import (SideBySide, judge, ms_cell, overlap_cell,  # noqa: E4
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
 PROG = "benchmark_pipelines.py"
 TAG = "pipelines"
-# variant -> (script, its fixed options, config.strategy the script writes)
+# variant -> (script, its fixed options, its framework); records are found by their run tag
 MEMSTRAT = "memstrat-resident"
 VARIANTS = {
-    MEMSTRAT: (None, [], "resident"),
-    "dataloader-prefetch-graph": ("pytorch_prefetch_graph.py", ["--fetch", "batch"],
-                                  "pytorch-dataloader-prefetch-graph"),
-    "gpu-resident-graph": ("pytorch_gpu_resident.py", ["--step", "graph"],
-                           "pytorch-gpu-resident-graph"),
-    "gpu-resident-compile": ("pytorch_gpu_resident.py", ["--step", "compile"],
-                             "pytorch-gpu-resident-compile"),
-    "jax-gpu-resident": ("jax_gpu_resident.py", [], "jax-gpu-resident-jit"),
+    MEMSTRAT: (None, [], "memstrat"),
+    "dataloader-prefetch-graph": ("pytorch_prefetch_graph.py", ["--fetch", "batch"], "pytorch"),
+    "gpu-resident-graph": ("pytorch_gpu_resident.py", ["--step", "graph"], "pytorch"),
+    "gpu-resident-compile": ("pytorch_gpu_resident.py", ["--step", "compile"], "pytorch"),
+    "jax-gpu-resident": ("jax_gpu_resident.py", [], "jax"),
 }
-FRAMEWORK = {v: "memstrat" if v == MEMSTRAT else "jax" if v.startswith("jax") else "pytorch"
-             for v in VARIANTS}
+FRAMEWORK = {v: framework for v, (_, _, framework) in VARIANTS.items()}
 MEASURES = ("pipeline", "step", "epoch")
 NOT_OFFERED = {("dataloader-prefetch-graph", "step"),  # its step is gpu-resident-graph's
                (MEMSTRAT, "pipeline")}                 # no release-only consumer
@@ -223,9 +219,10 @@ def strongest(by_key: dict[tuple, list[dict]], aug: str, batch: int, measure: st
     (rank 1; the lowest median among several), at one augmentation, batch and measure."""
     cands = [v for v in VARIANTS if FRAMEWORK[v] in frameworks and (aug, batch, v, measure)
              in by_key]
+    # rank_by_tests sorts by rank, then median: the first is rank 1 with the lowest median (or,
+    # none tested, the lowest median)
     ranked = rank_by_tests(cands, lambda v: process_values(by_key[(aug, batch, v, measure)]))
-    best = [r.item for r in ranked if r.rank == 1] or [r.item for r in ranked]
-    return best[0] if best else None
+    return ranked[0].item if ranked else None
 
 
 def comparison(by_key: dict[tuple, list[dict]]) -> list[str]:
@@ -304,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (memstrat_inputs.UsageError, ValueError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    est = estimate_seconds(a) * len(todo) / max(1, len(order))
+    est = estimate_seconds(a) * len(todo) / len(order)   # order is not empty
     if done:
         print(f"resuming: {done} of {len(order)} runs already have an ok record in {out_jsonl}",
               flush=True)

@@ -206,6 +206,7 @@ def provenance_line(records: Sequence[dict]) -> str:
     the plan records."""
     runs = [r for r in run_records(records) if isinstance(r.get("env"), dict)]
     mine = [r for r in runs if r["config"].get("framework") in (None, "memstrat")]
+    theirs = [r for r in runs if r["config"].get("framework") not in (None, "memstrat")]
     envs = [r["env"] for r in (mine or runs)]
     gpus = _distinct(e.get("gpu_name") for e in envs)
     drivers = _distinct(e.get("driver_release") or e.get("driver_version") for e in envs)
@@ -214,7 +215,7 @@ def provenance_line(records: Sequence[dict]) -> str:
                                                               else "") for e in es)
     commits = commits_of(envs)
     # the baselines name the commit of their own checkout: said where it is not memstrat's
-    others = [c for c in commits_of(r["env"] for r in runs if r not in mine) if c not in commits]
+    others = [c for c in commits_of(r["env"] for r in theirs) if c not in commits]
     commands = _distinct(p.get("command") for p in plans(records))
     return (f"GPU {', '.join(gpus) or 'not recorded'}, driver "
             f"{', '.join(drivers) or 'not recorded'}, commit {', '.join(commits) or 'not recorded'}"

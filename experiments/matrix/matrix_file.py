@@ -165,9 +165,14 @@ class Cell:
         return getattr(self, axis)
 
     @property
+    def gpu_count(self) -> int:
+        """The GPUs the cell trains on (--gpus N; 1 where the axis is not given)."""
+        return self.gpus or 1
+
+    @property
     def several_gpus(self) -> bool:
         """Whether the cell trains on several GPUs (--gpus N > 1)."""
-        return (self.gpus or 1) > 1
+        return self.gpu_count > 1
 
     @property
     def asked_form(self) -> str | None:

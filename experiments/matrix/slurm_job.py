@@ -47,7 +47,7 @@ def slurm_scripts(matrix: Matrix, pending: Sequence[Cell], out: Path, memstrat: 
     each script an array of the cells that train on that many. Raises ScriptError."""
     by_gpus: dict[int, list[Cell]] = {}
     for c in pending:
-        by_gpus.setdefault(c.gpus or 1, []).append(c)
+        by_gpus.setdefault(c.gpu_count, []).append(c)
     return [(script_path(args.slurm, n), slurm_script(matrix, cells, out, memstrat, args, n),
              len(cells), n) for n, cells in sorted(by_gpus.items())]
 
