@@ -46,7 +46,7 @@
 #               with a CUDA-graphed or torch.compile'd step) and JAX (jit + lax.scan), light and
 #               heavy, batch 256, each measure (pipeline, step, epoch) apart, 10 processes each in
 #               one shuffled order (experiments/baselines/benchmark_pipelines.py; the JAX
-#               variant where jax imports): 260 processes, about 95 minutes estimated on an H100;
+#               variant where jax imports): 280 processes, about 95 minutes estimated on an H100;
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
