@@ -117,6 +117,8 @@ class GroupKey:
             label += " (one graph per epoch)"
         if self.workers is not None:
             label += f" ({self.workers} workers, {self.prefetch} slots, {self.augment})"
+        if self.option("consumer") == "none":
+            label += " (no consumer: the pipeline alone)"
         if (self.option("replicate") or 1) > 1:
             label += f" ({self.option('replicate')} copies of the set)"
         if self.option("device_budget_gib") is not None:
@@ -238,6 +240,10 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     # kind before the key existed, keeps the groups of older records.
     if cfg.get("augment_device") == "gpu":
         other += (("augment_device", "gpu"),)
+    # The input pipeline alone (config.consumer none: no step took the batches) is its own
+    # configuration; train, the only kind before the key existed, keeps the older groups.
+    if cfg.get("consumer") == "none":
+        other += (("consumer", "none"),)
     # Data-parallel training (config.gpus, emulate_gpus: the shards of a global batch; reduce:
     # how their gradients were combined) is its own configuration; one GPU, the only kind before
     # the keys existed, keeps the groups of older records.

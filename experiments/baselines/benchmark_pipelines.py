@@ -13,8 +13,8 @@ Variants (--variants; each a process of its own):
                              gathered and augmented by a kernel, then its step, launched batch by
                              batch: the form resident takes in stream); step = --scenario static
                              --launch-form per-batch (the same steps, launched the same way, with
-                             no augmentation); no pipeline measure (memstrat has no consumer that
-                             only releases a batch)
+                             no augmentation); pipeline = the epoch's run with --consumer none
+                             (each batch gathered and augmented, then only read by one kernel)
   dataloader-prefetch-graph  pytorch_prefetch_graph.py: DataLoader (--workers host worker
                              processes, pin_memory, persistent workers, fetch batch), side-stream
                              prefetcher, CUDA-graphed step
@@ -73,8 +73,7 @@ VARIANTS = {
 }
 FRAMEWORK = {v: framework for v, (_, _, framework) in VARIANTS.items()}
 MEASURES = ("pipeline", "step", "epoch")
-NOT_OFFERED = {("dataloader-prefetch-graph", "step"),  # its step is gpu-resident-graph's
-               (MEMSTRAT, "pipeline")}                 # no release-only consumer
+NOT_OFFERED = {("dataloader-prefetch-graph", "step")}  # its step is gpu-resident-graph's
 AUGMENTS = ("none", "light", "heavy")
 # For the estimate only (seconds; one process of each at 21 epochs, batch 256, on one H100). A
 # process's start: the framework import, the CUDA context, the host's draws of every epoch,
@@ -153,9 +152,10 @@ def memstrat_args(a: argparse.Namespace, aug: str, m: str) -> list[str]:
     """memstrat-resident's options for one augmentation and measure."""
     args = ["--strategy", "resident", "--batch", str(a.batch), "--epochs", str(a.epochs),
             "--transfer", "u8"]
-    if m == "epoch":
-        return args + ["--scenario", "stream", "--augment", aug, "--augment-device", "gpu"]
-    return args + ["--scenario", "static", "--launch-form", "per-batch"]
+    if m == "step":
+        return args + ["--scenario", "static", "--launch-form", "per-batch"]
+    args += ["--scenario", "stream", "--augment", aug, "--augment-device", "gpu"]
+    return args + (["--consumer", "none"] if m == "pipeline" else [])
 
 
 def has_jax(python: str) -> bool:

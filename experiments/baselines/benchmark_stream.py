@@ -33,9 +33,15 @@ count, every memstrat strategy with every DataLoader setting: both sides' values
 memstrat as the Hodges-Lehmann ratio with its Moses interval, and whether a Mann-Whitney test,
 Holm-corrected over the table's pairs, separates the two (else neither is called faster). Below
 it, each side's fastest (no other configuration of that side significantly faster). The ratio
-includes the
-training step itself, which is faster in memstrat than in PyTorch eager
+includes the training step itself, which is faster in memstrat than in PyTorch eager
 (benchmark_vs_pytorch.py measures that); the starvation columns compare the input pipelines alone.
+
+--measure pipeline measures the input pipelines with no step at all (pipeline throughput):
+memstrat with --consumer none (each batch acquired, one element of it read on the GPU, released)
+against the DataLoader through pytorch_prefetch_graph.py --measure pipeline (each batch copied to
+the GPU on a side stream and touched by one small kernel), the same workers, pin_memory, fetch
+and prefetch otherwise. Its runs are tagged -pipeline, so both measures can share a records file;
+the table keeps them apart.
 
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): augment
 light,heavy; the DataLoader with 0,1,2,4,8 workers, pin_memory on, fetch batch, persistent
@@ -64,6 +70,9 @@ from typing import Iterable, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATALOADER = REPO_ROOT / "experiments" / "baselines" / "pytorch_dataloader.py"
+# --measure pipeline: the DataLoader whose batches a side stream copies to the GPU, where one
+# small kernel touches each (no step), as memstrat's --consumer none
+PREFETCH = DATALOADER.parent / "pytorch_prefetch_graph.py"
 sys.path.insert(0, str(DATALOADER.parent))
 sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402  (the data-dir search)
@@ -84,6 +93,8 @@ STRATEGIES = ("pageable", "pinned", "double-buffer", "zero-copy", "um", "um-pref
 AUGMENTS = ("none", "light", "heavy")
 PREFETCH_PER_WORKER = 2  # the DataLoader's default prefetch_factor
 DATALOADER_NAME = "pytorch-dataloader"
+PREFETCH_NAME = "pytorch-dataloader-prefetch-graph"
+MEASURES = ("epoch", "pipeline")
 # For the time estimate only. Augmentation, us per sample in one thread/process: numpy heavy
 # (the batch form) ~110 us on the H200 host; numpy none/light by the ratios measured in one
 # process (0.17 / 3.6 / 23.6 us); memstrat's C++ (experiments/tools/augment_bench, rounded up:
@@ -144,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataloader-skip", type=skip_item, action="append", default=[],
                    metavar="A:W", help="leave out the DataLoader with augmentation A and W "
                    "workers (repeatable), e.g. heavy:0")
+    p.add_argument("--measure", choices=MEASURES, default="epoch",
+                   help="epoch: end to end, each batch trained (memstrat's step, PyTorch's eager "
+                        "step); pipeline: the input pipelines alone, each batch only touched on "
+                        "the GPU (memstrat --consumer none; the DataLoader through "
+                        "pytorch_prefetch_graph.py --measure pipeline) (default %(default)s)")
     p.add_argument("--batch", type=int, default=256, help="batch size (default %(default)s)")
     p.add_argument("--epochs", type=int, default=5,
                    help="epochs per run (default %(default)s; median over epochs 2..N)")
@@ -171,6 +187,12 @@ class Plan:
     epochs: int
     skip: list[tuple[str, int]] = field(default_factory=list)   # DataLoader (augment, workers)
     why: str = ""
+    measure: str = "epoch"
+
+    @property
+    def suffix(self) -> str:
+        """The tag and label suffix of the pipeline measure (its runs can share a file)."""
+        return "" if self.measure == "epoch" else f"-{self.measure}"
 
     def memstrat_runs(self) -> list[tuple[str, str, int]]:
         return [(s, a, w) for a in self.augments for w in self.workers if w > 0
@@ -183,13 +205,13 @@ class Plan:
     def specs(self, repeats: int) -> list[pr.RunSpec]:
         out = []
         for s, aug, w in self.memstrat_runs():
-            out += pr.repeated(TAG, "memstrat", (s, aug, w), f"{s}-{aug}-w{w}",
-                               f"memstrat {s} {aug} w={w}", repeats)
+            out += pr.repeated(TAG, "memstrat", (s, aug, w), f"{s}-{aug}-w{w}{self.suffix}",
+                               f"memstrat {s} {aug} w={w}{self.suffix}", repeats)
         for aug, w, pin, fetch in self.dataloader_runs():
             out += pr.repeated(TAG, "dataloader", (aug, w, pin, fetch),
-                               f"torch-{aug}-w{w}-pin{pin}-{fetch}",
-                               f"DataLoader {aug} w={w} pin_memory {pin}, fetch {fetch}",
-                               repeats)
+                               f"torch-{aug}-w{w}-pin{pin}-{fetch}{self.suffix}",
+                               f"DataLoader {aug} w={w} pin_memory {pin}, fetch {fetch}"
+                               f"{self.suffix}", repeats)
         return out
 
     def notes(self) -> list[str]:
@@ -206,20 +228,20 @@ class Plan:
 def make_plan(a: argparse.Namespace) -> Plan:
     if a.quick:
         return Plan(["pinned", "double-buffer"], [1, 4], ["light"], ["on"], ["batch"], a.batch,
-                    3)
+                    3, measure=a.measure)
     if a.epochs < 2:
         raise ValueError("--epochs must be >= 2 (epoch 1 is warm-up)")
     if a.batch < 1:
         raise ValueError("--batch must be >= 1")
     return Plan(a.strategies, a.workers, a.augments, a.pin_memory, a.fetch, a.batch, a.epochs,
-                list(a.dataloader_skip), REPRODUCE_WHY if a.reproduce else "")
+                list(a.dataloader_skip), REPRODUCE_WHY if a.reproduce else "", a.measure)
 
 
 def estimate_seconds(plan: Plan, repeats: int, samples: int = TRAIN_SAMPLES) -> float:
     """The plan's time on the H200 host (NUMPY_US, MEMSTRAT_US, STEP_MS, PROCESS_S): a process's
     start plus its epochs; an epoch takes the longer of the workers' production and the
-    training steps (0 workers: both, one after the other)."""
-    scale = 256 / plan.batch
+    training steps (0 workers: both, one after the other); the pipeline measure has no step."""
+    scale = (256 / plan.batch) if plan.measure == "epoch" else 0.0
     total = PROCESS_S["dataloader"]  # the check before the first run
     for _, aug, w in plan.memstrat_runs():
         epoch = max(samples * MEMSTRAT_US[aug] / 1e6 / w, STEP_MS["memstrat"] * scale / 1e3)
@@ -239,6 +261,7 @@ def estimate_seconds(plan: Plan, repeats: int, samples: int = TRAIN_SAMPLES) -> 
 class Entry:
     """One configuration over its processes."""
     side: str                 # "memstrat" | "dataloader"
+    measure: str              # "epoch" | "pipeline"
     augment: str
     batch: int
     workers: int
@@ -259,9 +282,17 @@ class Entry:
         return f"{self.setting}, {self.workers} worker{'' if self.workers == 1 else 's'}"
 
 
+def measure_of(rec: dict) -> str:
+    """pipeline for a run whose batches no step took (memstrat's config.consumer none, a
+    baseline's config.measure pipeline), else epoch."""
+    c = rec["config"]
+    return "pipeline" if c.get("consumer") == "none" or c.get("measure") == "pipeline" \
+        else "epoch"
+
+
 def _setting(rec: dict) -> tuple[str, str]:
     c = rec["config"]
-    if c["strategy"] == DATALOADER_NAME:
+    if c["strategy"] in (DATALOADER_NAME, PREFETCH_NAME):
         pin = "on" if c.get("pin_memory") else "off"
         return "dataloader", f"pin_memory {pin}, fetch {c.get('fetch')}"
     return "memstrat", c["strategy"]
@@ -275,8 +306,8 @@ def entries(records: Iterable[dict]) -> list[Entry]:
         if r.get("status") != "ok" or c.get("scenario") != "stream" or not r.get("epochs"):
             continue
         side, setting = _setting(r)
-        runs.setdefault((side, c["augment"], int(c["batch"]), int(c["workers"]), setting),
-                        []).append(r)
+        runs.setdefault((side, measure_of(r), c["augment"], int(c["batch"]), int(c["workers"]),
+                         setting), []).append(r)
     return [Entry(*key, process_values(recs),
                   [v for v in map(process_starvation, recs) if v is not None])
             for key, recs in runs.items()]
@@ -304,11 +335,16 @@ def ratio_markdown(all_entries: Sequence[Entry]) -> str:
     each worker count, then each side's fastest tier."""
     order = {s: i for i, s in enumerate(STRATEGIES)}
     lines = []
-    for aug, batch in sorted({(e.augment, e.batch) for e in all_entries},
-                             key=lambda k: (AUGMENTS.index(k[0]), k[1])):
-        mine = [e for e in all_entries if e.augment == aug and e.batch == batch]
-        lines += [f"### --augment {aug}, batch {batch}", "",
-                  "| workers | memstrat | ms/epoch [interval] n | starvation | DataLoader | "
+    for measure, aug, batch in sorted({(e.measure, e.augment, e.batch) for e in all_entries},
+                                      key=lambda k: (MEASURES.index(k[0]),
+                                                     AUGMENTS.index(k[1]), k[2])):
+        mine = [e for e in all_entries if (e.measure, e.augment, e.batch) == (measure, aug, batch)]
+        head = "" if measure == "epoch" else "pipeline throughput, "
+        lines += [f"### {head}--augment {aug}, batch {batch}", ""]
+        if measure == "pipeline":
+            lines += ["The input pipelines alone, each batch only touched on the GPU; samples/s "
+                      f"= {TRAIN_SAMPLES:,} / ms per epoch.", ""]
+        lines += ["| workers | memstrat | ms/epoch [interval] n | starvation | DataLoader | "
                   "ms/epoch [interval] n | starvation | DataLoader / memstrat [interval] | "
                   "test |", "|---:|---|---:|---:|---|---:|---:|---:|---|"]
         cells = []
@@ -347,9 +383,12 @@ def report(records: Sequence[dict]) -> str:
            "share of an epoch the loop waited for a batch, the first batch's wait left out, the "
            "same statistics (docs/methodology.md). DataLoader / memstrat: the Hodges-Lehmann "
            "ratio with its Moses interval; where a Mann-Whitney test, Holm-corrected over the "
-           "table's pairs, does not separate the two, neither side is called faster. The "
-           "ratio includes the training step, which memstrat runs faster than PyTorch eager; "
-           "the starvation columns compare the input pipelines alone. u8 transfer, "
+           "table's pairs, does not separate the two, neither side is called faster. End to "
+           "end, the ratio includes the training step, which memstrat runs faster than "
+           "PyTorch eager, and the starvation columns compare the input pipelines alone; the "
+           "pipeline-throughput tables compare the pipelines with no step at all (memstrat "
+           "--consumer none; the DataLoader's batches copied on a side stream and touched by "
+           "one kernel). u8 transfer, "
            "memstrat --prefetch = 2 x workers, the DataLoader with persistent workers and "
            "prefetch_factor 2.", ""]
     md += [ratio_markdown(entries(records)), ""]
@@ -379,12 +418,15 @@ def run_spec(runner: pr.Runner, plan: Plan, s: pr.RunSpec) -> pr.RunResult:
                                ["--strategy", strategy, "--transfer", "u8", "--batch", b,
                                 "--hidden", "256", "--epochs", e, "--graphs", "on",
                                 "--no-profile", "--scenario", "stream", "--augment", aug,
-                                "--workers", str(w), "--prefetch", str(PREFETCH_PER_WORKER * w)])
+                                "--workers", str(w), "--prefetch", str(PREFETCH_PER_WORKER * w)]
+                               + (["--consumer", "none"] if plan.measure == "pipeline" else []))
     aug, w, pin, fetch = s.config
     args = ["--augment", aug, "--workers", str(w), "--pin-memory", pin, "--fetch", fetch,
             "--transfer", "u8", "--batch", b, "--epochs", e]
     if w > 0:
         args += ["--persistent-workers", "on", "--prefetch-factor", str(PREFETCH_PER_WORKER)]
+    if plan.measure == "pipeline":
+        return runner.script(PREFETCH, s.tag, s.label, args + ["--measure", "pipeline"])
     return runner.script(DATALOADER, s.tag, s.label, args)
 
 

@@ -8,9 +8,11 @@
            steps train on zeros; the parameters are restored afterwards and the momentum buffers
            zeroed, so the first replay starts from the initial weights exactly (SGD's
            buf = mu * 0 + g equals its first-step buf = g).
-  compile  the model's forward + loss under torch.compile(mode="reduce-overhead") (CUDA graphs of
-           the compiled forward and backward, cudagraph trees) and the optimizer step under
-           torch.compile; the loss is copied out of the graph's memory after each step.
+  compile  the whole step (forward, loss, backward, the momentum-SGD update) compiled as one graph
+           under torch.compile(fullgraph=True, mode="reduce-overhead"): one CUDA graph per batch
+           shape (cudagraph trees); the loss is copied out of the graph's memory after each step.
+           (Compiling the forward alone, with the optimizer step compiled apart, leaves autograd
+           and the optimizer's launch on the host between two graphs.)
 
 Both keep each batch's loss (and with train_acc the correct count) in device buffers indexed by
 the batch: no host synchronisation inside an epoch. The math is eager PyTorch's (graph) or
@@ -112,37 +114,60 @@ class GraphStep:
 
 
 class CompiledStep:
-    """torch.compile(mode="reduce-overhead") of forward + loss, a compiled optimizer step;
-    `run(b, x, y)` per batch b."""
+    """The whole step (forward, loss, backward, the momentum-SGD update, zeroing the gradients)
+    as ONE compiled graph: torch.compile(fullgraph=True, mode="reduce-overhead"), one CUDA graph
+    per batch shape. Dynamo traces the backward into the graph with
+    torch._dynamo.config.trace_autograd_ops; the update is SGD's own arithmetic written out
+    (buf = momentum * buf + grad, p -= lr * buf: dampening 0, no Nesterov, no weight decay, as
+    make_sgd builds it), because torch.optim's step breaks the graph. The momentum buffers start
+    at zero, so the first step's buf = grad, as SGD's. Gradients and buffers have static
+    addresses (mark_static_address), as a compiled optimizer's state has. `run(b, x, y)` per
+    batch b."""
 
     form = "compile"
 
     def __init__(self, torch, model, opt, scale, n_batches: int, train_acc: bool):
-        self.torch, self.opt, self.scale = torch, opt, scale
+        self.torch, self.scale = torch, scale
         F = torch.nn.functional
         dev = next(model.parameters()).device
         self.out = _Outputs(torch, n_batches, dev, train_acc)
+        group = opt.param_groups[0]
+        lr, mu = group["lr"], group["momentum"]
+        if group.get("dampening", 0) or group.get("nesterov") or group.get("weight_decay", 0) \
+                or len(opt.param_groups) != 1:
+            raise ValueError("the compiled step writes out plain momentum SGD: one parameter "
+                             "group, no dampening, Nesterov or weight decay")
+        params = list(model.parameters())
+        bufs = [torch.zeros_like(p) for p in params]
+        for p, b in zip(params, bufs):
+            p.grad = torch.zeros_like(p)
+            torch._dynamo.mark_static_address(p.grad)
+            torch._dynamo.mark_static_address(b)
+        torch._dynamo.config.trace_autograd_ops = True
         want_acc = train_acc
 
-        def forward(x, y, scale):
+        def step(x, y, scale):
             xf = x if scale is None else x.float().div(scale)
             logits = model(xf)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            with torch.no_grad():
+                for p, b in zip(params, bufs):
+                    b.mul_(mu).add_(p.grad)
+                    p.add_(b, alpha=-lr)
+                    p.grad.zero_()
             correct = (logits.argmax(1) == y).sum() if want_acc else None
-            return F.cross_entropy(logits, y), correct
+            return loss.detach(), correct
 
-        self.forward = torch.compile(forward, mode="reduce-overhead")
-        self.opt_step = torch.compile(opt.step)
+        self.step = torch.compile(step, fullgraph=True, mode="reduce-overhead")
 
     def begin_epoch(self) -> None:
         pass
 
     def run(self, b: int, x, y) -> None:
         self.torch.compiler.cudagraph_mark_step_begin()
-        loss, correct = self.forward(x, y, self.scale)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt_step()
+        loss, correct = self.step(x, y, self.scale)
         # the graph's outputs are overwritten by its next replay: copy them out now
-        self.out.losses[b:b + 1].copy_(loss.detach().view(1))
+        self.out.losses[b:b + 1].copy_(loss.view(1))
         if correct is not None:
             self.out.corrects[b:b + 1].copy_(correct.view(1))

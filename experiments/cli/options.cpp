@@ -192,7 +192,7 @@ class TrainOptions {
 };
 
 /// The options only the stream scenario reads.
-constexpr const char* kStreamOptions[] = {"--workers", "--prefetch", "--augment"};
+constexpr const char* kStreamOptions[] = {"--workers", "--prefetch", "--augment", "--consumer"};
 
 /// "double-buffer, zero-copy-staged, ...": the strategies whose registry entry declares `option`.
 std::string strategies_reading(std::string_view option) {
@@ -257,6 +257,18 @@ void check_consistent(const RunConfig& c, const CLI::App& train) {
       if (train.count(opt) > 0)
         throw std::invalid_argument(std::string(opt) + " is an option of the stream scenario; "
                                     "add --scenario stream (or drop " + opt + ")");
+  if (!c.trains()) {
+    if (c.data_parallel())
+      throw std::invalid_argument("--consumer none times one GPU's input pipeline; drop --gpus/"
+                                  "--emulate-gpus or --consumer none");
+    if (!c.loss_curve.empty())
+      throw std::invalid_argument("--consumer none trains nothing, so there is no loss curve; "
+                                  "drop --loss-curve");
+    if (c.launch_form == LaunchForm::Kernel || c.launch_form == LaunchForm::ChunkKernels)
+      throw std::invalid_argument("--consumer none runs no step, and a kernel launch form runs "
+                                  "steps in one launch; use --launch-form per-batch, graph or "
+                                  "auto");
+  }
   if (const std::string why = refusal_reason(*c.strategy, strategy_options(c)); !why.empty())
     throw std::invalid_argument("--strategy " + std::string(c.strategy->name) + " with --scenario " +
                                 std::string(to_string(c.scenario)) +
@@ -405,6 +417,10 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "kernel gathers and augments each epoch's rows from it (refresh: the whole epoch "
            "before its first batch; stream: each batch, --augment light or heavy). Taken by "
            + augment_device_takers() + "; `memstrat describe` lists them");
+  o.choice("--consumer", c.consumer, named({Consumer::Train, Consumer::None}), "consumer",
+           "stream: what takes each batch. train: the training step; none: a kernel that reads "
+           "one element of it and nothing else, so an epoch times the input pipeline alone "
+           "(host workers, the strategy's data path); no loss, no accuracy, no loss curve");
   const StrategyOption& copy_chunk = strategy_option("copy-chunk");
   o.integer("--copy-chunk", c.copy_chunk_mib, copy_chunk.min, copy_chunk.max, "copy_chunk_mib",
             strategy_option_help(copy_chunk) +

@@ -1,5 +1,6 @@
 #include "experiments/core/console.h"
 
+#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <ostream>
@@ -9,7 +10,9 @@
 namespace memstrat {
 
 namespace {
+/// "-" for a value that is not a number (nothing trained: --consumer none).
 std::string fmt(double v, int prec = 2) {
+  if (std::isnan(v)) return "-";
   std::ostringstream s;
   s << std::fixed << std::setprecision(prec) << v;
   return s.str();
@@ -26,7 +29,7 @@ void print_run_header(std::ostream& out, const RunRecord& r) {
   out << "memstrat: " << c.strategy->name << " | " << to_string(c.scenario);
   if (c.scenario == Scenario::Stream)
     out << " (" << c.workers << " workers, " << c.prefetch << " slots, augment "
-        << to_string(c.augment) << ")";
+        << to_string(c.augment) << (c.trains() ? "" : ", no consumer: the pipeline alone") << ")";
   out << " | " << to_string(c.transfer) << " | batch " << c.batch << " | hidden " << hidden_string(c.hidden)
       << " | " << c.epochs << " epochs | " << (r.env.gpu ? r.env.gpu->name : "no GPU")
       << " | data " << r.dataset.name << " (" << r.dataset.train_samples << " train, "

@@ -52,6 +52,7 @@ json config_json(const RunRecord& r) {
          {"workers", stream ? json(c.workers) : json(nullptr)},
          {"prefetch", stream ? json(c.prefetch) : json(nullptr)},
          {"augment", stream ? json(to_string(c.augment)) : json(nullptr)},
+         {"consumer", stream ? json(to_string(c.consumer)) : json(nullptr)},
          // Where the samples were augmented; null where nothing is (static, stream --augment none).
          {"augment_device", augments(c) ? json(to_string(c.augment_device)) : json(nullptr)},
          {"copy_chunk_mib", reads_copy_chunk(c) ? json(c.copy_chunk_mib) : json(nullptr)},

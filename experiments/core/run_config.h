@@ -28,6 +28,9 @@ enum class FusedMode {
 };
 /// --graphs: replay each batch's step as a CUDA graph.
 enum class Graphs { On, Off };
+/// What takes each batch in the stream scenario (--consumer): the training step, or nothing but
+/// a kernel that reads one element of it (the input pipeline's throughput alone).
+enum class Consumer { Train, None };
 /// --launch-form: how the Trainer launches an epoch's steps. Auto: the form the strategy was built
 /// for, with one launch per epoch where the strategy and the step allow it (choose_epoch_form,
 /// launch_request.h); else exactly the form named, or a refusal. --epoch-launch on|off is the
@@ -44,6 +47,7 @@ inline std::string_view to_string(FusedMode m) {
   return "?";
 }
 inline std::string_view to_string(Graphs g) { return g == Graphs::On ? "on" : "off"; }
+inline std::string_view to_string(Consumer c) { return c == Consumer::Train ? "train" : "none"; }
 /// --reduce: how data-parallel training (--gpus N > 1) combines the GPUs' gradients. Exact:
 /// every GPU's gradients gathered (ncclAllGather) and summed on each GPU in rank order (rank_sum),
 /// bitwise equal to --emulate-gpus N; Ring: ncclAllReduce over fixed buckets (GradientBuckets),
@@ -91,6 +95,9 @@ struct RunConfig {
   /// Where refresh and stream augment (--augment-device); gpu only where the strategy's registry
   /// entry declares it (StrategyEntry::gpu_augment), which the CLI checks.
   AugmentDevice augment_device = AugmentDevice::Host;
+  /// --consumer none: no step, no loss, no test accuracy; the stream scenario only (CLI).
+  Consumer consumer = Consumer::Train;
+  bool trains() const { return consumer == Consumer::Train; }
   /// pinned-graph, double-buffer-graph, zero-copy-staged: MiB per copy; with --launch-form
   /// kernel-per-chunk, any strategy's batches per launch (reads_copy_chunk).
   int copy_chunk_mib = 8;

@@ -1,9 +1,11 @@
 #include "experiments/core/trainer.h"
 
 #include <chrono>
+#include <limits>
 #include <string>
 
 #include "common/nvtx.h"
+#include "kernels/common/touch.h"
 #include "kernels/single_launch/step_launcher.h"  // StepBatch
 #include "memory_strategies/epoch_data.h"
 
@@ -37,12 +39,14 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
       batch_(cfg.batch),
       batches_(batch_count(data.n_train(), cfg.batch)),
       n_train_(data.n_train()),
-      graphs_(cfg.graphs == Graphs::On) {
+      graphs_(cfg.graphs == Graphs::On),
+      trains_(cfg.trains()),
+      features_(data.features()) {
   // The form first: a form asked for that cannot run is refused before anything is allocated.
   EpochFormInputs in;
   in.strategy = std::string(strategy_.name());
   in.own = {strategy_.acquire_ahead(), strategy_.launch_group(), strategy_.epoch_capturable()};
-  in.multi_step = mlp_.multi_step();
+  in.multi_step = trains_ && mlp_.multi_step();  // no step to run many of in one launch
   in.step_kind = mlp_.step_kind();
   in.batches = batches_;
   if (cfg.launch_form != LaunchForm::Auto) {  // auto reads only the three answers above
@@ -69,7 +73,28 @@ Trainer::Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data,
     mlp_.reserve_steps(batches_);  // one table row per batch: each launch has its own rows
     views_.reserve(static_cast<std::size_t>(group_));
   }
-  test_.emplace(mlp_, data, cfg.batch, compute_);
+  if (trains_)
+    test_.emplace(mlp_, data, cfg.batch, compute_);
+  else {
+    touched_ = DeviceBuffer<double>(1);
+    CUDA_CHECK(cudaMemsetAsync(touched_.data(), 0, touched_.bytes(), compute_));
+  }
+}
+
+EvalResult Trainer::evaluate() {
+  if (trains_) return test_->evaluate();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return EvalResult{nan, nan};
+}
+
+void Trainer::consume(int b, const BatchView& v) {
+  if (!trains_) {
+    kernels::touch_batch(v.x_u8, v.x_f32, v.y, v.rows, features_, touched_.data(), compute_);
+  } else if (form_ == EpochForm::Graph) {  // being captured: the step goes into the epoch graph
+    mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
+  } else {
+    step(b, v);
+  }
 }
 
 void Trainer::step(int b, const BatchView& v) {
@@ -105,10 +130,7 @@ void Trainer::enqueue_batches() {
     record(ready_[b]);
     const BatchView v = strategy_.acquire(b);
     record(data_[b]);
-    if (form_ == EpochForm::Graph)  // being captured: the step goes into the epoch graph as is
-      mlp_.train_step(v, sample_loss_.data(), sample_correct_.data());
-    else
-      step(b, v);
+    consume(b, v);
     record(done_[b]);
     strategy_.release(b);
   }
@@ -190,6 +212,10 @@ EpochResult Trainer::run_epoch(int epoch) {
     }
   }
   r.strategy = strategy_.stats();
+  if (!trains_) {  // nothing trained: no loss, no accuracy (null in the record)
+    r.train_loss = r.train_acc = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
   CUDA_CHECK(cudaMemcpyAsync(host_loss_pinned_.data(), sample_loss_.data(), sample_loss_.bytes(),
                              cudaMemcpyDeviceToHost, compute_));
   CUDA_CHECK(cudaMemcpyAsync(host_correct_pinned_.data(), sample_correct_.data(),

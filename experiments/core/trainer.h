@@ -52,7 +52,8 @@ class Trainer final : public EpochLoop {
   /// multi_step()) before the graph form (the strategy's epoch_capturable());
   /// epoch_launch_off_reason() says why neither otherwise; a form by name: that form where the
   /// strategy's launch_forms() and the step allow it, else throws std::invalid_argument) and,
-  /// for kernel-per-chunk asked of a strategy without groups of its own, cfg.copy_chunk_mib.
+  /// for kernel-per-chunk asked of a strategy without groups of its own, cfg.copy_chunk_mib;
+  /// cfg.consumer none: no kernel form, and touch_batch instead of each step.
   Trainer(Mlp& mlp, MemoryStrategy& strategy, const HostDataset& data, const RunConfig& cfg,
           cudaStream_t compute);
   EpochForm epoch_form() const override { return form_; }
@@ -61,7 +62,9 @@ class Trainer final : public EpochLoop {
   int epoch_graph_captures() const { return epoch_graph_captures_; }
 
   EpochResult run_epoch(int epoch) override;
-  EvalResult evaluate() override { return test_->evaluate(); }
+  /// With --consumer none nothing trained: a loss and an accuracy that are not numbers (null in
+  /// the record).
+  EvalResult evaluate() override;
   const std::vector<float>& last_sample_losses() const override { return host_loss_; }
   int batches() const override { return batches_; }
   std::int64_t batch_begin(int b) const override { return static_cast<std::int64_t>(b) * batch_; }
@@ -71,6 +74,7 @@ class Trainer final : public EpochLoop {
 
  private:
   void step(int b, const BatchView& v);
+  void consume(int b, const BatchView& v);  // the step, or with --consumer none touch_batch
   void record(cudaEvent_t e);   // on the compute stream; an external node in the epoch graph
   void enqueue_batches();       // one step per batch (per-batch form, or captured: graph form)
   void enqueue_epoch_launch();  // one launch per group_ batches (kernel, kernel-per-chunk forms)
@@ -88,6 +92,9 @@ class Trainer final : public EpochLoop {
   int batches_;
   std::int64_t n_train_;
   bool graphs_;
+  bool trains_;      // --consumer train
+  int features_;
+  DeviceBuffer<double> touched_;  // --consumer none: touch_batch's counter
   std::vector<Event> ready_, data_, done_;
   DeviceBuffer<float> sample_loss_;
   DeviceBuffer<std::int32_t> sample_correct_;

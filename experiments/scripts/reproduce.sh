@@ -37,7 +37,8 @@
 #               timeline figure of 3 batches of its steady epoch, plots/timeline_<strategy>.*
 #               (analysis/timeline.py; docs/profiling.md shows them)
 #   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
-#               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py); needs
+#               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py), end to
+#               end and as pipeline throughput (no step on either side); needs
 #               the pins of experiments/baselines/requirements.txt (torch), checked first:
 #               python3 -m pip install -r experiments/baselines/requirements.txt
 #   pipelines   memstrat's resident with GPU augmentation beside the strongest PyTorch pipelines
@@ -45,7 +46,7 @@
 #               with a CUDA-graphed or torch.compile'd step) and JAX (jit + lax.scan), light and
 #               heavy, batch 256, each measure (pipeline, step, epoch) apart, 10 processes each in
 #               one shuffled order (experiments/baselines/benchmark_pipelines.py; the JAX
-#               variant where jax imports): 260 processes, about 95 minutes estimated on an H100;
+#               variant where jax imports): 280 processes, about 95 minutes estimated on an H100;
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
@@ -207,8 +208,13 @@ stage_baselines() {
   $PY experiments/baselines/benchmark_vs_pytorch.py --memstrat "$MS" --reproduce \
       --out-jsonl "$WORK/vs_pytorch.jsonl" --out-md "$dest/vs_pytorch.md"
   cp "$WORK/vs_pytorch.jsonl" "$dest/records/vs_pytorch.jsonl"
-  $PY experiments/baselines/benchmark_stream.py --memstrat "$MS" --reproduce \
-      --out-jsonl "$WORK/vs_dataloader.jsonl" --out-md "$dest/vs_dataloader.md"
+  # end to end, then the pipelines alone (pipeline throughput: no step on either side), one file
+  for measure in epoch pipeline; do
+    $PY experiments/baselines/benchmark_stream.py --memstrat "$MS" --reproduce --measure "$measure" \
+        --out-jsonl "$WORK/vs_dataloader.jsonl" --out-md "$WORK/vs_dataloader_$measure.md"
+  done
+  $PY experiments/baselines/benchmark_stream.py --from-records "$WORK/vs_dataloader.jsonl" \
+      --out-md "$dest/vs_dataloader.md" >/dev/null
   cp "$WORK/vs_dataloader.jsonl" "$dest/records/vs_dataloader.jsonl"
 }
 

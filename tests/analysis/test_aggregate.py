@@ -255,3 +255,24 @@ def test_data_parallel_runs_are_other_experiments(fixtures_dir):
     emulated = next(g for g in groups if g.key.option("emulate_gpus") == 2)
     assert "(2 shards emulated on one GPU)" in emulated.key.variant_label
     assert len(slices(groups)) == 4
+
+
+def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):
+    """--consumer none (the input pipeline alone) makes another experiment, said in its label;
+    a record from before config.consumer existed, and one with train, is the training run."""
+    import copy
+    base = load_records(fixtures_dir / "repeats.jsonl")
+    assert all("consumer" not in r["config"] for r in base)
+
+    def consumed_by(consumer: str) -> list[dict]:
+        out = copy.deepcopy(base)
+        for r in out:
+            r["config"]["consumer"] = consumer
+        return out
+
+    groups = aggregate(base + consumed_by("train") + consumed_by("none"))
+    assert len(groups) == 2
+    trained = next(g for g in groups if g.key.option("consumer") is None)
+    assert trained.runs == 2 * len(base) and "consumer" not in trained.key.variant_label
+    piped = next(g for g in groups if g.key.option("consumer") == "none")
+    assert piped.key.variant_label.endswith("(no consumer: the pipeline alone)")

@@ -19,15 +19,15 @@ def test_dry_run_plans_every_configuration_ten_times(data, no_processes, capsys,
     out = capsys.readouterr().out
     assert "plan: estimated" in out and "batch 256" in out
     tags = [ln.split(". ", 1)[1] for ln in out.splitlines() if ". pipelines-" in ln]
-    # 5 variants x 3 measures, less the DataLoader's step and memstrat's pipeline, x light, heavy
-    assert len(tags) == 13 * 2 * 10 and len(set(tags)) == len(tags)
+    # 5 variants x 3 measures, less the DataLoader's step, x light, heavy
+    assert len(tags) == 14 * 2 * 10 and len(set(tags)) == len(tags)
     configs = {t.rsplit("-r", 1)[0] for t in tags}
     assert "pipelines-gpu-resident-compile-heavy-step" in configs
     assert "pipelines-memstrat-resident-heavy-epoch" in configs
     assert "pipelines-dataloader-prefetch-graph-light-step" not in configs
-    assert "pipelines-memstrat-resident-light-pipeline" not in configs
-    assert tags[:13 * 2] != sorted(tags[:13 * 2])   # shuffled, first processes first
-    assert all(t.endswith("-r0") for t in tags[:26])
+    assert "pipelines-memstrat-resident-light-pipeline" in configs
+    assert tags[:14 * 2] != sorted(tags[:14 * 2])   # shuffled, first processes first
+    assert all(t.endswith("-r0") for t in tags[:28])
 
 
 def test_memstrat_runs_resident_with_gpu_augmentation_and_its_step_batch_by_batch():
@@ -37,16 +37,19 @@ def test_memstrat_runs_resident_with_gpu_augmentation_and_its_step_batch_by_batc
     assert epoch[epoch.index("--augment") + 1] == "heavy"
     assert epoch[epoch.index("--augment-device") + 1] == "gpu"
     assert epoch[epoch.index("--batch") + 1] == "128" and "u8" in epoch
+    assert "--consumer" not in epoch
     step = bp.memstrat_args(a, "heavy", "step")
     assert step[step.index("--scenario") + 1] == "static"
     assert step[step.index("--launch-form") + 1] == "per-batch"
+    pipeline = bp.memstrat_args(a, "heavy", "pipeline")
+    assert pipeline == epoch + ["--consumer", "none"]
 
 
 def test_records_are_keyed_by_their_run_tag():
     rec = {"config": {"run_tag": "pipelines-jax-gpu-resident-heavy-epoch-r7"}}
     assert bp.key_of(rec) == ("jax-gpu-resident", "heavy", "epoch")
     for tag in ("pipelines-eager-light-epoch-r0", "stream-pinned-light-epoch-r0",
-                "pipelines-memstrat-resident-light-pipeline-r0", None):
+                "pipelines-dataloader-prefetch-graph-light-step-r0", None):
         assert bp.key_of({"config": {"run_tag": tag}}) is None
 
 
@@ -73,7 +76,7 @@ def test_resume_runs_only_what_has_no_ok_record(data, no_processes, capsys, tmp_
 
 def test_option_errors_exit_2(data, no_processes, capsys, tmp_path):
     for bad in (["--variants", "eager"], ["--measures", "all"], ["--repeats", "0"],
-                ["--variants", "memstrat-resident", "--measures", "pipeline"]):
+                ["--variants", "dataloader-prefetch-graph", "--measures", "step"]):
         assert no_processes(bp.main, ["--dry-run", "--data", str(data),
                                       "--out-dir", str(tmp_path), *bad]) == 2
     assert no_processes(bp.main, ["--data", str(data), "--epochs", "1"]) == 2

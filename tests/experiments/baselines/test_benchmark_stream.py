@@ -204,3 +204,49 @@ def test_whole_run_and_from_records_round_trip(tmp_path, data):
     assert bs.main(["--from-records", str(out / "records.jsonl"), "--out-md", str(rebuilt)]) \
         == bs.EXIT_OK
     assert rebuilt.read_text() == md
+
+
+def test_the_pipeline_measure_runs_no_step_on_either_side_and_is_tabled_apart(records, data,
+                                                                               no_processes,
+                                                                               capsys):
+    # the plan: -pipeline tags, so both measures can share a records file
+    assert no_processes(bs.main, ["--dry-run", "--quick", "--measure", "pipeline",
+                                  "--data", str(data)]) == 0
+    tags = [ln.split(". ", 1)[1] for ln in capsys.readouterr().out.splitlines()
+            if ". vs-dataloader-" in ln]
+    assert tags and all(t.rsplit("-r", 1)[0].endswith("-pipeline") for t in tags)
+
+    class Runner:  # what run_spec asks for, run nothing
+        def memstrat(self, tag, label, args):
+            return ("memstrat", args)
+
+        def script(self, script, tag, label, args):
+            return (Path(script).name, args)
+
+    plan = bs.Plan(["pinned"], [2], ["light"], ["on"], ["batch"], 256, 3, measure="pipeline")
+    specs = plan.specs(1)
+    got = {s.side: bs.run_spec(Runner(), plan, s) for s in specs}
+    assert got["memstrat"][1][-2:] == ["--consumer", "none"]
+    assert got["dataloader"][0] == "pytorch_prefetch_graph.py"
+    assert got["dataloader"][1][-2:] == ["--measure", "pipeline"]
+    epoch_plan = bs.Plan(["pinned"], [2], ["light"], ["on"], ["batch"], 256, 3)
+    got = {s.side: bs.run_spec(Runner(), epoch_plan, s) for s in epoch_plan.specs(1)}
+    assert "--consumer" not in got["memstrat"][1]
+    assert got["dataloader"][0] == "pytorch_dataloader.py"
+
+    # the table: a memstrat run without a consumer and a prefetch-graph DataLoader run with the
+    # pipeline measure are a table of their own, beside the end-to-end one
+    piped = []
+    for r in rec("pinned", "light", 1, six(13.58, 0.01)):
+        r["config"] = dict(r["config"], consumer="none")
+        piped.append(r)
+    for r in dl("light", 1, six(246.81, 0.01)):
+        r["config"] = dict(r["config"], strategy=bs.PREFETCH_NAME, measure="pipeline")
+        piped.append(r)
+    md = bs.report(records + piped)
+    assert "### pipeline throughput, --augment light, batch 256" in md
+    part = md.split("### pipeline throughput, --augment light")[1].split("###")[0]
+    rows = [ln for ln in part.splitlines() if ln.startswith("| 1 |")]
+    assert len(rows) == 1 and "13.58" in rows[0] and "246.81" in rows[0]
+    end_to_end = md.split("### --augment light")[1].split("###")[0]
+    assert "13.58" not in end_to_end and "246.81" not in end_to_end

@@ -65,6 +65,35 @@ def test_a_static_export_is_refused(tmp_path, data, capsys):
         assert "stream/refresh scenario only" in capsys.readouterr().err
 
 
+def test_the_compiled_step_is_momentum_sgd_within_rounding():
+    """CompiledStep writes torch.optim.SGD's momentum update out inside one compiled graph (on
+    the CPU: the same graph, no CUDA graphs): the same losses and weights as eager PyTorch with
+    SGD, to rounding; an optimizer it cannot write out is refused."""
+    torch = pytest.importorskip("torch")
+    import copy
+    import torch_step as ts
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    ref = copy.deepcopy(model)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+    scale = torch.tensor(255.0)
+    step = ts.CompiledStep(torch, model, ts.make_sgd(torch, model, 0.05, 0.9), scale, 5, True)
+    xs = torch.randint(0, 256, (5, 16, 784), dtype=torch.uint8)
+    ys = torch.randint(0, 10, (5, 16))
+    for b in range(5):
+        step.run(b, xs[b], ys[b])
+        loss = torch.nn.functional.cross_entropy(ref(xs[b].float().div(scale)), ys[b])
+        loss.backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+        assert float(step.out.losses[b]) == pytest.approx(float(loss), rel=1e-5, abs=1e-6)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-6)
+    nesterov = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    with pytest.raises(ValueError, match="plain momentum SGD"):
+        ts.CompiledStep(torch, model, nesterov, scale, 5, False)
+
+
 # ---------------------------------------------------------------------------------------------
 # on a CUDA GPU
 
