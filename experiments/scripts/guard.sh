@@ -56,7 +56,9 @@ if [ -n "$BASE_MS" ]; then
   keys="$(python3 experiments/matrix/run_matrix.py "$MATRIX" --out "$OUT/new" --memstrat "$MS" \
     --dry-run | sed -n 's/^\[ *[0-9]*\/[0-9]*\] *[a-z]* *\([^ ]*\)$/\1/p')"
   n="$(echo "$keys" | grep -c .)"
-  first="$(echo "$keys" | head -n $(( n / 2 )) | sed 's/^/--only=/' | tr '\n' ' ')"
+  # awk reads all of its input: head would close the pipe early and, under pipefail, a SIGPIPE
+  # of the writer would end the script.
+  first="$(echo "$keys" | awk -v n=$(( n / 2 )) 'NR <= n { printf "--only=%s ", $0 }')"
   for half in first rest; do
     for side in base new; do
       bin="$MS"; [ "$side" = base ] && bin="$BASE_MS"
