@@ -9,7 +9,7 @@ import numpy as np
 
 from memstrat_inputs import UsageError
 
-COPIES = ("h2d-alone", "h2d-all", "d2d-ce")
+COPIES = ("h2d-alone", "h2d-all", "d2d-ce", "d2d-ce-both")
 COLLECTIVES = ("nccl-all-reduce", "nccl-all-gather", "nccl-broadcast")
 PATTERNS = COPIES + COLLECTIVES
 MIN_BYTES = 16  # memstrat's smallest transfer (its SM copy kernel moves 16-byte vectors)

@@ -11,8 +11,9 @@ Patterns (--patterns, default all), at every power of two from --min-size to --m
   h2d-all    every GPU from its own pinned host tensor at once (enqueued on each GPU's stream,
              then all synchronised): each GPU's rate and the aggregate
   d2d-ce     dst.copy_(src) from cuda:s to cuda:d (cudaMemcpyAsync: the copy engines, peer to
-             peer): one way per ordered pair, and both ways at once per unordered pair, each
-             direction on a stream of its source GPU
+             peer), one way, per ordered pair
+  d2d-ce-both  both ways at once per unordered pair, each direction on a stream of its source
+             GPU (memstrat primitives --gpus N names the patterns alike)
   nccl-all-reduce, nccl-all-gather, nccl-broadcast: torch.distributed over NCCL, one process per
              GPU (torch.multiprocessing.spawn), float32; all_reduce and broadcast are in place in
              torch, all_gather_into_tensor out of place; for all-gather the size is the gathered
@@ -237,7 +238,8 @@ def copy_jobs(n: int, patterns: list[str]):
     if "d2d-ce" in patterns:
         yield from (("d2d-ce", s, d, False, [(s, d, s, d)], 1, False)
                     for s in range(n) for d in range(n) if s != d)
-        yield from (("d2d-ce", s, d, True, [(s, d, s, d), (d, s, d, s)], 2, True)
+    if "d2d-ce-both" in patterns:
+        yield from (("d2d-ce-both", s, d, True, [(s, d, s, d), (d, s, d, s)], 2, True)
                     for s in range(n) for d in range(s + 1, n))
 
 

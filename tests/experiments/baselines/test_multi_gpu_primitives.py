@@ -153,7 +153,7 @@ def options(**kw):
     ("h2d-alone", None, 2, False, "cuda-events", False),
     ("h2d-all", None, None, False, "steady-clock", False),
     ("d2d-ce", 0, 3, False, "cuda-events", False),
-    ("d2d-ce", 0, 3, True, "steady-clock", False),
+    ("d2d-ce-both", 0, 3, True, "steady-clock", False),
     ("nccl-all-reduce", None, None, False, "steady-clock", True),
     ("nccl-all-gather", None, None, False, "steady-clock", False),
     ("nccl-broadcast", 0, None, False, "steady-clock", True)])
@@ -228,7 +228,7 @@ def test_copy_jobs_cover_every_gpu_and_pair():
     assert h2d_all[4] == [(g, g, None, None) for g in range(3)] and h2d_all[5:] == (3, True)
     one_way = [(j[1], j[2]) for j in jobs if j[0] == "d2d-ce" and not j[3]]
     assert one_way == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
-    both = [j for j in jobs if j[0] == "d2d-ce" and j[3]]
+    both = [j for j in jobs if j[0] == "d2d-ce-both" and j[3]]
     assert [(j[1], j[2]) for j in both] == [(0, 1), (0, 2), (1, 2)]
     assert both[0][4] == [(0, 1, 0, 1), (1, 0, 1, 0)] and both[0][5:] == (2, True)
     assert list(mp.copy_jobs(3, ["nccl-broadcast"])) == []
@@ -350,7 +350,7 @@ def test_every_pattern_on_two_gpus(tmp_path):
               x["config"]["both_ways"]) for x in recs]
     assert kinds == [("h2d-alone", None, 0, False), ("h2d-alone", None, 1, False),
                      ("h2d-all", None, None, False), ("d2d-ce", 0, 1, False),
-                     ("d2d-ce", 1, 0, False), ("d2d-ce", 0, 1, True),
+                     ("d2d-ce", 1, 0, False), ("d2d-ce-both", 0, 1, True),
                      ("nccl-all-reduce", None, None, False), ("nccl-all-gather", None, None, False),
                      ("nccl-broadcast", 0, None, False)]
     assert len({x["run_id"] for x in recs}) == 1
