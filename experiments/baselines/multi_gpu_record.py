@@ -4,10 +4,14 @@ primitives --gpus N`): transfer sizes, nccl-tests' bandwidths, the spread of the
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from memstrat_inputs import UsageError
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: analysis/
+from analysis.collective_bandwidth import bus_factor  # noqa: E402
+from memstrat_inputs import UsageError  # noqa: E402
 
 COPIES = ("h2d-alone", "h2d-all", "d2d-ce", "d2d-ce-both")
 COLLECTIVES = ("nccl-all-reduce", "nccl-all-gather", "nccl-broadcast")
@@ -48,10 +52,16 @@ def size_sweep(lo: int, hi: int) -> list[int]:
     return [lo << i for i in range((hi // lo).bit_length())]
 
 
+#: The nccl-tests name (analysis/collective_bandwidth.py) of each collective pattern.
+NCCL_TESTS_NAME = {"nccl-all-reduce": "allreduce", "nccl-all-gather": "allgather",
+                   "nccl-broadcast": "broadcast"}
+
+
 def busbw_factor(pattern: str, n: int) -> float | None:
-    """nccl-tests' bus bandwidth factor for N ranks; None for the copies (no busbw)."""
-    return {"nccl-all-reduce": 2 * (n - 1) / n, "nccl-all-gather": (n - 1) / n,
-            "nccl-broadcast": 1.0}.get(pattern)
+    """nccl-tests' bus bandwidth factor for N ranks (analysis/collective_bandwidth.py); None for
+    the copies (no busbw)."""
+    name = NCCL_TESTS_NAME.get(pattern)
+    return None if name is None else float(bus_factor(name, n))
 
 
 def collective_count(pattern: str, size: int, n: int) -> tuple[int, int]:
