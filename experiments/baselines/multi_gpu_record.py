@@ -7,10 +7,9 @@ import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: analysis/
 from analysis.collective_bandwidth import bus_factor  # noqa: E402
+from baseline_record import spread  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
 
 COPIES = ("h2d-alone", "h2d-all", "d2d-ce", "d2d-ce-both")
@@ -79,10 +78,9 @@ def algbw_gbps(nbytes: float, us: float) -> float:
 
 def spread_us(samples: list[float]) -> dict[str, float]:
     """median, p25, p75 (linear interpolation, as memstrat's spread_of), min and max."""
-    v = np.asarray(samples, dtype=np.float64)
-    p25, med, p75 = (float(x) for x in np.percentile(v, [25, 50, 75]))
-    return {"median_us": med, "p25_us": p25, "p75_us": p75, "min_us": float(v.min()),
-            "max_us": float(v.max())}
+    s = spread(samples)
+    return {"median_us": s["median"], "p25_us": s["p25"], "p75_us": s["p75"],
+            "min_us": s["min"], "max_us": s["max"]}
 
 
 def result_entry(nbytes: int, samples_us: list[float], moved: int | None = None,
@@ -91,7 +89,7 @@ def result_entry(nbytes: int, samples_us: list[float], moved: int | None = None,
     algbw x factor (None: none), per_gpu_gbps = nbytes / the median of each stream's own times."""
     s = spread_us(samples_us)
     alg = algbw_gbps(nbytes if moved is None else moved, s["median_us"])
-    per = None if per_gpu_us is None else [algbw_gbps(nbytes, float(np.median(t)))
+    per = None if per_gpu_us is None else [algbw_gbps(nbytes, spread(t)["median"])
                                            for t in per_gpu_us]
     return {"bytes": nbytes, **s, "samples_us": [float(x) for x in samples_us],
             "algbw_gbps": alg, "busbw_gbps": None if factor is None else alg * factor,

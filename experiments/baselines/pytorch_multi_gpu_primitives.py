@@ -43,11 +43,10 @@ import socket
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baseline_record import append_jsonl, iso_utc_now  # noqa: E402
+from baseline_record import append_jsonl, git_revision, iso_utc_now, make_run_id  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
 from multi_gpu_record import (COLLECTIVES, COPIES, PATTERNS, build_record,  # noqa: E402
                               busbw_factor, collective_count, format_nccl_version, format_size,
@@ -331,6 +330,7 @@ def run_collectives(torch, a: argparse.Namespace, patterns: list[str]) -> dict:
 
 
 def environment(torch, n: int) -> dict:
+    sha, dirty = git_revision()
     try:
         import torch.cuda.nccl  # noqa: PLC0415
         nccl = format_nccl_version(torch.cuda.nccl.version())
@@ -339,7 +339,7 @@ def environment(torch, n: int) -> dict:
     return {"gpu_names": [torch.cuda.get_device_name(g) for g in range(n)],
             "torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl,
             "nccl_settings": nccl_settings(os.environ),
-            "git_sha": os.environ.get("MEMSTRAT_GIT_SHA")}
+            "git_sha": sha, "git_dirty": dirty}
 
 
 def size_line(label: str, r: dict) -> str:
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE if isinstance(e, UsageError) else EXIT_NO_DEVICE
     n, status = a.gpus, EXIT_OK
-    run = {"run_id": uuid.uuid4().hex, "started_at": iso_utc_now(),
+    run = {"run_id": make_run_id(), "started_at": iso_utc_now(),
            "argv": [f"experiments/baselines/{PROG}", *argv], "env": environment(torch, n)}
 
     def emit(config: dict, results: list[dict], errors: list[str], label: str) -> None:
