@@ -31,8 +31,10 @@ SGD with momentum, zero_grad(set_to_none=False) (the bucket views stay).
 --step graph (default): the whole DDP step (forward, backward with DDP's all-reduces, the
 optimizer) as one torch.cuda.graph, as PyTorch's CUDA-graphs notes require for DDP: NCCL >=
 2.9.6, TORCH_NCCL_ASYNC_ERROR_HANDLING=0 before init_process_group, DDP constructed on a side
-stream, 11 eager DDP steps (on a side stream, of the first global batch) before the capture; the
-parameters are restored and the momentum zeroed after them. The graph advances its own batch
+stream, 11 eager DDP steps (of the first global batch) before the capture; the parameters are
+restored and the momentum zeroed after them. One side stream carries all of a rank's work (DDP's
+construction, the warm-up, the capture, the replays and any eager step), so the AccumulateGrad
+nodes DDP keeps belong to the stream that captures and replays. The graph advances its own batch
 index. A partial last global batch runs eagerly, once per epoch. --step eager: every step eager.
 
 Timing (rank 0 reports): per epoch, after a barrier, the host clock and CUDA events around the
@@ -185,18 +187,17 @@ class DdpStep:
         self.idx.add_(1)
 
     def capture(self, inputs) -> None:
+        """Warm-up and capture on the current stream: the side stream DDP was built on, so
+        that the AccumulateGrad nodes DDP keeps belong to the capturing stream."""
         torch, params = self.torch, list(self.ddp.module.parameters())
         start = [p.detach().clone() for p in params]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(DDP_WARMUP_STEPS):
-                self.idx.zero_()
-                self.body(*inputs())
-        torch.cuda.current_stream().wait_stream(side)
+        for _ in range(DDP_WARMUP_STEPS):
+            self.idx.zero_()
+            self.body(*inputs())
         self.idx.zero_()
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        with torch.cuda.graph(g, stream=torch.cuda.current_stream(),
+                              capture_error_mode="thread_local"):
             self.body(*inputs())
         with torch.no_grad():  # the first replay starts from the initial state
             for p, p0 in zip(params, start):
@@ -247,12 +248,8 @@ def train(torch, s: Settings, rank: int, local: int, argv: list[str]) -> int:
         labels = torch.from_numpy(d.train_y).to(dev)
         order = torch.from_numpy(s.order.astype(np.int64)).to(dev)
         model = pr.build_model(torch, s.layers, s.init, s.seed, dev)
-        side = torch.cuda.Stream()  # DDP built on a side stream (the graph notes' step 2)
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            ddp = DDP(model, device_ids=[local], gradient_as_bucket_view=True, static_graph=True,
-                      bucket_cap_mb=DDP_BUCKET_CAP_MB)
-        torch.cuda.current_stream().wait_stream(side)
+        ddp = DDP(model, device_ids=[local], gradient_as_bucket_view=True, static_graph=True,
+                  bucket_cap_mb=DDP_BUCKET_CAP_MB)
         step = DdpStep(torch, ddp, make_sgd(torch, model, s.lr, s.momentum), scale, G)
         mine = order[:full * N * B].view(full, N, B)[:, rank]  # this rank's rows per batch
 
@@ -307,10 +304,15 @@ def train(torch, s: Settings, rank: int, local: int, argv: list[str]) -> int:
                               model, test_x, test_y)
         return model, test_x, test_y
 
+    def on_side_stream():
+        # Everything on one side stream: DDP built there (the graph notes' step 2), the warm-up,
+        # the capture, the replays and the eager steps, so no step crosses streams.
+        with torch.cuda.stream(torch.cuda.Stream(dev)):
+            return body()
     if log is None:
-        body()
+        on_side_stream()
         return EXIT_OK
-    return log.execute(body)[0]
+    return log.execute(on_side_stream)[0]
 
 
 def worker(local: int, rank: int, world: int, argv: list[str], exit_path: str | None,
