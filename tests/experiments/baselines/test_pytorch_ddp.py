@@ -219,6 +219,34 @@ def test_a_stream_export_is_refused(tmp_path, data):
     assert r.returncode == 2 and "static scenario only" in r.stderr
 
 
+# a torch that answers only what the checks before any device work ask
+FAKE_TORCH = ("import runpy, sys, types; t = types.ModuleType('torch'); "
+              "d = types.ModuleType('torch.distributed'); d.is_available = lambda: True; "
+              "d.is_nccl_available = lambda: {nccl}; t.distributed = d; "
+              "t.cuda = types.SimpleNamespace(is_available=lambda: {cuda}, "
+              "device_count=lambda: {count}); "
+              "sys.modules.update({{'torch': t, 'torch.distributed': d}}); "
+              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+@pytest.mark.parametrize("cuda, count, nccl, args, code, message", [
+    (False, 0, True, [], 3, "torch.cuda.is_available() is False"),
+    (True, 1, True, [], 3, "1 GPU visible; this needs at least 2"),
+    (True, 2, False, [], 3, "this PyTorch has no NCCL"),
+    (True, 2, True, ["--gpus", "3"], 2, "--gpus 3, but only 2 GPUs are visible"),
+    (True, 2, True, [], 3, "needs NCCL >= 2.9.6"),   # the stand-in has no torch.cuda.nccl
+])
+def test_device_checks_before_any_device_work(data, cuda, count, nccl, args, code, message):
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env["NCCL_NVLS_ENABLE"] = "0"
+    fake = FAKE_TORCH.format(cuda=cuda, count=count, nccl=nccl)
+    r = subprocess.run([sys.executable, "-c", fake, str(SCRIPT), "--data", str(data), "--batch",
+                        "16", *args], capture_output=True, text=True, env=env, timeout=60,
+                       check=False)
+    assert r.returncode == code, r.stderr
+    assert message in r.stderr
+
+
 def test_good_options_without_torch_exit_3(data):
     r = cli("--data", str(data), "--gpus", "2", "--batch", "16", "--hidden", "12")
     assert r.returncode == 3 and "PyTorch is not installed" in r.stderr
