@@ -2,15 +2,14 @@
 `memstrat train --gpus N --strategy resident --scenario static`): memstrat's cut of an epoch into
 global batches and shards (experiments/core/shard_plan.h), the factor each rank's loss carries so
 that DDP's average of the ranks' gradients is the gradient of the global batch's mean loss, the
-NVLink-multicast refusal and the NCCL settings a record keeps.
-
-nvls_refusal, nccl_settings and format_nccl_version say what multi_gpu_record.py (the torch-free
-part of pytorch_multi_gpu_primitives.py) says; once both are on one branch they belong in one
-module.
+NVLink-multicast refusal and the NCCL settings a record keeps (nccl_env.py, shared with the
+multi-GPU primitives' anchor).
 """
 from __future__ import annotations
 
 from typing import Mapping, NamedTuple
+
+from nccl_env import format_nccl_version, nccl_at_least, nccl_settings, nvls_refusal  # noqa: F401
 
 
 class Shard(NamedTuple):
@@ -59,43 +58,6 @@ def loss_weight(samples: int, batch: int, shards: int, g: int) -> float | None:
     of its rows' losses ((1/N) sum_r (N/R) sum_i = (1/R) sum_i; an empty shard adds 0)."""
     R = global_rows(samples, batch, shards, g)
     return None if R == shards * batch else shards / R
-
-
-def nvls_refusal(environ: Mapping[str, str]) -> str | None:
-    """None when NCCL_NVLS_ENABLE is "0"; else why a run on several GPUs will not start."""
-    v = environ.get("NCCL_NVLS_ENABLE")
-    if v == "0":
-        return None
-    return ("several GPUs need NVLink multicast (NVLink SHARP) off: export NCCL_NVLS_ENABLE=0 ("
-            + ("it is not set" if v is None else f"it is set to '{v}'")
-            + "); reductions in the NVSwitch may differ from call to call")
-
-
-def nccl_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """Every NCCL_* variable (env.nccl.settings)."""
-    return {k: v for k, v in sorted(environ.items()) if k.startswith("NCCL_")}
-
-
-def format_nccl_version(v) -> str | None:
-    """torch.cuda.nccl.version(): a tuple (2, 27, 3), or in older torch the version code
-    (X*10000 + Y*100 + Z since NCCL 2.9, X*1000 + Y*100 + Z before)."""
-    if isinstance(v, (tuple, list)):
-        return ".".join(str(x) for x in v[:3])
-    if isinstance(v, int):
-        return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else \
-            f"{v // 1000}.{v // 100 % 10}.{v % 100}"
-    return None
-
-
-def nccl_at_least(version: str | None, least: tuple[int, ...] = (2, 9, 6)) -> bool:
-    """NCCL >= 2.9.6 lets collectives into a CUDA graph (PyTorch's notes on CUDA graphs with
-    DistributedDataParallel)."""
-    if not version:
-        return False
-    try:
-        return tuple(int(x) for x in version.split(".")[:3]) >= least
-    except ValueError:
-        return False
 
 
 def launcher_env(environ: Mapping[str, str]) -> tuple[int, int, int] | None:

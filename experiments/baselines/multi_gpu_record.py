@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 from analysis.collective_bandwidth import bus_factor  # noqa: E402
 from baseline_record import spread  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
+from nccl_env import format_nccl_version, nccl_settings, nvls_refusal  # noqa: E402,F401
 
 COPIES = ("h2d-alone", "h2d-all", "d2d-ce", "d2d-ce-both")
 COLLECTIVES = ("nccl-all-reduce", "nccl-all-gather", "nccl-broadcast")
@@ -124,27 +125,3 @@ def build_record(run: dict, config: dict, results: list[dict], errors: list[str]
             "status": "failed" if errors else "ok", "error": "; ".join(errors) or None,
             "argv": run["argv"], "env": run["env"], "config": config, "results": results,
             "summary": summarize(results)}
-
-
-def nccl_settings(environ) -> dict[str, str]:
-    return {k: v for k, v in sorted(environ.items()) if k.startswith("NCCL_")}
-
-
-def nvls_refusal(environ) -> str | None:
-    v = environ.get("NCCL_NVLS_ENABLE")
-    if v == "0":
-        return None
-    return ("several GPUs need NVLink multicast (NVLink SHARP) off: export NCCL_NVLS_ENABLE=0 ("
-            + ("it is not set" if v is None else f"it is set to '{v}'")
-            + "); reductions in the NVSwitch may differ from call to call")
-
-
-def format_nccl_version(v) -> str | None:
-    """torch.cuda.nccl.version(): a tuple (2, 27, 3), or in older torch the version code
-    (X*10000 + Y*100 + Z since NCCL 2.9, X*1000 + Y*100 + Z before)."""
-    if isinstance(v, (tuple, list)):
-        return ".".join(str(x) for x in v[:3])
-    if isinstance(v, int):
-        return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else \
-            f"{v // 1000}.{v // 100 % 10}.{v % 100}"
-    return None
