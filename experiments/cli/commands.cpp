@@ -270,13 +270,21 @@ int run_train(const CliRequest& req, std::ostream& out, std::ostream& err) {
 int run_primitives_command(const CliRequest& req, std::ostream& out, std::ostream& err) {
   const PrimitivesArgs& a = req.primitives;
   if (a.list) {
-    print_primitive_list(out);
+    print_primitive_list(out, a.gpus);
     return kExitOk;
   }
   try {
     if (!a.json.empty()) check_output_file(a.json, "--json");
     require_device(a.device,
                    "`primitives` needs an NVIDIA GPU (`memstrat primitives --list` works without one).");
+    if (a.gpus > 1) {
+      int count = 0;
+      CUDA_CHECK(cudaGetDeviceCount(&count));
+      if (a.gpus > count)
+        throw std::invalid_argument("--gpus " + std::to_string(a.gpus) + ": this machine shows " +
+                                    std::to_string(count) +
+                                    " CUDA device(s) (CUDA_VISIBLE_DEVICES)");
+    }
   } catch (const DeviceUnavailable& e) {
     err << "memstrat: " << e.what() << "\n";
     return kExitNoDevice;

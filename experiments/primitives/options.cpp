@@ -7,6 +7,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "common/nccl_settings.h"
 #include "experiments/primitives/sizes.h"
 
 namespace memstrat {
@@ -36,11 +37,45 @@ void add_primitives_options(CLI::App& sub, PrimitivesArgs& a) {
   sub.add_flag("--list", a.list,
                "List the primitives with what each times, then exit (no GPU needed)");
   sub.add_option("--device", a.device, "CUDA device index")->capture_default_str();
+  sub.add_option("--gpus", a.gpus,
+                 "Measure the patterns of several GPUs on GPUs 0..N-1 (N >= 2; pick them with "
+                 "CUDA_VISIBLE_DEVICES) instead of one GPU's primitives: host->device alone and "
+                 "all at once, device->device by copy engine and SM one way and both ways, "
+                 "one-to-all, all-to-one, NCCL all-reduce/all-gather/broadcast (-p names "
+                 "patterns then; --gpus N --list lists them). The collectives need "
+                 "NCCL_NVLS_ENABLE=0")
+      ->capture_default_str();
 }
 
 PrimitivesConfig make_primitives_config(const PrimitivesArgs& a) {
   PrimitivesConfig c;
-  for (const std::string& name : a.primitives) {
+  if (a.gpus < 1 || a.gpus > kMaxPrimitiveGpus)
+    throw std::invalid_argument("--gpus " + std::to_string(a.gpus) + " is out of range; use 1 to " +
+                                std::to_string(kMaxPrimitiveGpus));
+  if (a.gpus > 1 && a.device != 0)
+    throw std::invalid_argument("--device " + std::to_string(a.device) + " with --gpus " +
+                                std::to_string(a.gpus) +
+                                ": several GPUs are always 0..N-1; choose them with "
+                                "CUDA_VISIBLE_DEVICES and drop --device");
+  if (a.gpus > 1) {
+    for (const std::string& name : a.primitives)
+      if (!find_multi_gpu_pattern(name))
+        throw std::invalid_argument("unknown pattern '" + name + "' for --gpus " +
+                                    std::to_string(a.gpus) + "; choose from: " +
+                                    multi_gpu_pattern_names() + " (memstrat primitives --gpus " +
+                                    std::to_string(a.gpus) + " --list)");
+    for (const auto& e : multi_gpu_patterns())
+      if (a.primitives.empty() ||
+          std::find(a.primitives.begin(), a.primitives.end(), e.name) != a.primitives.end())
+        c.patterns.push_back(&e);
+    const bool collectives = std::any_of(c.patterns.begin(), c.patterns.end(),
+                                         [](const auto* e) { return is_collective(e->pattern); });
+    if (collectives && kHaveNccl && !a.list)  // listing starts no NCCL
+      if (const std::string why = nvls_refusal(nccl_settings()); !why.empty())
+        throw std::invalid_argument("--gpus " + std::to_string(a.gpus) + " with the NCCL " +
+                                    "collectives: " + why);
+  }
+  for (const std::string& name : a.gpus > 1 ? std::vector<std::string>{} : a.primitives) {
     const PrimitiveEntry* e = find_primitive(name);
     if (!e)
       throw std::invalid_argument("unknown primitive '" + name + "'; choose from: " +
@@ -48,7 +83,7 @@ PrimitivesConfig make_primitives_config(const PrimitivesArgs& a) {
     if (std::find(c.primitives.begin(), c.primitives.end(), e) == c.primitives.end())
       c.primitives.push_back(e);
   }
-  if (c.primitives.empty())
+  if (c.primitives.empty() && a.gpus == 1)
     for (const auto& e : primitive_registry()) c.primitives.push_back(&e);
   auto size_option = [](const std::string& text, const char* option) {
     try {
@@ -76,7 +111,12 @@ PrimitivesConfig make_primitives_config(const PrimitivesArgs& a) {
   return c;
 }
 
-void print_primitive_list(std::ostream& out) {
+void print_primitive_list(std::ostream& out, int gpus) {
+  if (gpus > 1) {
+    for (const auto& e : multi_gpu_patterns())
+      out << std::left << std::setw(22) << e.name << e.description << "\n";
+    return;
+  }
   for (const auto& e : primitive_registry())
     out << std::left << std::setw(22) << e.name << e.description << "\n";
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/primitives/multi_gpu_cases.h"
 #include "experiments/primitives/transfer_primitive.h"
 
 namespace CLI {
@@ -26,10 +27,12 @@ struct PrimitivesArgs {
   bool quiet = false;
   bool list = false;
   int device = 0;
+  int gpus = 1;  // > 1: the multi-GPU patterns on GPUs 0..gpus-1 (-p names patterns then)
 };
 
 struct PrimitivesConfig {
-  std::vector<const PrimitiveEntry*> primitives;  // in the order asked for, each once
+  std::vector<const PrimitiveEntry*> primitives;  // one GPU: in the order asked for, each once
+  std::vector<const MultiGpuPatternEntry*> patterns;  // --gpus N > 1: in registry order, each once
   std::size_t min_bytes = 0;
   std::size_t max_bytes = 0;
   int sizes_per_octave = 1;
@@ -40,6 +43,8 @@ struct PrimitivesConfig {
 
 inline constexpr int kMaxSamples = 10000;
 inline constexpr int kMaxWarmup = 1000;
+/// The most GPUs --gpus accepts (twice an 8-GPU HGX node).
+inline constexpr int kMaxPrimitiveGpus = 16;
 
 /// Declares the options of the `primitives` subcommand, bound to `a`.
 void add_primitives_options(CLI::App& sub, PrimitivesArgs& a);
@@ -47,7 +52,8 @@ void add_primitives_options(CLI::App& sub, PrimitivesArgs& a);
 /// Throws std::invalid_argument on a bad option.
 PrimitivesConfig make_primitives_config(const PrimitivesArgs& a);
 
-/// `memstrat primitives --list`: one line per primitive (name, what is timed).
-void print_primitive_list(std::ostream& out);
+/// `memstrat primitives --list`: one line per primitive (name, what is timed); with gpus > 1,
+/// one per multi-GPU pattern.
+void print_primitive_list(std::ostream& out, int gpus = 1);
 
 }  // namespace memstrat

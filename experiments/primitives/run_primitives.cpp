@@ -11,6 +11,7 @@
 #include "common/nvtx.h"
 #include "common/run_record.h"
 #include "experiments/primitives/record.h"
+#include "experiments/primitives/run_multi_gpu.h"
 #include "experiments/primitives/sizes.h"
 
 namespace memstrat {
@@ -135,6 +136,7 @@ int run_primitives(const PrimitivesArgs& a, const std::vector<std::string>& argv
                    std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
   const PrimitivesConfig c = make_primitives_config(a);
+  if (a.gpus > 1) return run_multi_gpu_primitives(a, c, argv, out, err);
   CUDA_CHECK(cudaSetDevice(a.device));
   const DeviceCaps caps = DeviceCaps::query(a.device);
   GpuMonitor monitor = GpuMonitor::for_device(a.device);  // NVML, read now and after each primitive

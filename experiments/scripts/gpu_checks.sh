@@ -33,8 +33,9 @@
 #   pygpu     the pytest files whose tests need a GPU (PyTorch/JAX baselines, guard, timeline),
 #             PyTorch's and JAX's in processes of their own (a CUDA device-side assert ends
 #             every later CUDA call of its process)
-#   multigpu  the data-parallel GPU tests (skip below 2 GPUs) and --gpus 2 beside
-#             --emulate-gpus 2 (the same loss curve, bitwise, with --reduce exact)
+#   multigpu  the data-parallel and multi-GPU primitive tests (skip below 2 GPUs), --gpus 2
+#             beside --emulate-gpus 2 (the same loss curve, bitwise, with --reduce exact) and
+#             `primitives --gpus 2` up to 1 GiB (the final table)
 # NVLink multicast stays off in every stage (NCCL_NVLS_ENABLE=0; memstrat refuses several GPUs
 # without it).
 set -uo pipefail
@@ -336,7 +337,7 @@ stage_pygpu() {
 stage_multigpu() {
   log "multigpu: data-parallel tests, --gpus 2 against --emulate-gpus 2"
   local rc=0
-  for t in test_data_parallel test_rank_sum; do
+  for t in test_data_parallel test_rank_sum test_multi_gpu_primitives; do
     build/$t >"$OUT/$t.log" 2>&1 || rc=1
     grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) *\]" "$OUT/$t.log"
   done
@@ -346,6 +347,9 @@ stage_multigpu() {
         train --strategy $s --emulate-gpus 2 --epochs 3 --quiet --loss-curve "$OUT/dp_${s}_emu2.csv" --json "$J" &&
         cmp "$OUT/dp_${s}_gpus2.csv" "$OUT/dp_${s}_emu2.csv" && log "$s: --gpus 2 = --emulate-gpus 2, bitwise" || rc=1
     done
+    $MS primitives --gpus 2 --max-size 1GiB --json "$OUT/primitives_gpus2.jsonl" \
+      >"$OUT/primitives_gpus2.log" 2>&1 || rc=1
+    sed -n '/^case /,$p' "$OUT/primitives_gpus2.log"
   fi
   return $rc
 }

@@ -9,7 +9,13 @@
 #   build       configure + build memstrat (Release, this GPU's architecture)
 #   data        MNIST verified by SHA-256 (experiments/scripts/get_mnist.py) and a decompressed
 #               copy for the runs (a process starts ~0.2 s faster; same bytes)
-#   primitives  `memstrat primitives`: every transfer primitive against size (4 KiB..256 MiB)
+#   primitives  `memstrat primitives`: every transfer primitive against size (4 KiB..256 MiB);
+#               on a machine of N >= 2 GPUs also `memstrat primitives --gpus N` (4 KiB..1 GiB:
+#               host->device alone and all at once, device->device, NCCL collectives) into
+#               records/primitives_gpus.jsonl and, where torch imports, its PyTorch anchor
+#               (experiments/baselines/pytorch_multi_gpu_primitives.py) into
+#               baselines/records/multi_gpu_primitives.jsonl, set side by side in
+#               multi_gpu_primitives.md (analysis/multi_gpu_primitives.py)
 #   matrix      experiments/matrix/matrices/results.toml: every strategy x u8/f32 x static/refresh
 #               x batch 64/256/1024, 21 epochs, as separate processes in a seeded shuffled order
 #               (timing with the profiler off; one profiled process per configuration for the
@@ -130,7 +136,16 @@ if ! "$MS" info >/dev/null 2>&1; then
   exit 3
 fi
 GPU_NAME="$("$MS" info | sed -n 's/^device 0 of [0-9]*: //p')"
+GPUS="$("$MS" info | sed -n 's/^device 0 of \([0-9]*\): .*/\1/p')"
 SLUG="$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
+# A machine of several GPUs has a results set of its own: its primitives differ (and so will its
+# multi-GPU stages); the one-GPU stages run on GPU 0 there as anywhere.
+[ "${GPUS:-1}" -gt 1 ] && SLUG="$SLUG-x$GPUS"
+if has_stage primitives && [ "${GPUS:-1}" -gt 1 ] && [ "${NCCL_NVLS_ENABLE:-}" != 0 ]; then
+  echo "reproduce: this machine has $GPUS GPUs and the primitives stage measures NCCL on them:" \
+    "export NCCL_NVLS_ENABLE=0 (NVLink multicast off: its reductions may differ from call to call)" >&2
+  exit 2
+fi
 OUT_DIR="${OUT_DIR:-docs/results/$SLUG}"
 WORK="results/reproduce/$SLUG"
 mkdir -p "$OUT_DIR/records" "$WORK"
@@ -168,6 +183,21 @@ stage_primitives() {
   : > "$WORK/primitives.jsonl"
   "$MS" primitives --json "$WORK/primitives.jsonl"
   cp "$WORK/primitives.jsonl" "$RECORDS/primitives.jsonl"
+  [ "${GPUS:-1}" -gt 1 ] || return 0
+  : > "$WORK/primitives_gpus.jsonl"
+  "$MS" primitives --gpus "$GPUS" --max-size 1GiB --json "$WORK/primitives_gpus.jsonl"
+  cp "$WORK/primitives_gpus.jsonl" "$RECORDS/primitives_gpus.jsonl"
+  if $PY -c "import torch" 2>/dev/null; then
+    mkdir -p "$OUT_DIR/baselines/records"
+    : > "$WORK/multi_gpu_primitives.jsonl"
+    $PY experiments/baselines/pytorch_multi_gpu_primitives.py --gpus "$GPUS" --max-size 1GiB \
+        --json "$WORK/multi_gpu_primitives.jsonl"
+    cp "$WORK/multi_gpu_primitives.jsonl" "$OUT_DIR/baselines/records/multi_gpu_primitives.jsonl"
+    $PY analysis/multi_gpu_primitives.py "$RECORDS/primitives_gpus.jsonl" \
+        "$OUT_DIR/baselines/records/multi_gpu_primitives.jsonl" --out-md "$OUT_DIR/multi_gpu_primitives.md"
+  else
+    log "torch does not import: the PyTorch side of the multi-GPU primitives is left out"
+  fi
 }
 
 # run_matrix NAME DEST: experiments/matrix/matrices/NAME.toml into the work directory, then its
