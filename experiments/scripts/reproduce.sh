@@ -153,15 +153,22 @@ RECORDS="$OUT_DIR/records"
 log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
 # A set holds one commit's records: a stage resumed by a build of another commit would mix two
 # (results_readme.py refuses such a set only after the runs). Checked before any run.
-COMMIT="$("$MS" --version | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
+VERSION="$("$MS" --version)"
+COMMIT="$(printf '%s\n' "$VERSION" | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
 for s in primitives matrix compute budget spread stream timelines baselines pipelines; do
   if has_stage "$s"; then
     $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" || exit 2
     break
   fi
 done
-if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]; then
-  log "warning: the working tree has uncommitted changes; the records will say so (env.git_dirty)"
+# What the records will say about the tree is what the build says (env.git_dirty comes from it,
+# and MEMSTRAT_GIT_SHA/MEMSTRAT_GIT_DIRTY when given); the checkout is only looked at when they
+# are not given, for changes the build cannot know of.
+if printf '%s\n' "$VERSION" | grep -q "built with uncommitted changes"; then
+  log "warning: this build of ${COMMIT:-an unknown commit} was made with uncommitted changes; every record says so (env.git_dirty)"
+elif [ -z "${MEMSTRAT_GIT_SHA:-}" ] && git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 \
+    && [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]; then
+  log "warning: the working tree has uncommitted changes that the build of ${COMMIT:-an unknown commit} does not record (records name it as built); commit them and rebuild (stage build) before publishing"
 fi
 
 stage_data() {
