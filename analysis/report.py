@@ -51,6 +51,7 @@ from analysis.records import (RecordError, failed_records, load_records,  # noqa
                               ok_records, resolve_inputs)
 from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa: E402
                                    primitives_section, sm_mapped_rate)
+from analysis import spread  # noqa: E402
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
                             describe_interval, median_with_interval, rank_by_tests,
                             stability_label)
@@ -404,6 +405,15 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     ])
     doc.h(2, "Statistics behind the numbers")
     doc.ul(statistics_notes(groups))
+    spread_rows = spread.table_rows(groups)
+    if spread_rows:
+        doc.h(3, "Where the spread of the unstable configurations lies")
+        doc.p("Each process times many steady epochs, so its own epochs say whether the spread "
+              "is between processes (each steady, at different levels) or inside them (a "
+              "process changes level during its run). " + spread.RULE + " Within-process IQR: "
+              "the median over processes of the interquartile range of its steady epochs, as a "
+              "share of its median.")
+        doc.table(spread.HEADERS, spread_rows)
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}
     rankings = []
