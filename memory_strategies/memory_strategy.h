@@ -51,6 +51,12 @@ struct StrategyOptions {
   int stage_blocks = 8;    // zero-copy-staged: thread blocks of the staging kernel (>= 1)
   AdviseSet advise;      // um-advise
   std::uint64_t seed = 1;
+  /// Several GPUs (--gpus N): this instance serves shard `shard` of `shards`, the single-GPU
+  /// batches g·shards + shard of the epoch, as its own epoch of batches 0, 1, 2 ... (each GPU's
+  /// strategy holds and moves its shard only, and acquires its batches in order as on one GPU).
+  /// 1: the whole epoch. Static scenario only (EpochWriter refuses the others).
+  int shard = 0;
+  int shards = 1;
   // The stream scenario's input pipeline (read only when scenario == Stream).
   int workers = 4;                   // host producer threads, started once per run
   int prefetch = 8;                  // batches produced ahead = host slots in the ring
