@@ -3,11 +3,14 @@
 #include <algorithm>
 
 #include "common/nccl_settings.h"
+#include "memory_strategies/registry.h"
 
 namespace memstrat {
 
 bool runs_on_several_gpus(std::string_view strategy) {
-  return strategy == "resident" || strategy == "pinned";
+  // Every strategy of the registry: each GPU's instance serves its shard as its own epoch
+  // (StrategyOptions::shard), with its GPU current on its own thread.
+  return find_strategy(strategy) != nullptr;
 }
 
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy) {
@@ -46,8 +49,7 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (!kHaveNccl) return n + ": " + kNcclHowTo;
   if (!runs_on_several_gpus(c.strategy->name))
     return n + " with --strategy " + std::string(c.strategy->name) +
-           ": several GPUs run resident and pinned so far (--emulate-gpus runs every strategy "
-           "on one GPU)";
+           ": not a strategy of the registry (memstrat list)";
   const std::vector<Scenario> scenarios = several_gpu_scenarios(c.strategy->name);
   if (std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end())
     return n + " with --scenario " + std::string(to_string(c.scenario)) +

@@ -15,12 +15,14 @@ namespace memstrat {
 /// The most shards (--gpus, --emulate-gpus) a run takes: the GPUs of one host.
 inline constexpr int kMaxShards = 8;
 
-/// The strategies --gpus N > 1 runs (each GPU its own instance over the whole data set, serving
-/// its shards); the others are refused until their multi-GPU data path exists.
+/// The strategies --gpus N > 1 runs: every strategy of the registry, each GPU its own instance
+/// serving its shard (StrategyOptions::shard) with its GPU current.
 bool runs_on_several_gpus(std::string_view strategy);
 
 /// The scenarios in which `strategy` runs with --gpus N > 1 (`memstrat describe`'s
-/// several_gpus): static for the strategies runs_on_several_gpus names, none for the others.
+/// several_gpus): static for the strategies runs_on_several_gpus names, none for the others (a
+/// shard served as its own epoch keeps the whole epoch's rows only while nothing reshuffles or
+/// augments them per epoch: EpochWriter).
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are

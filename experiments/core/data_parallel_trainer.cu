@@ -74,8 +74,16 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
     p->compute = Stream::create();
     nvtx_name_stream(p->compute, ("compute gpu " + std::to_string(p->device)).c_str());
     p->mlp = std::make_unique<Mlp>(mc, p->compute);
+    // Every call below runs with this replica's device current (cudaSetDevice above, and again
+    // on each replica's thread): the strategy's streams, events, device buffers and kernels, its
+    // host memory's mapping and the device its prefetches and hints name are this GPU's.
+    StrategyOptions so = strategy_options(cfg);
+    if (n > 1) {  // its own shard as its own epoch, its batches acquired in order
+      so.shard = r;
+      so.shards = n;
+    }
     p->strategy = cfg.strategy->make();
-    p->strategy->attach(data, strategy_options(cfg), p->compute);
+    p->strategy->attach(data, so, p->compute);
     ncclComm* comm = nullptr;
 #if MEMSTRAT_HAVE_NCCL
     if (n > 1) {
@@ -191,10 +199,20 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
         CUDA_CHECK(cudaMemsetAsync(slot, 0, grad_bytes, p.compute));
         continue;
       }
-      const BatchView v = p.strategy->acquire(sh.batch);
+      // Several GPUs: the strategy serves this rank's shard as its own epoch, in which single-GPU
+      // batch g·N + r is its batch g (StrategyOptions::shard); its rows keep their epoch rows.
+      const int b = replicas() > 1 ? g : sh.batch;
+      BatchView v = p.strategy->acquire(b);
+      if (v.rows != sh.rows)
+        throw std::logic_error("GPU " + std::to_string(p.device) + ": strategy " +
+                               std::string(p.strategy->name()) + " gave " +
+                               std::to_string(v.rows) + " rows for shard " + std::to_string(r) +
+                               " of global batch " + std::to_string(g) + ", which has " +
+                               std::to_string(sh.rows));
+      v.first_sample = sh.first;
       CUDA_CHECK(cudaEventRecord(p.data[turn], p.compute));
       p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
-      p.strategy->release(sh.batch);
+      p.strategy->release(b);
     }
     p.reduction->combine();
     p.mlp->apply_gradients(p.reduction->result());

@@ -4,8 +4,9 @@
 // layer-by-layer step, whose gradients and update are separate), combined (GradientReduction),
 // and every replica applies the same update.
 //   --gpus N: N replicas, one per GPU (--device .. --device + N - 1), each with its own host
-//     thread, compute stream, memory strategy (over the whole data set, serving its shards: the
-//     single-GPU batches g·N + r) and NCCL communicator (ncclCommInitAll).
+//     thread, compute stream, memory strategy (created and driven with its GPU current, over
+//     its shard only: the single-GPU batches g·N + r, which it serves as its own epoch of
+//     batches 0, 1, 2 ..., StrategyOptions::shard) and NCCL communicator (ncclCommInitAll).
 //   --emulate-gpus N: one replica on one GPU computes the N shards in turn (the single-GPU batch
 //     order), then sums them in rank order: the reference --gpus N --reduce exact equals bitwise.
 // An epoch runs per batch (no graphs, no one-launch forms). Epoch figures: the host clock over

@@ -10,7 +10,9 @@
 
 #include "cli_test_support.h"
 #include "common/nccl_settings.h"
+#include "experiments/core/data_parallel_request.h"
 #include "experiments/core/record.h"
+#include "memory_strategies/registry.h"
 
 using namespace memstrat;
 using namespace memstrat::testing;
@@ -94,7 +96,15 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
   ASSERT_FALSE(p.code) << p.err;
   EXPECT_EQ(p.req.run.reduce, Reduce::Ring);
   expect_accepted({"train", "--gpus", "8"});  // the count is checked against the machine later
-  expect_refused({"train", "--gpus", "2", "--strategy", "zero-copy"}, "resident and pinned");
+  // Every strategy of the registry, each GPU serving its shard (test_data_parallel.cu runs them).
+  for (const StrategyEntry& e : strategy_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    EXPECT_TRUE(runs_on_several_gpus(e.name));
+    EXPECT_EQ(several_gpu_scenarios(e.name), std::vector<Scenario>{Scenario::Static});
+    const std::string name(e.name);
+    expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str()});
+  }
+  EXPECT_FALSE(runs_on_several_gpus("teleport"));
   expect_refused({"train", "--gpus", "2", "--scenario", "refresh"}, "static scenario");
 }
 

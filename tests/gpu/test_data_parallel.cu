@@ -2,7 +2,9 @@
 //  - the emulation is a data path like any other: every strategy gives the same curve bitwise;
 //  - it computes the gradient of the global batch's mean loss: its curve stays close to one GPU
 //    training at batch N × --batch (same math, another fp32 summation order);
-//  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise (resident and pinned);
+//  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise, on every strategy of the registry
+//    (each GPU's instance serving its shard on its own device), the GPUs together moving what
+//    the emulation moves;
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
 //  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
@@ -146,6 +148,44 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwise) {
         for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
           EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
   }
+}
+
+// Each GPU's strategy serves its shard as its own epoch, created and driven with its own GPU
+// current: the copy rings, prefetches, chunks, mapped and managed memory of every strategy give
+// the emulation's curve bitwise. Explicit copies and prefetches are counted per GPU and summed:
+// the GPUs together move the epoch's bytes once, as the one-GPU emulation does (no GPU moves
+// another's shard). No allocation inside an epoch on either GPU.
+TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
+  REQUIRE_GPUS(2);
+  int ran = 0;
+  for (const StrategyEntry& e : strategy_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    ASSERT_TRUE(runs_on_several_gpus(e.name));
+    RunRecord rec, ref_rec;
+    RunConfig two = dp_run(e.name, 1, 2);
+    two.reduce = Reduce::Exact;
+    two.profile = true;  // counts every GPU's allocations per epoch
+    RunOutput got, ref;
+    try {
+      got = train_run_on(subset(), two, &rec);
+    } catch (const DeviceUnavailable& w) {
+      std::cout << "[  WAIVED  ] " << e.name << ": " << w.what() << "\n";
+      continue;
+    }
+    ref = train_run_on(subset(), dp_run(e.name, 2, 1), &ref_rec);
+    ++ran;
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    for (std::size_t i = 0; i < got.epochs.size(); ++i)
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes)
+          << "epoch " << i + 1;
+    for (const EpochRecord& er : rec.epochs)
+      if (er.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
+  EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
 }
 
 TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {
