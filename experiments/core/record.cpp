@@ -97,6 +97,7 @@ json epoch_json(const EpochRecord& e) {
   j["stall_ms"] = t.stall_ms;
   j["idle_ms"] = t.idle_ms;
   j["h2d_bytes"] = t.strategy.h2d_bytes;
+  j["peer_bytes"] = t.strategy.peer_bytes;
   // The stream scenario's host producers; null without them (other scenarios, GPU gather).
   const std::optional<ProducerStats>& p = t.strategy.producer;
   j["input_wait_ms"] = p ? json(p->consumer_wait_ms) : json(nullptr);

@@ -82,7 +82,9 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   prof.enable_device_counters();
   for (int d = cfg_.device; d < cfg_.device + cfg_.gpus; ++d)
     if (const std::string why =
-            waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(d));
+            waiver_reason(*cfg_.strategy, strategy_options(cfg_),
+                          // several GPUs: also whether d can read rank 0's memory
+                          DeviceCaps::query(d, cfg_.gpus > 1 ? cfg_.device : -1));
         !why.empty())
       throw DeviceUnavailable("strategy '" + name + "' is waived on device " + std::to_string(d) +
                               ": " + why);
