@@ -16,6 +16,7 @@
 #include "experiments/core/gradient_reduction.h"
 #include "experiments/core/test_evaluator.h"
 #include "memory_strategies/registry.h"
+#include "memory_strategies/replica_group.h"
 
 namespace memstrat {
 
@@ -59,6 +60,9 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
   const int n = cfg.gpus;  // replicas
   std::vector<int> devices;
   for (int r = 0; r < n; ++r) devices.push_back(cfg.device + r);
+  // What the ranks' strategies share (peer-fanout: the set on rank 0's GPU); declared before the
+  // replicas, so it outlives every strategy.
+  if (n > 1) group_ = std::make_unique<ReplicaGroup>(devices);
 #if MEMSTRAT_HAVE_NCCL
   std::vector<NcclComm> comms;
   if (n > 1) comms = NcclComm::init_all(devices);
@@ -81,6 +85,7 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
     if (n > 1) {  // its own shard as its own epoch, its batches acquired in order
       so.shard = r;
       so.shards = n;
+      so.group = group_.get();
     }
     p->strategy = cfg.strategy->make();
     p->strategy->attach(data, so, p->compute);
@@ -263,6 +268,7 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
   for (const auto& p : replicas_) {
     const StrategyStats s = p->strategy->stats();
     r.strategy.h2d_bytes += s.h2d_bytes;
+    r.strategy.peer_bytes += s.peer_bytes;
     r.strategy.host_ms += s.host_ms;
     if (s.copy_ms) r.strategy.copy_ms = r.strategy.copy_ms.value_or(0.0) + *s.copy_ms;
     if (replicas_.size() == 1) r.strategy.producer = s.producer;

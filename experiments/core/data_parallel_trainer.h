@@ -26,6 +26,7 @@
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_config.h"
 #include "experiments/core/shard_plan.h"
+#include "memory_strategies/replica_group.h"
 
 namespace memstrat {
 
@@ -64,6 +65,9 @@ class DataParallelTrainer final : public EpochLoop {
   ShardPlan plan_;
   int local_shards_;  // shards per replica: N (emulation) or 1
   std::string off_reason_;
+  /// Several GPUs: what the ranks' strategies share (StrategyOptions::group); null otherwise.
+  /// Declared before replicas_: destroyed after every strategy.
+  std::unique_ptr<ReplicaGroup> group_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<float> host_loss_;
   std::atomic<bool> failed_{false};  // a replica's thread threw: the others stop waiting
