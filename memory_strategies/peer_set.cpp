@@ -77,6 +77,14 @@ PeerSet::PeerSet(const HostDataset& data, const StrategyOptions& opt, int shards
 
 namespace memstrat {
 
+PeerSet::~PeerSet() {
+  int before = 0;
+  CUDA_CHECK_NOTHROW(cudaGetDevice(&before));
+  CUDA_CHECK_NOTHROW(cudaSetDevice(device_));
+  blocks_.reset();
+  CUDA_CHECK_NOTHROW(cudaSetDevice(before));
+}
+
 void PeerShard::attach(const HostDataset& data, const StrategyOptions& opt) {
   CUDA_CHECK(cudaGetDevice(&device_));
   shard_ = opt.shard;

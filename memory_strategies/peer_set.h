@@ -44,6 +44,10 @@ class PeerSet {
   /// Allocates on `device` (made current for the call), writes every shard's epoch into pinned
   /// staging and uploads it once. opt.shard is ignored; `shards` shards.
   PeerSet(const HostDataset& data, const StrategyOptions& opt, int shards, int device);
+  /// Frees the set with its own GPU current (the last owner may run with another one current).
+  ~PeerSet();
+  PeerSet(const PeerSet&) = delete;
+  PeerSet& operator=(const PeerSet&) = delete;
 
   int device() const { return device_; }
   int shards() const { return static_cast<int>(offsets_.size()) - 1; }
