@@ -5,6 +5,8 @@
 //  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise, on every strategy of the registry
 //    (each GPU's instance serving its shard on its own device), the GPUs together moving what
 //    the emulation moves;
+//  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
+//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0;
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
 //  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
@@ -18,7 +20,10 @@
 #include <sstream>
 
 #include "common/nccl_settings.h"
+#include "common/peer_access.h"
 #include "experiments/core/data_parallel_request.h"
+#include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
+#include "memory_strategies/peer_set.h"
 #include "memory_strategies/replicated_set.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -177,15 +182,80 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
     EXPECT_EQ(first_difference(got, ref), "");
     EXPECT_EQ(got.test.loss, ref.test.loss);
     ASSERT_EQ(got.epochs.size(), ref.epochs.size());
-    for (std::size_t i = 0; i < got.epochs.size(); ++i)
+    // Copies between GPUs are no host->device bytes (peer_bytes: the peer-fanout forms only, and
+    // only where there is another GPU to pull from).
+    const bool peer = e.name.rfind("peer-fanout", 0) == 0;
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
       EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes)
           << "epoch " << i + 1;
+      EXPECT_EQ(ref.epochs[i].strategy.peer_bytes, 0u) << "epoch " << i + 1;
+      if (!peer) EXPECT_EQ(got.epochs[i].strategy.peer_bytes, 0u) << "epoch " << i + 1;
+    }
     for (const EpochRecord& er : rec.epochs)
       if (er.counters.api_available)
         for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
           EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
   }
   EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
+}
+
+// The peer-fanout forms hold the set once, on GPU 0; GPU 1 pulls the batches of its shard from
+// there (one peer copy per batch on its compute stream, or one per chunk on copy streams, K
+// slots). Both give the emulation's curve bitwise (the emulation: resident's data path, the set
+// read in place); GPU 1 copies exactly its shard's packed blocks every epoch (GPU 0 copies
+// nothing: it reads in place), with its copies timed; nothing moves host->device in an epoch (the
+// set went up once, at set-up); no allocation in any epoch. Several chunk sizes and depths, so
+// that the ring's slot reuse and a last partial chunk are exercised.
+TEST(DataParallel, TwoGpusPeerFanoutEqualTheEmulationAndPullOnlyTheOtherShard) {
+  REQUIRE_GPUS(2);
+  if (!PeerAccess::possible(1, 0))
+    GTEST_SKIP() << "GPU 1 cannot access GPU 0's memory (cudaDeviceCanAccessPeer = 0): the "
+                    "peer-fanout forms are waived on this machine";
+  struct Case {
+    const char* strategy;
+    int depth, copy_chunk_mib, copy_streams;
+  };
+  const RunConfig base = dp_run("peer-fanout", 1, 2);
+  // Rank 1's shard of the epoch, packed: what GPU 1 pulls each epoch.
+  const BatchGeometry g{kSamples, base.batch, transfer_bytes_per_sample(784, base.transfer)};
+  const std::uint64_t shard1 = PackedLayout{PeerSet::shard_geometry(g, 1, 2)}.epoch_bytes();
+  ASSERT_GT(shard1, 0u);
+  for (const Case& k : {Case{"peer-fanout", 2, 8, 1}, Case{"peer-fanout-ring", 2, 8, 1},
+                        Case{"peer-fanout-ring", 3, 1, 2}}) {
+    SCOPED_TRACE(std::string(k.strategy) + " depth " + std::to_string(k.depth) + ", chunk " +
+                 std::to_string(k.copy_chunk_mib) + " MiB, " + std::to_string(k.copy_streams) +
+                 " copy streams");
+    RunConfig two = dp_run(k.strategy, 1, 2);
+    two.reduce = Reduce::Exact;
+    two.profile = true;
+    two.depth = k.depth;
+    two.copy_chunk_mib = k.copy_chunk_mib;
+    two.copy_streams = k.copy_streams;
+    RunConfig emu = dp_run(k.strategy, 2, 1);
+    emu.depth = k.depth;
+    emu.copy_chunk_mib = k.copy_chunk_mib;
+    emu.copy_streams = k.copy_streams;
+    RunRecord rec;
+    const RunOutput got = train_run_on(subset(), two, &rec);
+    const RunOutput ref = train_run_on(subset(), emu);
+    const RunOutput resident = train_run_on(subset(), dp_run("resident", 2, 1));
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(first_difference(ref, resident), "") << "one GPU: resident's data path";
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
+      SCOPED_TRACE("epoch " + std::to_string(i + 1));
+      EXPECT_EQ(got.epochs[i].strategy.peer_bytes, shard1);
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, 0u);
+      EXPECT_TRUE(got.epochs[i].strategy.copy_ms.has_value()) << "GPU 1's copies are timed";
+      EXPECT_EQ(ref.epochs[i].strategy.peer_bytes, 0u);
+      EXPECT_FALSE(ref.epochs[i].strategy.copy_ms.has_value()) << "read in place: no copy";
+    }
+    for (const EpochRecord& er : rec.epochs)
+      if (er.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
 }
 
 TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {
