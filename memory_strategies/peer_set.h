@@ -41,7 +41,7 @@ class PeerSet {
   static std::shared_ptr<const PeerSet> for_rank(const HostDataset& data,
                                                  const StrategyOptions& opt);
 
-  /// Allocates on `device` (made current for the call), writes every shard's epoch into pinned
+  /// Allocates on `device` (made current meanwhile), writes every shard's epoch into pinned
   /// staging and uploads it once. opt.shard is ignored; `shards` shards.
   PeerSet(const HostDataset& data, const StrategyOptions& opt, int shards, int device);
   /// Frees the set with its own GPU current (the last owner may run with another one current).

@@ -28,8 +28,8 @@ class ReplicaGroup {
   int ranks() const { return static_cast<int>(devices_.size()); }
   int device(int rank) const { return devices_.at(static_cast<std::size_t>(rank)); }
 
-  /// The group's one object of type T: made by `make` at the first call (from a strategy's
-  /// attach, so at set-up), the same object at every later call. Safe from any thread; `make`
+  /// The group's one object of type T: made by `make` the first time it is asked for (from a
+  /// strategy's attach, so at set-up), the same object every later time. Safe from any thread; `make`
   /// runs under the group's lock.
   template <typename T>
   std::shared_ptr<T> shared(const std::function<std::shared_ptr<T>()>& make) {

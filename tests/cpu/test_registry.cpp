@@ -406,3 +406,17 @@ TEST(Registry, EpochFormNames) {
   EXPECT_TRUE(is_kernel_form(EpochForm::ChunkKernels));
   EXPECT_FALSE(is_kernel_form(EpochForm::Graph));
 }
+
+// Only the peer-fanout forms are another strategy's data path on one GPU (resident's: the set read
+// in place), which `memstrat describe` says as one_gpu_as and the matrix runner's "all" reads.
+TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
+  std::map<std::string_view, std::string_view> as;
+  for (const auto& e : strategy_registry())
+    if (!e.one_gpu_as.empty()) {
+      as.emplace(e.name, e.one_gpu_as);
+      ASSERT_NE(find_strategy(e.one_gpu_as), nullptr) << e.name;
+      EXPECT_TRUE(find_strategy(e.one_gpu_as)->one_gpu_as.empty()) << e.name;
+    }
+  EXPECT_EQ(as, (std::map<std::string_view, std::string_view>{{"peer-fanout", "resident"},
+                                                                {"peer-fanout-ring", "resident"}}));
+}
