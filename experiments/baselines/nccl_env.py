@@ -3,7 +3,7 @@ check and record about NCCL, as memstrat does (common/nccl_settings.h): the refu
 unless NVLink multicast is off, every NCCL_* variable, and the library's version."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 
 def nvls_refusal(environ: Mapping[str, str]) -> str | None:
@@ -41,3 +41,17 @@ def nccl_at_least(version: str | None, least: tuple[int, ...] = (2, 9, 6)) -> bo
         return tuple(int(x) for x in version.split(".")[:3]) >= least
     except ValueError:
         return False
+
+
+def import_torch_cuda(no_device: Callable[[str], Exception]):
+    """(torch, torch.distributed) once PyTorch is installed and sees CUDA GPUs; raises
+    no_device(why) otherwise. Imported here, only once a script's options are checked."""
+    try:
+        import torch  # noqa: PLC0415
+        import torch.distributed as dist  # noqa: PLC0415
+    except ImportError:
+        raise no_device("PyTorch is not installed (pip install torch); this needs CUDA GPUs") \
+            from None
+    if not torch.cuda.is_available():
+        raise no_device("torch.cuda.is_available() is False; this needs NVIDIA GPUs")
+    return torch, dist

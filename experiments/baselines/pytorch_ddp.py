@@ -65,6 +65,7 @@ import baseline_options  # noqa: E402
 import ddp_plan as dp  # noqa: E402
 import pytorch_run as pr  # noqa: E402  (imports torch only when called)
 from memstrat_inputs import UsageError, normalize  # noqa: E402
+from nccl_env import import_torch_cuda  # noqa: E402
 from torch_step import make_sgd  # noqa: E402
 
 PROG = "pytorch_ddp.py"
@@ -132,14 +133,7 @@ def nccl_version(torch) -> str | None:
 
 def open_devices(s: Settings):
     """torch once PyTorch, CUDA, NCCL and the GPUs check out (sets s.gpus)."""
-    try:
-        import torch  # noqa: PLC0415  (only once the options are checked)
-        import torch.distributed as dist  # noqa: PLC0415
-    except ImportError:
-        raise NoDevice("PyTorch is not installed (pip install torch); this needs CUDA GPUs") \
-            from None
-    if not torch.cuda.is_available():
-        raise NoDevice("torch.cuda.is_available() is False; this needs NVIDIA GPUs")
+    torch, dist = import_torch_cuda(NoDevice)
     if not (dist.is_available() and dist.is_nccl_available()):
         raise NoDevice("this PyTorch has no NCCL")
     visible = torch.cuda.device_count()

@@ -48,6 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline_record import append_jsonl, git_revision, iso_utc_now, make_run_id  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
+from nccl_env import import_torch_cuda  # noqa: E402
 from multi_gpu_record import (COLLECTIVES, COPIES, PATTERNS, build_record,  # noqa: E402
                               busbw_factor, collective_count, format_nccl_version, format_size,
                               make_config, nccl_settings, nvls_refusal, parse_size, result_entry,
@@ -116,14 +117,7 @@ def parse_cli(argv: list[str], environ=os.environ) -> argparse.Namespace:
 
 def open_devices(a: argparse.Namespace):
     """torch once the GPUs check out (sets a.gpus); NoDevice or UsageError otherwise."""
-    try:
-        import torch  # noqa: PLC0415  (only once the options are checked)
-        import torch.distributed as dist  # noqa: PLC0415
-    except ImportError:
-        raise NoDevice("PyTorch is not installed (pip install torch); this needs CUDA GPUs") \
-            from None
-    if not torch.cuda.is_available():
-        raise NoDevice("torch.cuda.is_available() is False; this needs NVIDIA GPUs")
+    torch, dist = import_torch_cuda(NoDevice)
     visible = torch.cuda.device_count()
     if visible < 2:
         raise NoDevice(f"{visible} GPU visible; this needs at least 2")

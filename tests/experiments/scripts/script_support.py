@@ -2,6 +2,7 @@
 not a package), fake installed distributions, and stand-in commands on PATH."""
 import importlib.util
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -40,3 +41,16 @@ def env_with(**extra):
     env = dict(os.environ)
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def reproduce_tree(root: Path, fake_memstrat: str) -> Path:
+    """A tree with experiments/scripts/reproduce.sh and a stand-in build/memstrat (the shell
+    script `fake_memstrat`) only: no analysis/ and no get_mnist.py, so a run that got past
+    reproduce.sh's checks stops at its first Python step."""
+    (root / "experiments/scripts").mkdir(parents=True)
+    shutil.copy(SCRIPTS / "reproduce.sh", root / "experiments/scripts")
+    (root / "build").mkdir()
+    ms = root / "build/memstrat"
+    ms.write_text(fake_memstrat)
+    ms.chmod(0o755)
+    return root

@@ -2,13 +2,10 @@
 set is named per GPU count, and the primitives stage, which measures NCCL there, refuses to start
 without NCCL_NVLS_ENABLE=0 before any stage runs."""
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[3]
+from script_support import reproduce_tree
 
 FAKE_MEMSTRAT = """#!/bin/sh
 case "$1" in
@@ -21,15 +18,7 @@ esac
 
 @pytest.fixture
 def fake_repo(tmp_path):
-    """A tree with reproduce.sh and a stand-in build/memstrat only (no analysis/: a run that
-    got past the checks stops at the first Python step)."""
-    (tmp_path / "experiments/scripts").mkdir(parents=True)
-    shutil.copy(REPO / "experiments/scripts/reproduce.sh", tmp_path / "experiments/scripts")
-    (tmp_path / "build").mkdir()
-    ms = tmp_path / "build/memstrat"
-    ms.write_text(FAKE_MEMSTRAT)
-    ms.chmod(0o755)
-    return tmp_path
+    return reproduce_tree(tmp_path, FAKE_MEMSTRAT)
 
 
 def run(repo, gpus, nvls):

@@ -3,13 +3,10 @@ with uncommitted changes (every record's env.git_dirty), or a checkout changed a
 (records name the build's commit as clean); with MEMSTRAT_GIT_SHA given, the checkout's git
 metadata is not the source of truth and is not consulted."""
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[3]
+from script_support import reproduce_tree
 
 FAKE_MEMSTRAT = """#!/bin/sh
 case "$1" in
@@ -30,14 +27,8 @@ def git(repo, *args):
 
 @pytest.fixture
 def fake_repo(tmp_path):
-    """A committed git tree with reproduce.sh and a stand-in build/memstrat (no analysis/ and no
-    get_mnist.py: the data stage stops right after the checks)."""
-    (tmp_path / "experiments/scripts").mkdir(parents=True)
-    shutil.copy(REPO / "experiments/scripts/reproduce.sh", tmp_path / "experiments/scripts")
-    (tmp_path / "build").mkdir()
-    ms = tmp_path / "build/memstrat"
-    ms.write_text(FAKE_MEMSTRAT)
-    ms.chmod(0o755)
+    """reproduce_tree, committed to git (build/ ignored)."""
+    reproduce_tree(tmp_path, FAKE_MEMSTRAT)
     (tmp_path / ".gitignore").write_text("build/\n")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
