@@ -20,17 +20,19 @@ void PeerFanoutStrategy::attach(const HostDataset& data, const StrategyOptions& 
   shard_.attach(data, opt);
   if (shard_.local()) return;
   slot_ = DeviceBuffer<std::uint8_t>(source_.packed().block_stride());
+  read_ = SmCopy::create();  // this rank's GPU (current here); loads its kernels now
   timeline_.allocate(source_.geometry().batches());
 }
 
 BatchView PeerFanoutStrategy::acquire(int b) {
   if (shard_.local()) return source_.packed_epoch_view(shard_.blocks(), b);
-  // One slot: the compute stream orders this copy after the previous step that read it.
+  // One slot: the compute stream orders this read after the previous step that read it. The SMs
+  // of this GPU read rank 0's memory over peer access (peer_fanout.h says why not a copy engine).
   const PackedLayout layout = source_.packed();
   cudaStream_t compute = source_.compute();
   NvtxRange r(Phase::H2D, "peer");
   timeline_.start(b, compute);
-  shard_.copy(layout.block_offset(b), layout.block_bytes(b), slot_.data(), compute);
+  read_(slot_.data(), shard_.blocks() + layout.block_offset(b), layout.block_bytes(b), compute);
   timeline_.stop(b, compute, layout.block_bytes(b));
   return source_.packed_slot_view(slot_.data(), b);
 }

@@ -1,10 +1,14 @@
 // peer_fanout.h: PeerFanoutStrategy (`peer-fanout`), the naive form of the peer fan-out data path
 // of data-parallel training on several GPUs (--gpus N). The training set is resident ONCE, on rank
 // 0's GPU (PeerSet: each rank's shard as its static epoch, packed, uploaded once at set-up), and
-// every other rank pulls its batch from there over NVLink or PCIe peer access: one
-// cudaMemcpyPeerAsync of the batch's packed block (images and labels) into one local batch slot,
-// enqueued on its compute stream right before its step, so the step waits for the copy and the
-// next copy for the step (no overlap; peer-fanout-ring overlaps them). Rank 0 reads its shard in
+// every other rank pulls its batch from there over NVLink or PCIe peer access: its own SMs read
+// the batch's packed block (images and labels) from rank 0's memory into one local batch slot
+// (SmCopy, one kernel), enqueued on its compute stream right before its step, so the step waits
+// for the copy and the next copy for the step (no overlap; peer-fanout-ring overlaps them, with
+// copy-engine copies on copy streams). Not a copy-engine copy on the compute stream: on two H100s
+// (NVLink) a cudaMemcpyPeerAsync there, ahead of the NCCL collective on the same stream, left
+// GPU 1 idle and GPU 0 spinning in the collective in 8 of 10 runs of the first epoch, and a
+// cudaMemcpyAsync in 4 of 5, while the SM read never did (docs/strategies.md). Rank 0 reads its shard in
 // place, as resident does. Peer access from each rank to rank 0 is enabled at attach and disabled
 // when the strategy goes (PeerAccess); a GPU that cannot read rank 0's memory is waived.
 // One GPU and --emulate-gpus: there is no other GPU to fan out to, so the strategy is resident's
@@ -19,6 +23,7 @@
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/peer_set.h"
+#include "memory_strategies/sm_copy.h"
 
 namespace memstrat {
 
@@ -43,6 +48,7 @@ class PeerFanoutStrategy final : public MemoryStrategy {
   HostEpochSource source_;  // this rank's shard: geometry and views (its bytes live in the set)
   PeerShard shard_;
   DeviceBuffer<std::uint8_t> slot_;  // another rank: the batch being read
+  SmCopy read_;                      // another rank: its SMs' read of rank 0's memory
   CopyTimeline timeline_;
 };
 

@@ -6,7 +6,8 @@
 //    (each GPU's instance serving its shard on its own device), the GPUs together moving what
 //    the emulation moves;
 //  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
-//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0;
+//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0,
+//    and never wait on GPU 0's collective (the whole set, run after run);
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
 //  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
@@ -200,7 +201,7 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
 }
 
 // The peer-fanout forms hold the set once, on GPU 0; GPU 1 pulls the batches of its shard from
-// there (one peer copy per batch on its compute stream, or one per chunk on copy streams, K
+// there (one SM read per batch on its compute stream, or one peer copy per chunk on copy streams, K
 // slots). Both give the emulation's curve bitwise (the emulation: resident's data path, the set
 // read in place); GPU 1 copies exactly its shard's packed blocks every epoch (GPU 0 copies
 // nothing: it reads in place), with its copies timed; nothing moves host->device in an epoch (the
@@ -256,6 +257,27 @@ TEST(DataParallel, TwoGpusPeerFanoutEqualTheEmulationAndPullOnlyTheOtherShard) {
         for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
           EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
   }
+}
+
+// The whole training set, run after run: GPU 1's first pulls of an epoch go out while GPU 0 may
+// already spin in the step's collective, waiting for GPU 1. A pull that depended on GPU 0's work
+// would never finish (a copy-engine copy of rank 0's memory on GPU 1's compute stream, ahead of
+// the collective, did so in most runs of the first epoch on two H100s), and this test would then
+// not end: ctest's time limit fails it. Each form runs from set-up to its second epoch 6 times.
+TEST(DataParallel, TwoGpusPeerFanoutNeverWaitOnTheOtherGpusCollective) {
+  REQUIRE_GPUS(2);
+  if (!PeerAccess::possible(1, 0))
+    GTEST_SKIP() << "GPU 1 cannot access GPU 0's memory (cudaDeviceCanAccessPeer = 0): the "
+                    "peer-fanout forms are waived on this machine";
+  for (const char* strategy : {"peer-fanout", "peer-fanout-ring"})
+    for (int run = 0; run < 6; ++run) {
+      SCOPED_TRACE(std::string(strategy) + " run " + std::to_string(run + 1));
+      RunConfig two = dp_run(strategy, 1, 2);
+      two.train_samples = 0;  // the whole set
+      const RunOutput got = train_run(two);
+      ASSERT_EQ(got.epochs.size(), 2u);
+      EXPECT_GT(got.epochs[1].strategy.peer_bytes, 0u);
+    }
 }
 
 TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {
