@@ -6,11 +6,12 @@
 // (SmCopy, one kernel), enqueued on its compute stream right before its step, so the step waits
 // for the copy and the next copy for the step (no overlap; peer-fanout-ring overlaps them, with
 // copy-engine copies on copy streams). Not a copy-engine copy on the compute stream: on two H100s
-// (NVLink) a cudaMemcpyPeerAsync there, ahead of the NCCL collective on the same stream, left
-// GPU 1 idle and GPU 0 spinning in the collective in 8 of 10 runs of the first epoch, and a
-// cudaMemcpyAsync in 4 of 5, while the SM read never did (docs/strategies.md). Rank 0 reads its shard in
-// place, as resident does. Peer access from each rank to rank 0 is enabled at attach and disabled
-// when the strategy goes (PeerAccess); a GPU that cannot read rank 0's memory is waived.
+// (NVLink), a cudaMemcpyPeerAsync there, ahead of the NCCL collective on the same stream, never
+// finished in 9 of 17 runs (GPU 1 idle, GPU 0 spinning in the first epoch's collective), a
+// cudaMemcpyAsync in 4 of 5; the SM read finished in all of 21 (docs/strategies.md). Rank 0 reads
+// its shard in place, as resident does. Peer access from each rank to rank 0 is enabled at attach
+// and disabled when the strategy goes (PeerAccess); a GPU that cannot read rank 0's memory is
+// waived.
 // One GPU and --emulate-gpus: there is no other GPU to fan out to, so the strategy is resident's
 // data path (the set uploaded once, a batch a pointer offset into it), rather than refused: the
 // emulation is the reference the several-GPU run is held to bitwise, and it must run the same
