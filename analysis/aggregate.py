@@ -250,6 +250,10 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     if (cfg.get("gpus") or 1) > 1 or (cfg.get("emulate_gpus") or 1) > 1:
         other += (("gpus", cfg.get("gpus") or 1), ("emulate_gpus", cfg.get("emulate_gpus") or 1),
                   ("reduce", cfg.get("reduce")))
+    # One process per GPU under a launcher is its own configuration; one process, the only kind
+    # before the key existed, keeps the groups of older records.
+    if cfg.get("processes") == "per-gpu":
+        other += (("processes", "per-gpu"),)
     epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),

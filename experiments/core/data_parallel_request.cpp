@@ -41,6 +41,19 @@ std::string data_parallel_refusal(const RunConfig& c) {
                "model's allocations and one strategy's, and data-parallel set-up builds its "
                "replicas whole; drop --device-budget";
   if (c.gpus == 1) return "";
+  if (c.processes == Processes::PerGpu) {
+    if (!c.process)
+      return n + " --processes per-gpu: this process's rank was not read from the launcher's "
+                 "environment";
+    if (c.process->world != c.gpus)
+      return n + " --processes per-gpu: " + c.process->launcher + " started " +
+             std::to_string(c.process->world) + " process(es); give --gpus " +
+             std::to_string(c.process->world) + " or start " + std::to_string(c.gpus);
+    if (!c.strategy->one_gpu_as.empty())
+      return n + " --processes per-gpu with --strategy " + std::string(c.strategy->name) +
+             ": its data set lives once, in one process's GPU memory, which the other GPUs read "
+             "over peer access; that needs every GPU in that process (--processes one)";
+  }
   if (c.replicate > 1)
     return n + " with --replicate " + std::to_string(c.replicate) +
            ": every GPU's strategy keeps its own host copy of the replicated set, which the "

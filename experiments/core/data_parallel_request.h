@@ -29,7 +29,9 @@ std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 /// always "". Refused besides the step and form: --device-budget with any N > 1 (its hold sits
 /// between one Mlp's and one strategy's allocations); with --gpus N > 1, --replicate K > 1
 /// (each GPU's strategy keeps a host copy) and every scenario but static (so --augment-device
-/// gpu too). Reads the NCCL_* environment through nvls_refusal (common/nccl_settings.h).
+/// gpu too); with --processes per-gpu, a launcher's process count other than N and the
+/// peer-fanout forms (their set lives in one process's GPU memory). Reads the NCCL_* environment
+/// through nvls_refusal (common/nccl_settings.h).
 std::string data_parallel_refusal(const RunConfig& c);
 
 /// Why the data-parallel trainer runs the layer-by-layer step and per batch (for the record).

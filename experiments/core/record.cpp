@@ -66,6 +66,8 @@ json config_json(const RunRecord& r) {
          {"emulate_gpus", c.emulate_gpus},
          // how the shards' gradients were combined: the emulation sums in rank order (exact)
          {"reduce", c.data_parallel() ? json(to_string(c.reduce)) : json(nullptr)},
+         // how several GPUs were driven: one process, or one per GPU under a launcher
+         {"processes", c.gpus > 1 ? json(to_string(c.processes)) : json(nullptr)},
          {"dataset",
           {{"name", r.dataset.name},
            {"path", r.dataset.path},
