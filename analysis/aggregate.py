@@ -124,7 +124,8 @@ class GroupKey:
         if self.option("device_budget_gib") is not None:
             label += f" (device budget {self.option('device_budget_gib'):g} GiB)"
         if self.option("gpus", 1) > 1:
-            label += f" ({self.option('gpus')} GPUs, {self.option('reduce')} reduction)"
+            per = ", a process each" if self.option("processes") == "per-gpu" else ""
+            label += f" ({self.option('gpus')} GPUs{per}, {self.option('reduce')} reduction)"
         elif self.option("emulate_gpus", 1) > 1:
             label += f" ({self.option('emulate_gpus')} shards emulated on one GPU)"
         step = self.step
