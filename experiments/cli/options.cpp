@@ -244,9 +244,10 @@ void check_consistent(RunConfig& c, const CLI::App& train) {
   if (train.count("--reduce") > 0 && c.gpus == 1 && c.emulate_gpus == 1)
     throw std::invalid_argument("--reduce combines the gradients of several GPUs; add --gpus N "
                                 "(N > 1) or drop --reduce");
-  if (train.count("--graphs") > 0 && c.data_parallel())
-    throw std::invalid_argument(std::string("--graphs with --gpus/--emulate-gpus N > 1: ") +
-                                kDataParallelFormReason + ", never replayed as graphs (drop --graphs)");
+  if (train.count("--graphs") > 0 && c.graphs == Graphs::On && c.gpus > 1 &&
+      c.processes == Processes::One)
+    throw std::invalid_argument(std::string("--graphs on with --gpus N > 1: ") +
+                                kThreadedGraphsReason + "; add --processes per-gpu or drop --graphs");
   if (c.processes == Processes::PerGpu && c.gpus == 1)
     throw std::invalid_argument("--processes per-gpu drives the GPUs of --gpus N (N > 1), one "
                                 "process each; add --gpus N or drop --processes");

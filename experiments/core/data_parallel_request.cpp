@@ -18,6 +18,11 @@ std::vector<Scenario> several_gpu_scenarios(std::string_view strategy) {
   return {Scenario::Static};
 }
 
+bool data_parallel_graphs(const RunConfig& c) {
+  return c.data_parallel() && c.graphs == Graphs::On &&
+         (c.gpus == 1 || c.processes == Processes::PerGpu);
+}
+
 std::string data_parallel_refusal(const RunConfig& c) {
   if (c.gpus > 1 && c.emulate_gpus > 1)
     return "--gpus " + std::to_string(c.gpus) + " with --emulate-gpus " +

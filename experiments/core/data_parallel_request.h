@@ -38,6 +38,15 @@ std::string data_parallel_refusal(const RunConfig& c);
 inline constexpr const char* kDataParallelStepReason =
     "data-parallel training combines the shards' gradients between the backward pass and the "
     "update, which the fused steps run in one launch";
+/// Whether the data-parallel step (each shard's gradients; the reduction and the update) replays
+/// CUDA graphs: with --graphs on, on one GPU (the emulation) and with one process per GPU; never
+/// with several GPUs in one process, where NCCL's documentation warns that graph capture may
+/// deadlock (kThreadedGraphsReason).
+bool data_parallel_graphs(const RunConfig& c);
+inline constexpr const char* kThreadedGraphsReason =
+    "several GPUs in one process do not replay NCCL in CUDA graphs (NCCL's documentation: graph "
+    "capture with several GPUs per process may deadlock; one GPU per process is the supported "
+    "case, --processes per-gpu)";
 inline constexpr const char* kDataParallelFormReason =
     "data-parallel training enqueues each global batch's shards, reduction and update per batch";
 

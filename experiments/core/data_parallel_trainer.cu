@@ -14,6 +14,7 @@
 #include "common/nccl_comm.h"
 #include "common/nvtx.h"
 #include "experiments/core/data_parallel_request.h"
+#include "experiments/core/captured_step.h"
 #include "experiments/core/gradient_reduction.h"
 #include "experiments/core/process_rank.h"
 #include "experiments/core/test_evaluator.h"
@@ -50,6 +51,11 @@ struct DataParallelTrainer::Replica {
 #if MEMSTRAT_HAVE_NCCL
   NcclComm comm;
 #endif
+  // --graphs on where data_parallel_graphs(): each shard turn's gradients and each global batch's
+  // reduction and update, captured in epoch 1 and replayed (a turn's recaptured where its view
+  // changes). After the communicator, so destroyed before it: the update graphs hold its NCCL work.
+  std::vector<CapturedStep> shard_graphs;  // per turn
+  std::vector<GraphExec> update_graphs;    // per global batch
 };
 
 struct DataParallelTrainer::Times {
@@ -61,6 +67,7 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
       local_shards_(cfg.gpus > 1 ? 1 : cfg.shards()),
       sharded_(cfg.gpus > 1),
       per_process_(cfg.gpus > 1 && cfg.processes == Processes::PerGpu),
+      graphs_(data_parallel_graphs(cfg)),
       off_reason_(kDataParallelFormReason) {
   if (!cfg.data_parallel()) throw std::invalid_argument("DataParallelTrainer: one shard");
   if (const std::string why = data_parallel_refusal(cfg); !why.empty())
@@ -123,6 +130,10 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
       p->data.push_back(Event::create());
     }
     for (int g = 0; g < plan_.global_batches(); ++g) p->done.push_back(Event::create());
+    if (graphs_) {
+      p->shard_graphs.resize(static_cast<std::size_t>(turns));
+      p->update_graphs.resize(static_cast<std::size_t>(plan_.global_batches()));
+    }
     p->sample_loss = DeviceBuffer<float>(n_train);
     p->sample_correct = DeviceBuffer<std::int32_t>(n_train);
     p->host_loss = PinnedBuffer<float>(n_train);
@@ -244,11 +255,31 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
                                std::to_string(sh.rows));
       v.first_sample = sh.first;
       CUDA_CHECK(cudaEventRecord(p.data[turn], p.compute));
-      p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
+      if (graphs_) {
+        CapturedStep& c = p.shard_graphs[static_cast<std::size_t>(turn)];
+        if (!c.exec || !same_view(c.view, v)) {
+          c.exec = capture_graph(p.compute, cudaStreamCaptureModeThreadLocal, [&] {
+            p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
+          });
+          c.view = v;
+        }
+        CUDA_CHECK(cudaGraphLaunch(c.exec.get(), p.compute));
+      } else {
+        p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
+      }
       p.strategy->release(b);
     }
-    p.reduction->combine();
-    p.mlp->apply_gradients(p.reduction->result());
+    auto update = [&] {
+      p.reduction->combine();
+      p.mlp->apply_gradients(p.reduction->result());
+    };
+    if (graphs_) {
+      GraphExec& u = p.update_graphs[static_cast<std::size_t>(g)];
+      if (!u) u = capture_graph(p.compute, cudaStreamCaptureModeThreadLocal, update);
+      CUDA_CHECK(cudaGraphLaunch(u.get(), p.compute));
+    } else {
+      update();
+    }
     CUDA_CHECK(cudaEventRecord(p.done[g], p.compute));
   }
   p.strategy->end_epoch();

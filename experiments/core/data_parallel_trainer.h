@@ -15,11 +15,14 @@
 //     what one process would.
 //   --emulate-gpus N: one replica on one GPU computes the N shards in turn (the single-GPU batch
 //     order), then sums them in rank order: the reference --gpus N --reduce exact equals bitwise.
-// An epoch runs per batch (no graphs, no one-launch forms). Epoch figures: the host clock of the
-// slowest process over all its replicas; the events of the slowest replica (largest gpu_ms):
-// ready -> data per shard is stall, done -> next ready idle, the rest (gradients, reduction,
-// update) compute; the strategy figures summed over replicas. The test set is evaluated on rank
-// 0's replica.
+// An epoch runs per batch (no one-launch forms); with --graphs on, on one GPU and with one process
+// per GPU, each shard turn's gradients and each global batch's reduction and update replay CUDA
+// graphs captured in epoch 1 (NCCL's collectives inside them), as the per-batch form of one GPU
+// replays its steps; several GPUs in one process enqueue them (data_parallel_graphs says why).
+// Epoch figures: the host clock of the slowest process over all its replicas; the events of the
+// slowest replica (largest gpu_ms): ready -> data per shard is stall, done -> next ready idle,
+// the rest (gradients, reduction, update) compute; the strategy figures summed over replicas.
+// The test set is evaluated on rank 0's replica.
 #pragma once
 
 #include <atomic>
@@ -81,6 +84,7 @@ class DataParallelTrainer final : public EpochLoop {
   int local_shards_;  // shards per replica: N (emulation) or 1
   bool sharded_;      // several GPUs: each serves its shard as its own epoch
   bool per_process_;  // --processes per-gpu: this process holds its own rank's replica only
+  bool graphs_;       // the step replays CUDA graphs (data_parallel_graphs)
   std::string off_reason_;
   /// Several GPUs: what the ranks' strategies share (StrategyOptions::group); null otherwise.
   /// Declared before replicas_: destroyed after every strategy.

@@ -1,5 +1,6 @@
 #include "experiments/core/record.h"
 
+#include "experiments/core/data_parallel_request.h"
 #include "memory_strategies/registry.h"
 
 namespace memstrat {
@@ -40,8 +41,8 @@ json config_json(const RunRecord& r) {
          {"seed", c.seed},
          {"gemm", kernels::to_string(c.gemm)},
          {"tf32", c.tf32},
-         // data-parallel steps are enqueued, never replayed as per-batch graphs
-         {"graphs", c.graphs == Graphs::On && !c.data_parallel()},
+         // data-parallel steps replay graphs on one GPU and one process per GPU only
+         {"graphs", c.data_parallel() ? data_parallel_graphs(c) : c.graphs == Graphs::On},
          {"launch_form", to_string(c.launch_form)},
          {"depth", if_read(c, "depth", c.depth)},
          // --copy-streams (the key predates the option's name)

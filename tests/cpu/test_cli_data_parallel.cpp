@@ -71,7 +71,8 @@ TEST(CliDataParallel, TheEmulationRunsEveryStrategyButNotEveryCombination) {
   expect_refused({"train", "--emulate-gpus", "2", "--fused", "single"}, "--fused single");
   expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"}, "layer-by-layer");
   expect_refused({"train", "--emulate-gpus", "2", "--launch-form", "graph"}, "--launch-form graph");
-  expect_refused({"train", "--emulate-gpus", "2", "--graphs", "on"}, "drop --graphs");
+  expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "on"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "off"});
   expect_refused({"train", "--reduce", "ring"}, "add --gpus");
   expect_refused({"train", "--gpus", "2", "--emulate-gpus", "2"}, "give one of the two");
 }
@@ -153,7 +154,18 @@ TEST(CliDataParallel, TheRecordSaysHowGradientsWereCombined) {
   EXPECT_EQ(c["emulate_gpus"], 2);
   EXPECT_EQ(c["gpus"], 1);
   EXPECT_EQ(c["reduce"], "exact");
-  EXPECT_EQ(c["graphs"], false);  // data-parallel steps are never replayed as graphs
+  EXPECT_EQ(c["graphs"], true);  // the emulation replays its steps as graphs (data_parallel_graphs)
+  r.config.graphs = Graphs::Off;
+  EXPECT_EQ(r.to_json()["config"]["graphs"], false);
+  r.config.graphs = Graphs::On;
+  r.config.emulate_gpus = 1;
+  r.config.gpus = 2;  // several GPUs in one process enqueue their steps
+  EXPECT_EQ(r.to_json()["config"]["graphs"], false);
+  r.config.processes = Processes::PerGpu;  // one process per GPU replays them
+  EXPECT_EQ(r.to_json()["config"]["graphs"], true);
+  r.config.gpus = 1;
+  r.config.processes = Processes::One;
+  r.config.emulate_gpus = 2;
   r.config.emulate_gpus = 1;
   c = r.to_json()["config"];
   EXPECT_TRUE(c["reduce"].is_null());

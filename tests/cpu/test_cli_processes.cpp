@@ -83,6 +83,21 @@ TEST(CliProcesses, ThePeerFanoutFormsNeedOneProcess) {
   EXPECT_FALSE(p.code) << p.err;  // one process: every GPU's in it
 }
 
+TEST(CliProcesses, GraphsWithSeveralGpusNeedAProcessEach) {
+  if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL: --gpus N > 1 is refused first";
+  {
+    LauncherEnv env({});
+    expect_refused({"train", "--gpus", "2", "--graphs", "on"}, "add --processes per-gpu");
+    const auto off = parse({"train", "--gpus", "2", "--graphs", "off"});
+    EXPECT_FALSE(off.code) << off.err;
+    const auto dflt = parse({"train", "--gpus", "2"});  // the default: enqueued, not refused
+    EXPECT_FALSE(dflt.code) << dflt.err;
+  }
+  LauncherEnv env(kTorchrun0);
+  const auto p = parse({"train", "--gpus", "2", "--processes", "per-gpu", "--graphs", "on"});
+  EXPECT_FALSE(p.code) << p.err;
+}
+
 TEST(CliProcesses, RankZeroSpeaksTheOthersKeepQuiet) {
   if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL: --gpus N > 1 is refused first";
   {

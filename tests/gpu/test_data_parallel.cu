@@ -1,5 +1,6 @@
 // test_data_parallel.cu: data-parallel training (--emulate-gpus N on one GPU, --gpus N on N).
-//  - the emulation is a data path like any other: every strategy gives the same curve bitwise;
+//  - the emulation is a data path like any other: every strategy gives the same curve bitwise,
+//    its steps replayed as graphs or enqueued;
 //  - it computes the gradient of the global batch's mean loss: its curve stays close to one GPU
 //    training at batch N × --batch (same math, another fp32 summation order);
 //  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise, on every strategy of the registry
@@ -78,6 +79,21 @@ TEST(DataParallel, EmulationIsBitwiseTheSameOnEveryStrategy) {
     }
     EXPECT_EQ(first_difference(got, ref), "");
     EXPECT_EQ(got.test.loss, ref.test.loss);
+  }
+}
+
+// --graphs on (the default) replays each shard turn's gradients and each global batch's reduction
+// and update as graphs captured in epoch 1; --graphs off enqueues them: the same kernels, so the
+// same bits, on a strategy whose views stay put (resident) and on one whose slots rotate.
+TEST(DataParallel, EmulationReplaysGraphsBitForBit) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const char* s : {"resident", "double-buffer"}) {
+    SCOPED_TRACE(s);
+    RunConfig on = dp_run(s, 2, 1);
+    on.epochs = 3;
+    RunConfig off = on;
+    off.graphs = Graphs::Off;
+    EXPECT_EQ(first_difference(train_run_on(subset(), on), train_run_on(subset(), off)), "");
   }
 }
 
