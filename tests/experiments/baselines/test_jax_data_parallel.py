@@ -304,7 +304,8 @@ def cpu_runs(tmp_path_factory):
         dirs[n] = (data, init)
         for devices, batch, transfer in ((2, 16, "u8"), (1, 32, "u8"), (2, 16, "f32")):
             key = (n, devices, transfer)
-            curve, js = tmp / f"c{n}_{devices}_{transfer}.csv", tmp / f"r{n}_{devices}_{transfer}.jsonl"
+            tag = f"{n}_{devices}_{transfer}"
+            curve, js = tmp / f"c{tag}.csv", tmp / f"r{tag}.jsonl"
             runs.append({"devices": devices, "args": [
                 "--init", str(init), "--data", str(data), "--batch", str(batch), "--epochs",
                 str(EPOCHS), "--transfer", transfer, "--loss-curve", str(curve), "--json",
