@@ -77,14 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpus", type=int, metavar="N",
                    help="GPUs 0..N-1 of those JAX sees, N >= 2 (default: every one)")
-    baseline_options.add_run_options(p)
-    p.set_defaults(transfer="u8", epochs=21)  # memstrat's --transfer; the benchmark's epochs
-    helps = {"batch": "rows per GPU, a global batch being N x these (default 256, or --init's)",
-             "loss_curve": "write each global batch's mean loss, CSV epoch,batch,loss",
-             "device": "cuda only (the shared option; cpu is refused)",
-             "train_acc": "refused: this anchor does not count training accuracy"}
-    for act in p._actions:  # the shared options as this anchor reads them
-        act.help = helps.get(act.dest, act.help)
+    baseline_options.add_data_parallel_run_options(p)
     return p
 
 

@@ -88,14 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", choices=STEPS, default="graph",
                    help="graph: the whole DDP step as one CUDA graph; eager (default "
                         "%(default)s)")
-    baseline_options.add_run_options(p)
-    p.set_defaults(transfer="u8", epochs=21)  # memstrat's --transfer; the benchmark's epochs
-    helps = {"batch": "rows per GPU, a global batch being N x these (default 256, or --init's)",
-             "loss_curve": "write each global batch's mean loss, CSV epoch,batch,loss",
-             "device": "cuda only (the shared option; cpu is refused)",
-             "train_acc": "refused: this anchor does not count training accuracy"}
-    for act in p._actions:  # the shared options as this anchor reads them
-        act.help = helps.get(act.dest, act.help)
+    baseline_options.add_data_parallel_run_options(p)
     return p
 
 

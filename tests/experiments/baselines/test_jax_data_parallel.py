@@ -32,6 +32,7 @@ sys.path.insert(0, str(BASELINES))
 import ddp_plan as dp  # noqa: E402
 import jax_data_parallel as jdp  # noqa: E402
 import memstrat_inputs as mi  # noqa: E402
+from data_parallel_cases import BAD_OPTIONS  # noqa: E402
 from test_pytorch_mlp import export_init, make_dataset, read_curve  # noqa: E402
 
 # the single-GPU anchors' tolerance against the float64 reference (test_pytorch_mlp.py)
@@ -100,19 +101,7 @@ def test_help_names_the_api_and_nvls():
     assert "shard_map" in r.stdout and "lax.psum" in r.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--gpus", "1"], "--gpus 1: this trains on several GPUs"),
-    (["--batch", "0"], "--batch must be > 0"),
-    (["--epochs", "0"], "--epochs must be > 0"),
-    (["--lr", "0"], "--lr must be > 0"),
-    (["--momentum", "1"], "--momentum must be in [0, 1)"),
-    (["--device", "cpu"], "needs --device cuda"),
-    (["--train-acc"], "does not count training accuracy"),
-    (["--batch", "41"], "larger than the training set"),
-    (["--json", "/nonexistent-dir/x.jsonl"], "does the directory exist"),
-    (["--loss-curve", "/nonexistent-dir/c.csv"], "cannot write"),
-    (["--hidden", "0"], "layer sizes must be positive"),
-])
+@pytest.mark.parametrize("args, message", BAD_OPTIONS)
 def test_bad_options_exit_2_before_jax(data, args, message):
     r = cli("--data", str(data), "--batch", "16", *args)
     assert r.returncode == 2, r.stderr
