@@ -86,13 +86,7 @@ class Settings(baseline_options.Settings):
     --gpus and NCCL_NVLS_ENABLE."""
 
     def __init__(self, a: argparse.Namespace, environ: Mapping[str, str] = os.environ):
-        if a.gpus is not None and a.gpus < 2:
-            raise UsageError(f"--gpus {a.gpus}: this trains on several GPUs, give 2 or more")
-        if a.device != "cuda":
-            raise UsageError("this anchor trains on GPUs: it needs --device cuda")
-        if a.train_acc:
-            raise UsageError("--train-acc: this anchor does not count training accuracy")
-        why = dp.nvls_refusal(environ)
+        why = dp.anchor_refusal(a, environ)
         if why:
             raise UsageError(why)
         self.environ = dict(environ)
