@@ -187,11 +187,12 @@ class Advice:
 
 
 def option(strategy: str, scenario: str, shape: M.Shape, compute_ms: float,
-           table: PrimitiveTable, budget_bytes: float | None) -> Option:
+           table: PrimitiveTable, budget_bytes: float | None,
+           epoch_form: str | None = None) -> Option:
     fp = FOOTPRINTS[strategy]
     need = fp.nbytes(shape)
     try:
-        pred = M.predict(strategy, scenario, shape, compute_ms, table)
+        pred = M.predict(strategy, scenario, shape, compute_ms, table, epoch_form)
         why, moved = None, M.bytes_moved(pred.semantics, shape)
     except M.NoModel as e:
         pred, why, moved = None, str(e), None
@@ -212,10 +213,13 @@ def choose(options: Iterable[Option]) -> tuple[Option | None, tuple[Option, ...]
 
 
 def advise(shape: M.Shape, scenario: str, compute_ms: float, table: PrimitiveTable,
-           budget_bytes: float | None = None, strategies: Iterable[str] | None = None) -> Advice:
-    """Every strategy of `strategies` (default: every one the model has an entry for)."""
+           budget_bytes: float | None = None, strategies: Iterable[str] | None = None,
+           epoch_form: str | None = None) -> Advice:
+    """Every strategy of `strategies` (default: every one the model has an entry for), run at
+    `epoch_form` (None: each entry as written; cost_model.at_form)."""
     names = list(strategies) if strategies is not None else list(M.MODELS)
-    opts = [option(n, scenario, shape, compute_ms, table, budget_bytes) for n in names]
+    opts = [option(n, scenario, shape, compute_ms, table, budget_bytes, epoch_form)
+            for n in names]
     opts.sort(key=lambda o: (not o.usable, o.prediction is None,
                              o.predicted_ms if o.usable else 0.0, SIMPLICITY_RANK[o.strategy]))
     recommended, tied = choose(opts)

@@ -126,7 +126,7 @@ def check_family(groups: Sequence[Group], family: Sequence[Group],
     names = sorted(measured, key=lambda s: sort_key(measured[s].key))
     shape = user_shape(family[0].train_samples, k.batch,
                        IMAGE_PIXELS * M.PIXEL_BYTES[k.transfer], k.transfer)
-    fc.advice = advise(shape, k.scenario, compute, table, None, names)
+    fc.advice = advise(shape, k.scenario, compute, table, None, names, k.epoch_form)
     ranked = rank_by_tests(names, lambda s: measured[s].process_values(METRIC))
     fc.ranks = {r.item: r.rank for r in ranked}
     fc.winner = ranked[0].item if ranked and ranked[0].rank == 1 else None

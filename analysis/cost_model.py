@@ -373,10 +373,25 @@ def semantics_of(strategy: str, scenario: str) -> Semantics:
     return MODELS[strategy].of(scenario)
 
 
+def at_form(sem: Semantics, epoch_form: str | None) -> Semantics:
+    """The entry as a launch form runs it. The kernel form launches the epoch's steps ONCE, after
+    acquiring every batch (acquire-ahead): the launch waits for every unit's transfers, so an
+    overlapped entry's transfers all come first, serial (C + all transfers). Every other form
+    (per-batch, kernel-per-chunk, the epoch graph, whose captured copies keep their streams and
+    events) runs the entry as written."""
+    if epoch_form != "kernel" or sem.form != OVERLAP:
+        return sem
+    return dataclasses.replace(
+        sem, form=SERIAL,
+        assumption=sem.assumption + "; the kernel form's one launch waits for every transfer: "
+                                    "none overlaps a step")
+
+
 def predict(strategy: str, scenario: str, shape: Shape, compute_ms: float,
-            table: PrimitiveTable) -> Prediction:
-    """The steady GPU ms per epoch of `strategy`; raises NoModel with the reason."""
-    sem = semantics_of(strategy, scenario)
+            table: PrimitiveTable, epoch_form: str | None = None) -> Prediction:
+    """The steady GPU ms per epoch of `strategy` run at `epoch_form` (None: as the entry is
+    written, the per-batch form's); raises NoModel with the reason."""
+    sem = at_form(semantics_of(strategy, scenario), epoch_form)
     units = shape.units(sem.chunks)
     steps = [compute_ms * n / shape.batches for _, n in units]
     per_unit = [moves_ms(table, sem.per_unit, rows, shape) for rows, _ in units]
@@ -466,7 +481,8 @@ def predict_group(groups: Sequence[Group], g: Group,
     compute = ref.median("gpu_ms") if ref is not None else None
     if compute is None:
         raise NoModel(REFERENCE_MISSING)
-    return predict(g.key.strategy, g.key.scenario, shape_of(g), compute, tables[g.key.gpu])
+    return predict(g.key.strategy, g.key.scenario, shape_of(g), compute, tables[g.key.gpu],
+                   g.key.epoch_form)
 
 
 def compare(groups: Sequence[Group], tables: dict[str, PrimitiveTable]) -> list[Comparison]:

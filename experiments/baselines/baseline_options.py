@@ -62,6 +62,20 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="only the summary line")
 
 
+def add_data_parallel_run_options(p: argparse.ArgumentParser) -> None:
+    """add_run_options as the anchors of --gpus N read them (pytorch_ddp.py,
+    jax_data_parallel.py): memstrat's --transfer and the benchmark's epochs as defaults, --batch
+    per GPU, the loss curve per global batch, CUDA only, no training accuracy."""
+    add_run_options(p)
+    p.set_defaults(transfer="u8", epochs=21)  # memstrat's --transfer; the benchmark's epochs
+    helps = {"batch": "rows per GPU, a global batch being N x these (default 256, or --init's)",
+             "loss_curve": "write each global batch's mean loss, CSV epoch,batch,loss",
+             "device": "cuda only (the shared option; cpu is refused)",
+             "train_acc": "refused: this anchor does not count training accuracy"}
+    for act in p._actions:  # the shared options as these anchors read them
+        act.help = helps.get(act.dest, act.help)
+
+
 def check_appendable(path: str, what: str) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)

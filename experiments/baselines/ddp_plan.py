@@ -60,6 +60,18 @@ def loss_weight(samples: int, batch: int, shards: int, g: int) -> float | None:
     return None if R == shards * batch else shards / R
 
 
+def anchor_refusal(a, environ: Mapping[str, str]) -> str | None:
+    """Why an anchor of --gpus N (pytorch_ddp.py, jax_data_parallel.py) cannot run these parsed
+    options in this environment, checked before the framework is imported; None when it can."""
+    if a.gpus is not None and a.gpus < 2:
+        return f"--gpus {a.gpus}: this trains on several GPUs, give 2 or more"
+    if a.device != "cuda":
+        return "this anchor trains on GPUs: it needs --device cuda"
+    if a.train_acc:
+        return "--train-acc: this anchor does not count training accuracy"
+    return nvls_refusal(environ)
+
+
 def launcher_env(environ: Mapping[str, str]) -> tuple[int, int, int] | None:
     """(rank, world size, local rank) when torchrun started this process, else None. Raises
     ValueError when the variables are there but not integers."""

@@ -88,14 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", choices=STEPS, default="graph",
                    help="graph: the whole DDP step as one CUDA graph; eager (default "
                         "%(default)s)")
-    baseline_options.add_run_options(p)
-    p.set_defaults(transfer="u8", epochs=21)  # memstrat's --transfer; the benchmark's epochs
-    helps = {"batch": "rows per GPU, a global batch being N x these (default 256, or --init's)",
-             "loss_curve": "write each global batch's mean loss, CSV epoch,batch,loss",
-             "device": "cuda only (the shared option; cpu is refused)",
-             "train_acc": "refused: this anchor does not count training accuracy"}
-    for act in p._actions:  # the shared options as this anchor reads them
-        act.help = helps.get(act.dest, act.help)
+    baseline_options.add_data_parallel_run_options(p)
     return p
 
 
@@ -104,13 +97,7 @@ class Settings(baseline_options.Settings):
     export, and --gpus, NCCL_NVLS_ENABLE, the torchrun variables."""
 
     def __init__(self, a: argparse.Namespace, environ=os.environ):
-        if a.gpus is not None and a.gpus < 2:
-            raise UsageError(f"--gpus {a.gpus}: this trains on several GPUs, give 2 or more")
-        if a.device != "cuda":
-            raise UsageError("this anchor trains on GPUs: it needs --device cuda")
-        if a.train_acc:
-            raise UsageError("--train-acc: this anchor does not count training accuracy")
-        why = dp.nvls_refusal(environ)
+        why = dp.anchor_refusal(a, environ)
         if why:
             raise UsageError(why)
         try:

@@ -72,6 +72,15 @@ def test_serial_and_overlap_predictions_by_hand():
     assert fast["resident"].predicted_ms == pytest.approx(0.04 + DATA_SET / RATE / 1e3)
 
 
+def test_the_advice_at_the_kernel_form_hides_no_transfer():
+    """advise(..., epoch_form="kernel"): an overlapped strategy pays every copy before the one
+    launch (cost_model.at_form), so double-buffer is pinned's C + every copy there."""
+    t = linear_table(pinned_h2d=RATE)
+    o = by_name(A.advise(SHAPE, "static", 4.0, t, epoch_form="kernel"))
+    assert o["double-buffer"].predicted_ms == pytest.approx(4.0 + 4 * COPY_US / 1e3)
+    assert o["double-buffer"].predicted_ms == o["pinned"].predicted_ms
+
+
 def test_u8_and_f32_set_zero_copys_reads_per_step():
     t = linear_table(sm_copy_mapped=RATE)
     reads = {}

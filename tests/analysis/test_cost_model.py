@@ -197,6 +197,27 @@ def test_coarse_prefetch_moves_chunks_in_refresh_and_nothing_in_static():
     assert p.transfer_ms == pytest.approx(60000 * 788 / 20e3 / 1e3)
 
 
+def test_the_kernel_form_waits_for_every_transfer_before_its_one_launch():
+    """At the kernel form the epoch's steps are one launch after every batch was acquired: an
+    overlapped entry pays C + every transfer; every other form runs the entry as written; a serial
+    entry is the same at every form."""
+    t = table(um_prefetch_h2d=[(4096, 4096 / 20e3), (2**28, 2**28 / 20e3)])   # 20 GB/s flat
+    shape = M.Shape(60000, 256, "u8")
+    every = 60000 * 788 / 20e3 / 1e3                                # ms: the whole epoch's bytes
+    k = M.predict("um-prefetch-coarse", "refresh", shape, 10.0, t, "kernel")
+    assert k.semantics.form == M.SERIAL and "kernel form" in k.semantics.assumption
+    assert k.gpu_ms == pytest.approx(10.0 + every)
+    assert k.transfer_ms == pytest.approx(every)
+    first_chunk = 41 * 256 * (784 + 4) / 20e3 / 1e3
+    for form in (None, "per-batch", "kernel-per-chunk", "graph"):
+        p = M.predict("um-prefetch-coarse", "refresh", shape, 10.0, t, form)
+        assert p.semantics.form == M.OVERLAP
+        assert p.gpu_ms == pytest.approx(first_chunk + 10.0)
+    pinned = table(pinned_h2d=[(1024, 5.0), (IMAGES_256, 10.0)])
+    assert (M.predict("pinned", "static", FOUR_BATCHES, 1.0, pinned, "kernel").gpu_ms
+            == M.predict("pinned", "static", FOUR_BATCHES, 1.0, pinned).gpu_ms)
+
+
 def test_graph_forms_copy_chunks_serially_or_overlapped():
     t = table(pinned_h2d=[(4096, 4096 / 20e3), (2**28, 2**28 / 20e3)])     # 20 GB/s flat
     shape = M.Shape(60000, 256, "u8")                              # 6 copies of 8 MiB or less

@@ -28,6 +28,7 @@ SCRIPT = BASELINES / "pytorch_ddp.py"
 sys.path.insert(0, str(BASELINES))
 import ddp_plan as dp  # noqa: E402
 import memstrat_inputs as mi  # noqa: E402
+from data_parallel_cases import BAD_OPTIONS  # noqa: E402
 from test_pytorch_mlp import (export_init, make_dataset, numpy_reference_train,  # noqa: E402
                               read_curve)
 
@@ -172,19 +173,7 @@ def test_help_names_both_launchers():
     assert "--gpus" in r.stdout and "--step" in r.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--gpus", "1"], "--gpus 1: this trains on several GPUs"),
-    (["--batch", "0"], "--batch must be > 0"),
-    (["--epochs", "0"], "--epochs must be > 0"),
-    (["--lr", "0"], "--lr must be > 0"),
-    (["--momentum", "1"], "--momentum must be in [0, 1)"),
-    (["--device", "cpu"], "needs --device cuda"),
-    (["--train-acc"], "does not count training accuracy"),
-    (["--batch", "41"], "larger than the training set"),
-    (["--json", "/nonexistent-dir/x.jsonl"], "does the directory exist"),
-    (["--loss-curve", "/nonexistent-dir/c.csv"], "cannot write"),
-    (["--hidden", "0"], "layer sizes must be positive"),
-])
+@pytest.mark.parametrize("args, message", BAD_OPTIONS)
 def test_bad_options_exit_2_before_torch(data, args, message):
     r = cli("--data", str(data), "--batch", "16", *args)
     assert r.returncode == 2, r.stderr
