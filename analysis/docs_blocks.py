@@ -38,6 +38,7 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.block_generators import BlockError, render  # noqa: E402
+import analysis.block_generators_advice  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_crossover  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_decision  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_model  # noqa: E402,F401  (registers its blocks)

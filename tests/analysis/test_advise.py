@@ -335,6 +335,25 @@ def test_check_agrees_where_the_measurement_agrees_and_names_the_family_where_no
            "measured 3.013 ms); measured winner pinned" in text
 
 
+def test_the_advice_check_block_lists_each_family_where_the_advice_is_not_the_winner(tmp_path):
+    """docs_blocks' advice-check block: the agreement, and a row naming the family where the
+    advice is not the winner, both strategies predicted and measured."""
+    from analysis.block_generators import render
+    from analysis.results_set import load_results_set
+    import analysis.block_generators_advice  # noqa: F401  (registers the block)
+    (tmp_path / "mixed").mkdir()
+    src = results_set(tmp_path / "mixed", TIMES, 10)
+    text = render("advice-check", [], load_results_set(src, "set"))
+    assert "**1 of 2** families (50%)" in text
+    assert ("| NVIDIA H200 static/u8/b1024 per-batch | tests: a slower rank | resident: 3.013 / "
+            "3.013 | pinned: ") in text
+    assert "b256" not in text.split("Where it is not:")[1]
+    (tmp_path / "agree").mkdir()
+    agreeing = results_set(tmp_path / "agree", {256: TIMES[256]}, 10)
+    text = render("advice-check", [], load_results_set(agreeing, "set"))
+    assert "**1 of 1**" in text and "the advice is the winner or tied with it" in text
+
+
 def test_check_with_too_few_processes_says_the_tests_cannot_disagree(tmp_path, capsys):
     src = results_set(tmp_path, TIMES, 3)
     assert AC.main([str(src), "--json"]) == 0
