@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -35,9 +36,11 @@ def two_gpus() -> tuple[Path, Path]:
     if not data or not Path(data).is_dir():
         pytest.skip("MEMSTRAT_DATA does not name the MNIST directory")
     info = subprocess.run([str(binary), "info"], capture_output=True, text=True, timeout=60)
-    shown = [ln for ln in info.stdout.splitlines() if ln.startswith("device ")]
-    if info.returncode != 0 or len(shown) < 2:
-        pytest.skip(f"needs 2 GPUs; `memstrat info` shows {len(shown)}")
+    # `info` describes one device: "device 0 of N: <name>"
+    count = re.search(r"^device \d+ of (\d+):", info.stdout, re.M)
+    shown = int(count.group(1)) if info.returncode == 0 and count else 0
+    if shown < 2:
+        pytest.skip(f"needs 2 GPUs; `memstrat info` shows {shown}")
     return binary, Path(data)
 
 
