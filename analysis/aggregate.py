@@ -124,7 +124,8 @@ class GroupKey:
         if self.option("device_budget_gib") is not None:
             label += f" (device budget {self.option('device_budget_gib'):g} GiB)"
         if self.option("gpus", 1) > 1:
-            label += f" ({self.option('gpus')} GPUs, {self.option('reduce')} reduction)"
+            per = ", a process each" if self.option("processes") == "per-gpu" else ""
+            label += f" ({self.option('gpus')} GPUs{per}, {self.option('reduce')} reduction)"
         elif self.option("emulate_gpus", 1) > 1:
             label += f" ({self.option('emulate_gpus')} shards emulated on one GPU)"
         step = self.step
@@ -250,6 +251,10 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     if (cfg.get("gpus") or 1) > 1 or (cfg.get("emulate_gpus") or 1) > 1:
         other += (("gpus", cfg.get("gpus") or 1), ("emulate_gpus", cfg.get("emulate_gpus") or 1),
                   ("reduce", cfg.get("reduce")))
+    # One process per GPU under a launcher is its own configuration; one process, the only kind
+    # before the key existed, keeps the groups of older records.
+    if cfg.get("processes") == "per-gpu":
+        other += (("processes", "per-gpu"),)
     epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),

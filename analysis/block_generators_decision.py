@@ -55,7 +55,7 @@ BUDGET_TODO = (f"{NOT_HERE} — `memstrat train --replicate K --device-budget Gi
                "`experiments/scripts/reproduce.sh --stages budget` sweeps it (budget.toml), not "
                "yet run for this set; `analysis/advise.py --budget-gib` gives the model's answer "
                "(strategies holding the whole set do not fit)")
-GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (resident, pinned; static), but no "
+GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (every strategy; static), but no "
              "matrix of this set runs several GPUs yet")
 
 

@@ -169,4 +169,24 @@ std::optional<std::uint64_t> available_memory_bytes() {
   return mem_available_from_meminfo(meminfo);
 }
 
+std::optional<std::string> read_boot_id(const std::string& path) {
+  std::ifstream f(path);
+  std::string id;
+  if (!f || !std::getline(f, id)) return std::nullopt;
+  while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
+  if (id.empty()) return std::nullopt;
+  return id;
+}
+
+std::string gpu_uuid_string(const unsigned char (&bytes)[16]) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += hex[bytes[i] >> 4];
+    s += hex[bytes[i] & 0xF];
+  }
+  return s;
+}
+
 }  // namespace memstrat

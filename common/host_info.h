@@ -13,6 +13,16 @@
 
 namespace memstrat {
 
+/// The kernel's boot id (/proc/sys/kernel/random/boot_id, a UUID new at every boot): which boot
+/// of which machine a run ran on, where the host name says nothing (a VM named "vm" on every
+/// machine). Records of one machine and boot share it. None where the file is absent.
+std::optional<std::string> read_boot_id(
+    const std::string& path = "/proc/sys/kernel/random/boot_id");
+
+/// A CUDA device UUID's 16 bytes in nvidia-smi's form, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+/// (lower-case hex): the physical GPU a run ran on.
+std::string gpu_uuid_string(const unsigned char (&bytes)[16]);
+
 struct HostHardware {
   std::optional<std::string> cpu_model;     // cpu_model
   std::optional<int> cpu_count;             // online CPUs

@@ -21,6 +21,16 @@ std::vector<NcclComm> NcclComm::init_all(const std::vector<int>& devices) {
   return out;
 }
 
+NcclComm NcclComm::init_rank(int world, int rank) {
+  // With NCCL_COMM_ID set, ncclGetUniqueId returns the id of that address in every process, and
+  // rank 0's ncclCommInitRank starts NCCL's bootstrap root there: no id to hand around.
+  ncclUniqueId id{};
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  ncclComm_t c = nullptr;
+  NCCL_CHECK(ncclCommInitRank(&c, world, id, rank));
+  return NcclComm(c);
+}
+
 void NcclComm::abort() noexcept {
   if (c_ != nullptr) ncclCommAbort(c_);
   c_ = nullptr;

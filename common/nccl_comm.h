@@ -48,6 +48,10 @@ class NcclComm {
   /// One communicator per device of `devices` (rank r on devices[r]), all made by this thread
   /// (ncclCommInitAll). Throws NcclError.
   static std::vector<NcclComm> init_all(const std::vector<int>& devices);
+  /// This process's communicator of a run of `world` processes (ncclCommInitRank, the current
+  /// device), which meet through NCCL's bootstrap at NCCL_COMM_ID (host:port, the same in every
+  /// process; rank 0 listens there). Blocks until every rank joined. Throws NcclError.
+  static NcclComm init_rank(int world, int rank);
   ncclComm_t get() const { return c_; }
   explicit operator bool() const { return c_ != nullptr; }
   /// Ends the communicator at once, its pending operations abandoned (a rank that failed).

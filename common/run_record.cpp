@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <regex>
 #include <stdexcept>
@@ -47,6 +48,7 @@ void add_link_and_nvml(GpuEnvironment& gpu, const std::string& bus_id, GpuMonito
 nlohmann::json Environment::to_json() const {
   nlohmann::json env;
   env["host"] = host;
+  env["boot_id"] = or_null(boot_id);
   env["git_sha"] = git_sha;
   env["git_dirty"] = git_dirty;
   env["memstrat_version"] = memstrat_version;
@@ -58,6 +60,7 @@ nlohmann::json Environment::to_json() const {
   if (nccl) env["nccl"] = {{"version", nccl->version}, {"settings", nccl->settings}};
   if (!gpu) return env;
   env["gpu_name"] = gpu->name;
+  env["gpu_uuid"] = gpu->uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(gpu->uuid);
   env["compute_capability"] = gpu->compute_capability;
   env["sm_count"] = gpu->sm_count;
   env["gpu_memory_bytes"] = gpu->memory_bytes;
@@ -91,6 +94,7 @@ Environment host_environment() {
   env.git_dirty = build.git_dirty;
   env.memstrat_version = build.version;
   env.hardware = read_host_hardware();
+  env.boot_id = read_boot_id();
   return env;
 }
 
@@ -105,6 +109,9 @@ Environment device_environment(int device, GpuMonitor& monitor) {
   cudaDeviceProp p{};
   CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   gpu.name = p.name;
+  unsigned char uuid[16];
+  std::copy(std::begin(p.uuid.bytes), std::end(p.uuid.bytes), uuid);
+  gpu.uuid = gpu_uuid_string(uuid);
   gpu.compute_capability = std::to_string(p.major) + "." + std::to_string(p.minor);
   gpu.sm_count = p.multiProcessorCount;
   gpu.memory_bytes = p.totalGlobalMem;

@@ -21,6 +21,7 @@ inline constexpr int kSchemaVersion = 1;
 /// The GPU part of a record's environment (what `memstrat info` shows).
 struct GpuEnvironment {
   std::string name;                // gpu_name
+  std::string uuid;                // gpu_uuid, "GPU-..." as nvidia-smi writes it
   std::string compute_capability;  // "9.0"
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;  // gpu_memory_bytes
@@ -51,6 +52,7 @@ struct NcclEnvironment {
 
 struct Environment {
   std::string host;
+  std::optional<std::string> boot_id;  // the kernel's boot id: which machine and boot (host_info.h)
   std::string git_sha;
   bool git_dirty = false;
   std::string memstrat_version;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "kernels/common/pixel_norm.h"  // normalize_pixel: the same expression as the GPU kernel
@@ -45,8 +46,27 @@ void write_rows(const EpochRows& e, std::int64_t first, std::int64_t count, void
   }
 }
 
+std::int64_t shard_rows(std::int64_t samples, int batch, int shard, int shards) {
+  std::int64_t rows = 0;
+  for (std::int64_t first = static_cast<std::int64_t>(shard) * batch; first < samples;
+       first += static_cast<std::int64_t>(shards) * batch)
+    rows += std::min<std::int64_t>(batch, samples - first);
+  return rows;
+}
+
 EpochWriter::EpochWriter(const HostDataset& data, const StrategyOptions& opt)
-    : data_(&data), opt_(opt) {}
+    : data_(&data), opt_(opt), samples_(data.n_train()) {
+  if (opt.shards == 1 && opt.shard == 0) return;
+  if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards || opt.batch < 1)
+    throw std::invalid_argument("EpochWriter: shard " + std::to_string(opt.shard) + " of " +
+                                std::to_string(opt.shards) + " does not exist");
+  // A shard's rows are numbered from 0 in its own epoch: the augmentation keys (seed, epoch, row)
+  // and a reshuffle per epoch would differ from the whole epoch's. Static data has neither.
+  if (opt.scenario != Scenario::Static)
+    throw std::invalid_argument("EpochWriter: a shard of the epoch is served in the static "
+                                "scenario only, not in " + std::string(to_string(opt.scenario)));
+  samples_ = shard_rows(data.n_train(), opt.batch, opt.shard, opt.shards);
+}
 
 std::size_t EpochWriter::image_bytes_per_sample() const {
   return transfer_bytes_per_sample(features(), opt_.transfer);
@@ -54,7 +74,15 @@ std::size_t EpochWriter::image_bytes_per_sample() const {
 
 std::vector<std::int32_t> EpochWriter::order(int epoch) const {
   // static: one fixed shuffle; refresh and stream: a new shuffle every epoch.
-  return shuffled_order(samples(), epoch_order_seed(opt_.seed, reshuffles() ? epoch : 0));
+  std::vector<std::int32_t> whole =
+      shuffled_order(data_->n_train(), epoch_order_seed(opt_.seed, reshuffles() ? epoch : 0));
+  if (opt_.shards == 1) return whole;
+  std::vector<std::int32_t> mine;
+  mine.reserve(static_cast<std::size_t>(samples_));
+  const std::int64_t n = data_->n_train(), batch = opt_.batch;
+  for (std::int64_t first = opt_.shard * batch; first < n; first += opt_.shards * batch)
+    mine.insert(mine.end(), whole.begin() + first, whole.begin() + std::min(n, first + batch));
+  return mine;
 }
 
 namespace {

@@ -48,7 +48,9 @@ class EpochWriter {
   bool refreshes() const { return opt_.scenario == Scenario::Refresh; }
   /// True when every epoch has its own order (refresh; stream, whose producers use it too).
   bool reshuffles() const { return opt_.scenario != Scenario::Static; }
-  std::int64_t samples() const { return data_->n_train(); }
+  /// Rows of one epoch: the training set, or this instance's shard of it
+  /// (StrategyOptions::shard of shards: shard_rows).
+  std::int64_t samples() const { return samples_; }
   int features() const { return data_->features(); }
   /// Bytes of one sample's image in the transfer format (features or 4*features).
   std::size_t image_bytes_per_sample() const;
@@ -65,7 +67,8 @@ class EpochWriter {
   /// (samples, image bytes per sample) at some batch size.
   void write_packed(int epoch, void* blocks, const PackedLayout& layout) const;
 
-  /// The sample order epoch `epoch` uses (index into the original training set).
+  /// The sample order epoch `epoch` uses (index into the original training set). With shards:
+  /// the rows of the single-GPU batches g·shards + shard of the whole epoch's order, in order.
   std::vector<std::int32_t> order(int epoch) const;
 
  private:
@@ -73,6 +76,11 @@ class EpochWriter {
   EpochRows rows_of(int epoch, const std::vector<std::int32_t>& ord) const;
   const HostDataset* data_;
   StrategyOptions opt_;
+  std::int64_t samples_ = 0;
 };
+
+/// Rows of shard `shard` of `shards` of an epoch of `samples` rows in batches of `batch`: the rows
+/// of the batches g·shards + shard (the last batch may be partial).
+std::int64_t shard_rows(std::int64_t samples, int batch, int shard, int shards);
 
 }  // namespace memstrat

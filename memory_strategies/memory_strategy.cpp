@@ -1,6 +1,7 @@
 #include "memory_strategies/memory_strategy.h"
 
 #include "common/cuda_check.h"
+#include "common/peer_access.h"
 
 namespace memstrat {
 
@@ -25,9 +26,11 @@ std::string AdviseSet::to_string() const {
   return s.empty() ? "none" : s;
 }
 
-DeviceCaps DeviceCaps::query(int device) {
+DeviceCaps DeviceCaps::query(int device, int first_gpu) {
   DeviceCaps c;
   c.device = device;
+  c.first_gpu = first_gpu;
+  if (first_gpu >= 0) c.can_access_first_gpu = PeerAccess::possible(device, first_gpu);
   int v = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrConcurrentManagedAccess, device));
   c.concurrent_managed_access = v != 0;

@@ -16,6 +16,8 @@
 
 namespace memstrat {
 
+class ReplicaGroup;  // replica_group.h
+
 /// What crosses the bus: raw pixels (normalised on the GPU) or pre-normalised floats (4x bytes).
 enum class Transfer { U8, F32 };
 /// static: the training data never changes. refresh: the host rewrites it every epoch
@@ -51,6 +53,16 @@ struct StrategyOptions {
   int stage_blocks = 8;    // zero-copy-staged: thread blocks of the staging kernel (>= 1)
   AdviseSet advise;      // um-advise
   std::uint64_t seed = 1;
+  /// Several GPUs (--gpus N): this instance serves shard `shard` of `shards`, the single-GPU
+  /// batches g·shards + shard of the epoch, as its own epoch of batches 0, 1, 2 ... (each GPU's
+  /// strategy holds and moves its shard only, and acquires its batches in order as on one GPU).
+  /// 1: the whole epoch. Static scenario only (EpochWriter refuses the others).
+  int shard = 0;
+  int shards = 1;
+  /// Several GPUs: the run's ranks and what their instances share (replica_group.h), owned by the
+  /// data-parallel trainer and alive longer than every instance; null on one GPU and in the
+  /// emulation (shards == 1). Only strategies that share data across GPUs read it.
+  ReplicaGroup* group = nullptr;
   // The stream scenario's input pipeline (read only when scenario == Stream).
   int workers = 4;                   // host producer threads, started once per run
   int prefetch = 8;                  // batches produced ahead = host slots in the ring
@@ -75,6 +87,7 @@ struct BatchView {
 /// Per-epoch figures a strategy knows about itself (the last finished epoch).
 struct StrategyStats {
   std::uint64_t h2d_bytes = 0;         // bytes it moved or prefetched host->device (explicit)
+  std::uint64_t peer_bytes = 0;        // bytes it copied from another GPU's memory (peer-fanout)
   std::optional<double> copy_ms;       // GPU time of its copies/prefetches (events); none if it issues none
   double host_ms = 0.0;                // host time spent inside acquire/release (e.g. blocking copies)
   /// The stream scenario's host producers (BatchProducer) for the epoch; none when no host
@@ -91,7 +104,14 @@ struct DeviceCaps {
   int async_engine_count = 0;
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
-  static DeviceCaps query(int device);
+  /// The run's first GPU (rank 0 of --gpus N), whose memory a cross-GPU data path may read
+  /// (peer-fanout); -1 when not asked (one GPU), and then can_access_first_gpu is true.
+  int first_gpu = -1;
+  /// cudaDeviceCanAccessPeer(device, first_gpu): this device can read rank 0's memory over
+  /// NVLink or PCIe (true for rank 0 itself).
+  bool can_access_first_gpu = true;
+  /// `device`'s capabilities; with first_gpu >= 0 also whether it can read first_gpu's memory.
+  static DeviceCaps query(int device, int first_gpu = -1);
   /// A device with every capability and all its memory free: what a check that must not depend
   /// on the device (a scenario a strategy never runs) is asked with.
   static DeviceCaps every();

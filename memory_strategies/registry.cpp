@@ -9,6 +9,8 @@
 #include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
 #include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
+#include "memory_strategies/peer_fanout.h"
+#include "memory_strategies/peer_fanout_ring.h"
 #include "memory_strategies/pinned.h"
 #include "memory_strategies/pinned_graph.h"
 #include "memory_strategies/resident.h"
@@ -41,6 +43,24 @@ std::string needs_concurrent_managed(const DeviceCaps& c) {
   return c.concurrent_managed_access
              ? ""
              : "prefetch/advise need concurrentManagedAccess = 1 (not on this device/OS)";
+}
+
+// Several GPUs: a rank whose GPU cannot read rank 0's memory, which holds the set (peer-fanout).
+std::string needs_first_gpu_access(const DeviceCaps& c) {
+  return c.can_access_first_gpu
+             ? ""
+             : "GPU " + std::to_string(c.device) + " cannot read the memory of GPU " +
+                   std::to_string(c.first_gpu) +
+                   " (rank 0, which holds the set): cudaDeviceCanAccessPeer = 0, no NVLink or "
+                   "PCIe peer path between them; choose GPUs that have one (nvidia-smi topo -m)";
+}
+// The set is written once, on rank 0's GPU, at set-up (peer-fanout).
+std::string static_only(const StrategyOptions& o, const DeviceCaps&) {
+  return o.scenario == Scenario::Static
+             ? ""
+             : "the set is written once, on rank 0's GPU, at set-up, and read by every GPU: "
+               "static scenario only (a refresh or stream epoch would rewrite it while other "
+               "GPUs read it)";
 }
 
 // ---- what the stream scenario needs (StrategyEntry::unsupported_with) ----
@@ -88,6 +108,7 @@ constexpr LaunchFormTable per_batch_only{kPerBatch, kPerBatch, kPerBatch};
 constexpr LaunchFormTable no_graph{kNoGraph, kNoGraph, kPerBatch};
 constexpr LaunchFormTable graph_too{kGraph, kGraph, kPerBatch};
 constexpr LaunchFormTable chunks_not_in_stream{kChunks, kChunks, {}};
+constexpr LaunchFormTable static_every_form{kEveryForm, {}, {}};
 
 // Why a strategy's data path allows no other form (StrategyEntry::launch_note).
 constexpr std::string_view kOneBatchBuffer =
@@ -109,6 +130,9 @@ constexpr std::string_view kCoarseNote =
 constexpr std::string_view kChunkRingNote =
     "its batches arrive a chunk at a time in K device chunk slots, so not all of an epoch's "
     "batches can be acquired before its first step (no epoch kernel)";
+constexpr std::string_view kPeerNote =
+    "static scenario only; on one GPU a batch is an offset into the set (resident's forms); "
+    "several GPUs run one launch per batch (the data-parallel trainer)";
 constexpr std::string_view kOneChunkSlotNote =
     "one device slot holds one chunk, so not all of an epoch's batches can be acquired before "
     "its first step (no epoch kernel)";
@@ -129,6 +153,8 @@ const std::pair<std::string_view, Footprint> kFootprints[] = {
     {"um-prefetch-coarse", ManagedStrategy::device_footprint},
     {"pinned-graph", PinnedGraphStrategy::device_footprint},
     {"double-buffer-graph", DoubleBufferGraphStrategy::device_footprint},
+    {"peer-fanout", PeerFanoutStrategy::device_footprint},
+    {"peer-fanout-ring", PeerFanoutRingStrategy::device_footprint},
 };
 
 std::vector<StrategyEntry> with_footprints(std::vector<StrategyEntry> r) {
@@ -143,7 +169,7 @@ std::vector<StrategyEntry> with_footprints(std::vector<StrategyEntry> r) {
 
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
-      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph and zero-copy-staged)",
+      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph, zero-copy-staged and peer-fanout-ring)",
       OptionKind::Integer, 2, 64, {}, "2",
       [](const StrategyOptions& o) { return std::to_string(o.depth); }};
   const StrategyOption copy_streams{
@@ -181,11 +207,13 @@ std::vector<StrategyEntry> make_registry() {
       {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), every_form, "", {}, false, stream_needs_concurrent_managed},
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false}), no_graph, kPrefetchNote},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true}), no_graph, kPrefetchNote},
+      {"peer-fanout", "several GPUs: data set resident once on rank 0's GPU; every other GPU's SMs read its batch from it over peer access (one copy kernel) into one local slot on its compute stream before the step; rank 0 and one GPU read in place (resident)", needs_first_gpu_access, {}, make<PeerFanoutStrategy>, static_every_form, kPeerNote, {}, false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
       // Best forms: each names the naive form it improves.
       {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, chunks_not_in_stream, kChunkRingNote, "zero-copy", false, not_in_stream, staging_blocks},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), no_graph, kCoarseNote, "um-prefetch"},
       {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, chunks_not_in_stream, kOneChunkSlotNote, "pinned", false, not_in_stream},
       {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, chunks_not_in_stream, kChunkRingNote, "double-buffer", false, not_in_stream},
+      {"peer-fanout-ring", "peer-fanout, but one peer copy per chunk of whole packed batches (--copy-chunk MiB) into K local chunk slots (--depth) on copy stream(s) (--copy-streams), overlapped with the previous chunk's steps", needs_first_gpu_access, {depth, copy_streams, copy_chunk}, make<PeerFanoutRingStrategy>, static_every_form, kPeerNote, "peer-fanout", false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
   };
 }
 }  // namespace

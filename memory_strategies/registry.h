@@ -89,6 +89,11 @@ struct StrategyEntry {
   /// `g` (the strategy class's device_footprint, next to its attach): what --device-budget
   /// must hold (device_footprint below). Set for every entry.
   std::uint64_t (*device_footprint)(const StrategyOptions& opt, const BatchGeometry& g) = nullptr;
+  /// A data path across GPUs that, on one GPU (and in the emulation), is the named strategy's
+  /// (the peer-fanout forms: resident's, the set read in place); empty for every other. The
+  /// matrix runner's `strategy = "all"` leaves such a strategy out (on one GPU it would repeat
+  /// that strategy's cells); a matrix names it to run it (`memstrat describe`: one_gpu_as).
+  std::string_view one_gpu_as = {};
 };
 
 const std::vector<StrategyEntry>& strategy_registry();

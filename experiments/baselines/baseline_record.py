@@ -90,6 +90,18 @@ def git_revision() -> tuple[str, bool]:
     return sha or "unknown", bool(status) if status is not None else False
 
 
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def gpu_uuid(uuid) -> str | None:
+    """torch's device UUID (a uuid.UUID-like object or its string) in nvidia-smi's form,
+    "GPU-xxxxxxxx-...", as memstrat records it; None when the framework gives none."""
+    if uuid is None:
+        return None
+    text = str(uuid).strip().lower()
+    return "GPU-" + (text[4:] if text.startswith("gpu-") else text)
+
+
 def _first_line(path: str) -> str:
     try:
         with open(path) as f:
@@ -175,12 +187,13 @@ def common_environment(framework: str, device: str) -> dict[str, Any]:
     own function fills them."""
     sha, dirty = git_revision()
     env: dict[str, Any] = {
-        "host": socket.gethostname(), "git_sha": sha, "git_dirty": dirty, "memstrat_version": None,
+        "host": socket.gethostname(), "boot_id": _first_line(BOOT_ID) or None,
+        "git_sha": sha, "git_dirty": dirty, "memstrat_version": None,
         "framework": framework,
         "python_version": platform.python_version(), "numpy_version": np.__version__,
         "device_type": device,
         # memstrat's device keys; those the framework does not expose stay null.
-        "gpu_name": None, "compute_capability": None, "sm_count": None,
+        "gpu_name": None, "gpu_uuid": None, "compute_capability": None, "sm_count": None,
         "gpu_memory_bytes": None, "driver_version": None, "runtime_version": None,
         "driver_release": None, "pcie_gen": None, "pcie_width": None,
         "concurrent_managed_access": None, "pageable_memory_access": None,
@@ -206,6 +219,7 @@ def environment_json(torch, device: str) -> dict[str, Any]:
     idx = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(idx)
     env["gpu_name"] = props.name
+    env["gpu_uuid"] = gpu_uuid(getattr(props, "uuid", None))
     env["compute_capability"] = f"{props.major}.{props.minor}"
     env["sm_count"] = props.multi_processor_count
     env["gpu_memory_bytes"] = props.total_memory

@@ -76,6 +76,8 @@ json describe_json() {
     s["several_gpus"] = json::array();
     for (const Scenario sc : several_gpu_scenarios(e.name))
       s["several_gpus"].push_back(to_string(sc));
+    // A data path across GPUs that is another strategy's on one GPU (the matrix's "all" skips it).
+    s["one_gpu_as"] = e.one_gpu_as.empty() ? json(nullptr) : json(e.one_gpu_as);
     d["strategies"].push_back(s);
   }
   // What each form needs beyond the strategy's declaration.

@@ -237,15 +237,30 @@ void check_launch_form_spellings(const CLI::App& train) {
 }
 
 /// Rules that involve two options, which no single option's declaration can state, and a
-/// strategy that no device runs with these options (StrategyEntry::unsupported_with). Throws
+/// strategy that no device runs with these options (StrategyEntry::unsupported_with). Under
+/// --processes per-gpu it also reads the launcher's environment into c.process. Throws
 /// std::invalid_argument saying what to change.
-void check_consistent(const RunConfig& c, const CLI::App& train) {
+void check_consistent(RunConfig& c, const CLI::App& train) {
   if (train.count("--reduce") > 0 && c.gpus == 1 && c.emulate_gpus == 1)
     throw std::invalid_argument("--reduce combines the gradients of several GPUs; add --gpus N "
                                 "(N > 1) or drop --reduce");
-  if (train.count("--graphs") > 0 && c.data_parallel())
-    throw std::invalid_argument(std::string("--graphs with --gpus/--emulate-gpus N > 1: ") +
-                                kDataParallelFormReason + ", never replayed as graphs (drop --graphs)");
+  if (train.count("--graphs") > 0 && c.graphs == Graphs::On && c.gpus > 1 &&
+      c.processes == Processes::One)
+    throw std::invalid_argument(std::string("--graphs on with --gpus N > 1: ") +
+                                kThreadedGraphsReason + "; add --processes per-gpu or drop --graphs");
+  if (c.processes == Processes::PerGpu && c.gpus == 1)
+    throw std::invalid_argument("--processes per-gpu drives the GPUs of --gpus N (N > 1), one "
+                                "process each; add --gpus N or drop --processes");
+  // The launcher's environment is read now: a process that cannot say its rank stops before any
+  // device work, with what to set.
+  if (c.processes == Processes::PerGpu && c.gpus > 1) c.process = process_rank_from_environment();
+  if (c.process && c.process->rank != 0) {  // rank 0 prints and writes the outputs; the others
+    c.quiet = true;                         // only say when they fail
+    c.json.clear();
+    c.loss_curve.clear();
+    c.trace.clear();
+    c.export_init.clear();
+  }
   if (const std::string why = data_parallel_refusal(c); !why.empty())
     throw std::invalid_argument(why);
   if (!c.trace.empty() && !c.profile)
@@ -469,6 +484,12 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "With --gpus N > 1, how the gradients are combined. exact: gathered (ncclAllGather) "
            "and summed in rank order on every GPU, bitwise equal to --emulate-gpus N; ring: "
            "ncclAllReduce over fixed buckets, NCCL's order");
+  o.choice("--processes", c.processes, named({Processes::One, Processes::PerGpu}), "processes",
+           "With --gpus N > 1, how the N GPUs are driven. one: this process, one host thread "
+           "per GPU; per-gpu: one process per GPU, started by a launcher (torchrun, mpirun, "
+           "srun), each reading its rank from the launcher's environment and joining NCCL at "
+           "NCCL_COMM_ID=HOST:PORT (set it, the same, for every process); rank 0 prints and "
+           "writes the outputs");
   o.integer("--emulate-gpus", c.emulate_gpus, 1, kMaxShards, "emulate_gpus",
             "One GPU computes the N shards' gradients of each global batch in turn and sums them "
             "in rank order: the one-GPU reference of --gpus N --reduce exact (every strategy)");

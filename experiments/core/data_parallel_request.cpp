@@ -3,16 +3,24 @@
 #include <algorithm>
 
 #include "common/nccl_settings.h"
+#include "memory_strategies/registry.h"
 
 namespace memstrat {
 
 bool runs_on_several_gpus(std::string_view strategy) {
-  return strategy == "resident" || strategy == "pinned";
+  // Every strategy of the registry: each GPU's instance serves its shard as its own epoch
+  // (StrategyOptions::shard), with its GPU current on its own thread.
+  return find_strategy(strategy) != nullptr;
 }
 
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy) {
   if (!runs_on_several_gpus(strategy)) return {};
   return {Scenario::Static};
+}
+
+bool data_parallel_graphs(const RunConfig& c) {
+  return c.data_parallel() && c.graphs == Graphs::On &&
+         (c.gpus == 1 || c.processes == Processes::PerGpu);
 }
 
 std::string data_parallel_refusal(const RunConfig& c) {
@@ -38,6 +46,19 @@ std::string data_parallel_refusal(const RunConfig& c) {
                "model's allocations and one strategy's, and data-parallel set-up builds its "
                "replicas whole; drop --device-budget";
   if (c.gpus == 1) return "";
+  if (c.processes == Processes::PerGpu) {
+    if (!c.process)
+      return n + " --processes per-gpu: this process's rank was not read from the launcher's "
+                 "environment";
+    if (c.process->world != c.gpus)
+      return n + " --processes per-gpu: " + c.process->launcher + " started " +
+             std::to_string(c.process->world) + " process(es); give --gpus " +
+             std::to_string(c.process->world) + " or start " + std::to_string(c.gpus);
+    if (!c.strategy->one_gpu_as.empty())
+      return n + " --processes per-gpu with --strategy " + std::string(c.strategy->name) +
+             ": its data set lives once, in one process's GPU memory, which the other GPUs read "
+             "over peer access; that needs every GPU in that process (--processes one)";
+  }
   if (c.replicate > 1)
     return n + " with --replicate " + std::to_string(c.replicate) +
            ": every GPU's strategy keeps its own host copy of the replicated set, which the "
@@ -46,8 +67,7 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (!kHaveNccl) return n + ": " + kNcclHowTo;
   if (!runs_on_several_gpus(c.strategy->name))
     return n + " with --strategy " + std::string(c.strategy->name) +
-           ": several GPUs run resident and pinned so far (--emulate-gpus runs every strategy "
-           "on one GPU)";
+           ": not a strategy of the registry (memstrat list)";
   const std::vector<Scenario> scenarios = several_gpu_scenarios(c.strategy->name);
   if (std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end())
     return n + " with --scenario " + std::string(to_string(c.scenario)) +

@@ -15,25 +15,38 @@ namespace memstrat {
 /// The most shards (--gpus, --emulate-gpus) a run takes: the GPUs of one host.
 inline constexpr int kMaxShards = 8;
 
-/// The strategies --gpus N > 1 runs (each GPU its own instance over the whole data set, serving
-/// its shards); the others are refused until their multi-GPU data path exists.
+/// The strategies --gpus N > 1 runs: every strategy of the registry, each GPU its own instance
+/// serving its shard (StrategyOptions::shard) with its GPU current.
 bool runs_on_several_gpus(std::string_view strategy);
 
 /// The scenarios in which `strategy` runs with --gpus N > 1 (`memstrat describe`'s
-/// several_gpus): static for the strategies runs_on_several_gpus names, none for the others.
+/// several_gpus): static for the strategies runs_on_several_gpus names, none for the others (a
+/// shard served as its own epoch keeps the whole epoch's rows only while nothing reshuffles or
+/// augments them per epoch: EpochWriter).
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
 /// always "". Refused besides the step and form: --device-budget with any N > 1 (its hold sits
 /// between one Mlp's and one strategy's allocations); with --gpus N > 1, --replicate K > 1
 /// (each GPU's strategy keeps a host copy) and every scenario but static (so --augment-device
-/// gpu too). Reads the NCCL_* environment through nvls_refusal (common/nccl_settings.h).
+/// gpu too); with --processes per-gpu, a launcher's process count other than N and the
+/// peer-fanout forms (their set lives in one process's GPU memory). Reads the NCCL_* environment
+/// through nvls_refusal (common/nccl_settings.h).
 std::string data_parallel_refusal(const RunConfig& c);
 
 /// Why the data-parallel trainer runs the layer-by-layer step and per batch (for the record).
 inline constexpr const char* kDataParallelStepReason =
     "data-parallel training combines the shards' gradients between the backward pass and the "
     "update, which the fused steps run in one launch";
+/// Whether the data-parallel step (each shard's gradients; the reduction and the update) replays
+/// CUDA graphs: with --graphs on, on one GPU (the emulation) and with one process per GPU; never
+/// with several GPUs in one process, where NCCL's documentation warns that graph capture may
+/// deadlock (kThreadedGraphsReason).
+bool data_parallel_graphs(const RunConfig& c);
+inline constexpr const char* kThreadedGraphsReason =
+    "several GPUs in one process do not replay NCCL in CUDA graphs (NCCL's documentation: graph "
+    "capture with several GPUs per process may deadlock; one GPU per process is the supported "
+    "case, --processes per-gpu)";
 inline constexpr const char* kDataParallelFormReason =
     "data-parallel training enqueues each global batch's shards, reduction and update per batch";
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -13,9 +14,12 @@
 #include "common/nccl_comm.h"
 #include "common/nvtx.h"
 #include "experiments/core/data_parallel_request.h"
+#include "experiments/core/captured_step.h"
 #include "experiments/core/gradient_reduction.h"
+#include "experiments/core/process_rank.h"
 #include "experiments/core/test_evaluator.h"
 #include "memory_strategies/registry.h"
+#include "memory_strategies/replica_group.h"
 
 namespace memstrat {
 
@@ -30,6 +34,7 @@ double ms_since(Clock::time_point t0) {
 struct DataParallelTrainer::Replica {
   int device = 0;
   int first_shard = 0;  // the rank (several GPUs), 0 (the emulation)
+  int rank = 0;         // the rank (several GPUs), 0 (the emulation)
   Stream compute;
   std::unique_ptr<Mlp> mlp;
   std::unique_ptr<MemoryStrategy> strategy;
@@ -40,9 +45,17 @@ struct DataParallelTrainer::Replica {
   DeviceBuffer<std::int32_t> sample_correct;
   PinnedBuffer<float> host_loss;
   PinnedBuffer<std::int32_t> host_correct;
+  // One process per GPU: this rank's epoch figures and every rank's, gathered after the epoch.
+  DeviceBuffer<double> figures, all_figures;
+  PinnedBuffer<double> host_figures;
 #if MEMSTRAT_HAVE_NCCL
   NcclComm comm;
 #endif
+  // --graphs on where data_parallel_graphs(): each shard turn's gradients and each global batch's
+  // reduction and update, captured in epoch 1 and replayed (a turn's recaptured where its view
+  // changes). After the communicator, so destroyed before it: the update graphs hold its NCCL work.
+  std::vector<CapturedStep> shard_graphs;  // per turn
+  std::vector<GraphExec> update_graphs;    // per global batch
 };
 
 struct DataParallelTrainer::Times {
@@ -52,16 +65,31 @@ struct DataParallelTrainer::Times {
 DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset& data)
     : plan_(data.n_train(), cfg.batch, cfg.shards()),
       local_shards_(cfg.gpus > 1 ? 1 : cfg.shards()),
+      sharded_(cfg.gpus > 1),
+      per_process_(cfg.gpus > 1 && cfg.processes == Processes::PerGpu),
+      graphs_(data_parallel_graphs(cfg)),
       off_reason_(kDataParallelFormReason) {
   if (!cfg.data_parallel()) throw std::invalid_argument("DataParallelTrainer: one shard");
   if (const std::string why = data_parallel_refusal(cfg); !why.empty())
     throw std::invalid_argument(why);
-  const int n = cfg.gpus;  // replicas
+  // Replicas in this process: every GPU's (one process), or this process's own (one per GPU).
+  const int n = per_process_ ? 1 : cfg.gpus;
   std::vector<int> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(cfg.device + r);
+  if (per_process_) {
+    devices.push_back(local_device(cfg));
+  } else {
+    for (int r = 0; r < n; ++r) devices.push_back(cfg.device + r);
+  }
+  // What the ranks' strategies share (peer-fanout: the set on rank 0's GPU); declared before the
+  // replicas, so it outlives every strategy. One process per GPU shares nothing in memory.
+  if (n > 1) group_ = std::make_unique<ReplicaGroup>(devices);
 #if MEMSTRAT_HAVE_NCCL
   std::vector<NcclComm> comms;
   if (n > 1) comms = NcclComm::init_all(devices);
+  if (per_process_) {
+    CUDA_CHECK(cudaSetDevice(devices.front()));
+    comms.push_back(NcclComm::init_rank(cfg.gpus, cfg.rank()));
+  }
 #endif
   MlpConfig mc = mlp_config(cfg, data.features(), data.classes);
   mc.step = StepKind::Layerwise;  // gradients apart from the update (kDataParallelStepReason)
@@ -69,16 +97,26 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
   for (int r = 0; r < n; ++r) {
     auto p = std::make_unique<Replica>();
     p->device = devices[r];
-    p->first_shard = n > 1 ? r : 0;
+    p->rank = per_process_ ? cfg.rank() : r;
+    p->first_shard = sharded_ ? p->rank : 0;
     CUDA_CHECK(cudaSetDevice(p->device));
     p->compute = Stream::create();
     nvtx_name_stream(p->compute, ("compute gpu " + std::to_string(p->device)).c_str());
     p->mlp = std::make_unique<Mlp>(mc, p->compute);
+    // Every call below runs with this replica's device current (cudaSetDevice above, and again
+    // on each replica's thread): the strategy's streams, events, device buffers and kernels, its
+    // host memory's mapping and the device its prefetches and hints name are this GPU's.
+    StrategyOptions so = strategy_options(cfg);
+    if (sharded_) {  // its own shard as its own epoch, its batches acquired in order
+      so.shard = p->rank;
+      so.shards = cfg.gpus;
+      so.group = group_.get();  // null with one process per GPU
+    }
     p->strategy = cfg.strategy->make();
-    p->strategy->attach(data, strategy_options(cfg), p->compute);
+    p->strategy->attach(data, so, p->compute);
     ncclComm* comm = nullptr;
 #if MEMSTRAT_HAVE_NCCL
-    if (n > 1) {
+    if (sharded_) {
       p->comm = std::move(comms[static_cast<std::size_t>(r)]);
       comm = p->comm.get();
     }
@@ -92,11 +130,25 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
       p->data.push_back(Event::create());
     }
     for (int g = 0; g < plan_.global_batches(); ++g) p->done.push_back(Event::create());
+    if (graphs_) {
+      p->shard_graphs.resize(static_cast<std::size_t>(turns));
+      p->update_graphs.resize(static_cast<std::size_t>(plan_.global_batches()));
+    }
     p->sample_loss = DeviceBuffer<float>(n_train);
     p->sample_correct = DeviceBuffer<std::int32_t>(n_train);
     p->host_loss = PinnedBuffer<float>(n_train);
     p->host_correct = PinnedBuffer<std::int32_t>(n_train);
-    if (r == 0) p->test.emplace(*p->mlp, data, cfg.batch, p->compute);
+    if (per_process_) {
+      // Every rank's rows are summed over the processes after each epoch: the others' rows must
+      // be zeros here (and are zeroed again after each sum).
+      CUDA_CHECK(cudaMemsetAsync(p->sample_loss.data(), 0, p->sample_loss.bytes(), p->compute));
+      CUDA_CHECK(cudaMemsetAsync(p->sample_correct.data(), 0, p->sample_correct.bytes(),
+                                 p->compute));
+      p->figures = DeviceBuffer<double>(kFigures);
+      p->all_figures = DeviceBuffer<double>(kFigures * static_cast<std::size_t>(cfg.gpus));
+      p->host_figures = PinnedBuffer<double>(kFigures * (static_cast<std::size_t>(cfg.gpus) + 1));
+    }
+    if (p->rank == 0) p->test.emplace(*p->mlp, data, cfg.batch, p->compute);
     replicas_.push_back(std::move(p));
   }
   host_loss_.resize(n_train);
@@ -191,13 +243,43 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
         CUDA_CHECK(cudaMemsetAsync(slot, 0, grad_bytes, p.compute));
         continue;
       }
-      const BatchView v = p.strategy->acquire(sh.batch);
+      // Several GPUs: the strategy serves this rank's shard as its own epoch, in which single-GPU
+      // batch g·N + r is its batch g (StrategyOptions::shard); its rows keep their epoch rows.
+      const int b = sharded_ ? g : sh.batch;
+      BatchView v = p.strategy->acquire(b);
+      if (v.rows != sh.rows)
+        throw std::logic_error("GPU " + std::to_string(p.device) + ": strategy " +
+                               std::string(p.strategy->name()) + " gave " +
+                               std::to_string(v.rows) + " rows for shard " + std::to_string(r) +
+                               " of global batch " + std::to_string(g) + ", which has " +
+                               std::to_string(sh.rows));
+      v.first_sample = sh.first;
       CUDA_CHECK(cudaEventRecord(p.data[turn], p.compute));
-      p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
-      p.strategy->release(sh.batch);
+      if (graphs_) {
+        CapturedStep& c = p.shard_graphs[static_cast<std::size_t>(turn)];
+        if (!c.exec || !same_view(c.view, v)) {
+          c.exec = capture_graph(p.compute, cudaStreamCaptureModeThreadLocal, [&] {
+            p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
+          });
+          c.view = v;
+        }
+        CUDA_CHECK(cudaGraphLaunch(c.exec.get(), p.compute));
+      } else {
+        p.mlp->shard_gradients(v, scale, slot, p.sample_loss.data(), p.sample_correct.data());
+      }
+      p.strategy->release(b);
     }
-    p.reduction->combine();
-    p.mlp->apply_gradients(p.reduction->result());
+    auto update = [&] {
+      p.reduction->combine();
+      p.mlp->apply_gradients(p.reduction->result());
+    };
+    if (graphs_) {
+      GraphExec& u = p.update_graphs[static_cast<std::size_t>(g)];
+      if (!u) u = capture_graph(p.compute, cudaStreamCaptureModeThreadLocal, update);
+      CUDA_CHECK(cudaGraphLaunch(u.get(), p.compute));
+    } else {
+      update();
+    }
     CUDA_CHECK(cudaEventRecord(p.done[g], p.compute));
   }
   p.strategy->end_epoch();
@@ -215,11 +297,46 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
     t.idle_ms += elapsed_ms(p.done[g], p.ready[(g + 1) * local_shards_]);
   t.compute_ms = t.gpu_ms - t.stall_ms - t.idle_ms;
   const std::size_t n = p.sample_loss.size();
+#if MEMSTRAT_HAVE_NCCL
+  if (per_process_) {  // every rank's rows, from their processes (the others' rows are zeros)
+    NCCL_CHECK(ncclAllReduce(p.sample_loss.data(), p.sample_loss.data(), n, ncclFloat, ncclSum,
+                             p.comm.get(), p.compute));
+    NCCL_CHECK(ncclAllReduce(p.sample_correct.data(), p.sample_correct.data(), n, ncclInt32,
+                             ncclSum, p.comm.get(), p.compute));
+  }
+#endif
   CUDA_CHECK(cudaMemcpyAsync(p.host_loss.data(), p.sample_loss.data(), n * sizeof(float),
                              cudaMemcpyDeviceToHost, p.compute));
   CUDA_CHECK(cudaMemcpyAsync(p.host_correct.data(), p.sample_correct.data(),
                              n * sizeof(std::int32_t), cudaMemcpyDeviceToHost, p.compute));
-  CUDA_CHECK(cudaStreamSynchronize(p.compute));
+  if (per_process_) {  // zeros again where the next epoch's sum expects the other ranks' rows
+    CUDA_CHECK(cudaMemsetAsync(p.sample_loss.data(), 0, p.sample_loss.bytes(), p.compute));
+    CUDA_CHECK(cudaMemsetAsync(p.sample_correct.data(), 0, p.sample_correct.bytes(), p.compute));
+  }
+  wait(p);
+}
+
+namespace {
+// One rank's epoch figures, as gathered between the processes of --processes per-gpu.
+enum Figure { kWall, kHost, kGpu, kStall, kCompute, kIdle, kH2d, kPeer, kStrategyHost, kCopy,
+              kHasCopy };
+}  // namespace
+
+std::vector<double> DataParallelTrainer::gather_figures(Replica& p, const double* mine) {
+  const std::size_t world = static_cast<std::size_t>(plan_.shards());
+  std::copy(mine, mine + kFigures, p.host_figures.data());
+#if MEMSTRAT_HAVE_NCCL
+  CUDA_CHECK(cudaMemcpyAsync(p.figures.data(), p.host_figures.data(), kFigures * sizeof(double),
+                             cudaMemcpyHostToDevice, p.compute));
+  NCCL_CHECK(ncclAllGather(p.figures.data(), p.all_figures.data(), kFigures, ncclDouble,
+                           p.comm.get(), p.compute));
+  CUDA_CHECK(cudaMemcpyAsync(p.host_figures.data() + kFigures, p.all_figures.data(),
+                             kFigures * world * sizeof(double), cudaMemcpyDeviceToHost,
+                             p.compute));
+  wait(p);
+#endif
+  return std::vector<double>(p.host_figures.data() + kFigures,
+                             p.host_figures.data() + kFigures * (world + 1));
 }
 
 EpochResult DataParallelTrainer::run_epoch(int epoch) {
@@ -231,30 +348,51 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
   on_replicas([&](int i) {
     run_replica(*replicas_[static_cast<std::size_t>(i)], epoch, times[static_cast<std::size_t>(i)]);
   });
-  r.wall_ms = ms_since(t0);
+  const double wall_ms = ms_since(t0);
 
-  // Everything below is outside the timed region.
-  const auto slowest = std::max_element(times.begin(), times.end(), [](const Times& a, const Times& b) {
-    return a.gpu_ms < b.gpu_ms;
-  });
-  r.gpu_ms = slowest->gpu_ms;
-  r.stall_ms = slowest->stall_ms;
-  r.compute_ms = slowest->compute_ms;
-  r.idle_ms = slowest->idle_ms;
-  for (const Times& t : times) r.host_ms = std::max(r.host_ms, t.host_ms);
-  for (const auto& p : replicas_) {
-    const StrategyStats s = p->strategy->stats();
-    r.strategy.h2d_bytes += s.h2d_bytes;
-    r.strategy.host_ms += s.host_ms;
-    if (s.copy_ms) r.strategy.copy_ms = r.strategy.copy_ms.value_or(0.0) + *s.copy_ms;
-    if (replicas_.size() == 1) r.strategy.producer = s.producer;
+  // Everything below is outside the timed region. Every rank's figures: this process's
+  // replicas', or, one process per GPU, gathered from every process.
+  std::vector<double> f;
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    const Times& t = times[i];
+    const StrategyStats s = replicas_[i]->strategy->stats();
+    const double row[kFigures] = {wall_ms, t.host_ms, t.gpu_ms, t.stall_ms, t.compute_ms,
+                                  t.idle_ms, static_cast<double>(s.h2d_bytes),
+                                  static_cast<double>(s.peer_bytes), s.host_ms,
+                                  s.copy_ms.value_or(0.0), s.copy_ms ? 1.0 : 0.0};
+    f.insert(f.end(), row, row + kFigures);
   }
-  // Each row's loss from the replica that computed it.
+  if (per_process_) f = gather_figures(*replicas_.front(), f.data());
+  const std::size_t ranks = f.size() / kFigures;
+  auto at = [&](std::size_t rank, int k) {
+    return f[rank * kFigures + static_cast<std::size_t>(k)];
+  };
+  // The events of the slowest rank (largest gpu_ms); the host clock of the slowest process.
+  std::size_t slowest = 0;
+  for (std::size_t i = 1; i < ranks; ++i)
+    if (at(i, kGpu) > at(slowest, kGpu)) slowest = i;
+  r.wall_ms = 0;
+  for (std::size_t i = 0; i < ranks; ++i) {
+    r.wall_ms = std::max(r.wall_ms, at(i, kWall));
+    r.host_ms = std::max(r.host_ms, at(i, kHost));
+    r.strategy.h2d_bytes += static_cast<std::uint64_t>(at(i, kH2d));
+    r.strategy.peer_bytes += static_cast<std::uint64_t>(at(i, kPeer));
+    r.strategy.host_ms += at(i, kStrategyHost);
+    if (at(i, kHasCopy) != 0.0)
+      r.strategy.copy_ms = r.strategy.copy_ms.value_or(0.0) + at(i, kCopy);
+  }
+  r.gpu_ms = at(slowest, kGpu);
+  r.stall_ms = at(slowest, kStall);
+  r.compute_ms = at(slowest, kCompute);
+  r.idle_ms = at(slowest, kIdle);
+  if (!sharded_) r.strategy.producer = replicas_.front()->strategy->stats().producer;
+  // Each row's loss from the replica that computed it (one process per GPU: every row is in this
+  // process's sums).
   double loss = 0, correct = 0;
   for (int g = 0; g < plan_.global_batches(); ++g)
     for (int rank = 0; rank < plan_.shards(); ++rank) {
       const ShardRange sh = plan_.shard(g, rank);
-      const Replica& p = *replicas_[static_cast<std::size_t>(local_shards_ == 1 ? rank : 0)];
+      const Replica& p = *replicas_[static_cast<std::size_t>(replicas_.size() == 1 ? 0 : rank)];
       for (std::int64_t i = sh.first; i < sh.first + sh.rows; ++i) {
         host_loss_[static_cast<std::size_t>(i)] = p.host_loss[i];
         loss += p.host_loss[i];
@@ -269,8 +407,19 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
 
 EvalResult DataParallelTrainer::evaluate() {
   Replica& p = *replicas_.front();
+  if (!p.test) {  // a process of another rank than 0 (--processes per-gpu): rank 0 evaluates
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return EvalResult{nan, nan};
+  }
   CUDA_CHECK(cudaSetDevice(p.device));
   return p.test->evaluate();
+}
+
+int DataParallelTrainer::local_device(const RunConfig& cfg) {
+  if (!cfg.process) return cfg.device;
+  int visible = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&visible));
+  return process_device(cfg.device, cfg.process->local_rank, visible);
 }
 
 }  // namespace memstrat

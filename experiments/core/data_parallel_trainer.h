@@ -4,14 +4,25 @@
 // layer-by-layer step, whose gradients and update are separate), combined (GradientReduction),
 // and every replica applies the same update.
 //   --gpus N: N replicas, one per GPU (--device .. --device + N - 1), each with its own host
-//     thread, compute stream, memory strategy (over the whole data set, serving its shards: the
-//     single-GPU batches g·N + r) and NCCL communicator (ncclCommInitAll).
+//     thread, compute stream, memory strategy (created and driven with its GPU current, over
+//     its shard only: the single-GPU batches g·N + r, which it serves as its own epoch of
+//     batches 0, 1, 2 ..., StrategyOptions::shard) and NCCL communicator (ncclCommInitAll).
+//   --gpus N --processes per-gpu: one process per GPU, started by a launcher; each holds its
+//     own rank's replica only (its GPU, strategy, thread, ncclCommInitRank at NCCL_COMM_ID:
+//     process_rank.h) and runs the same epoch as that rank's thread does above. After each
+//     epoch, outside its timed region, the processes sum their rows' losses (ncclAllReduce of
+//     zeros and values: exact) and gather their figures (ncclAllGather), so every process holds
+//     what one process would.
 //   --emulate-gpus N: one replica on one GPU computes the N shards in turn (the single-GPU batch
 //     order), then sums them in rank order: the reference --gpus N --reduce exact equals bitwise.
-// An epoch runs per batch (no graphs, no one-launch forms). Epoch figures: the host clock over
-// all replicas; the events of the slowest replica (largest gpu_ms): ready -> data per shard is
-// stall, done -> next ready idle, the rest (gradients, reduction, update) compute; the strategy
-// figures summed over replicas. The test set is evaluated on rank 0's replica.
+// An epoch runs per batch (no one-launch forms); with --graphs on, on one GPU and with one process
+// per GPU, each shard turn's gradients and each global batch's reduction and update replay CUDA
+// graphs captured in epoch 1 (NCCL's collectives inside them), as the per-batch form of one GPU
+// replays its steps; several GPUs in one process enqueue them (data_parallel_graphs says why).
+// Epoch figures: the host clock of the slowest process over all its replicas; the events of the
+// slowest replica (largest gpu_ms): ready -> data per shard is stall, done -> next ready idle,
+// the rest (gradients, reduction, update) compute; the strategy figures summed over replicas.
+// The test set is evaluated on rank 0's replica.
 #pragma once
 
 #include <atomic>
@@ -25,6 +36,7 @@
 #include "experiments/core/mlp.h"
 #include "experiments/core/run_config.h"
 #include "experiments/core/shard_plan.h"
+#include "memory_strategies/replica_group.h"
 
 namespace memstrat {
 
@@ -45,14 +57,22 @@ class DataParallelTrainer final : public EpochLoop {
   EpochForm epoch_form() const override { return EpochForm::PerBatch; }
   const std::string& epoch_launch_off_reason() const override { return off_reason_; }
 
-  /// Rank 0's model (every replica holds the same parameters).
+  /// This process's first replica's model: rank 0's, or, one process per GPU, its rank's (every
+  /// replica holds the same parameters).
   Mlp& model();
+  /// The GPU this process trains on first: --device, or, under --processes per-gpu, its local
+  /// rank's (process_device). Throws std::invalid_argument when it cannot see that GPU.
+  static int local_device(const RunConfig& cfg);
   int replicas() const { return static_cast<int>(replicas_.size()); }
 
  private:
   struct Replica;  // data_parallel_trainer.cu
   struct Times;
   void run_replica(Replica& p, int epoch, Times& t);
+  /// --processes per-gpu, after an epoch: every rank's kFigures figures, gathered (NCCL) from
+  /// every process in rank order; `mine` this rank's.
+  std::vector<double> gather_figures(Replica& p, const double* mine);
+  static constexpr std::size_t kFigures = 11;
   /// Waits for p's stream; with several GPUs, polls NCCL's asynchronous error and the other
   /// replicas' failure, and aborts p's communicator when either stops the run.
   void wait(Replica& p);
@@ -62,7 +82,13 @@ class DataParallelTrainer final : public EpochLoop {
 
   ShardPlan plan_;
   int local_shards_;  // shards per replica: N (emulation) or 1
+  bool sharded_;      // several GPUs: each serves its shard as its own epoch
+  bool per_process_;  // --processes per-gpu: this process holds its own rank's replica only
+  bool graphs_;       // the step replays CUDA graphs (data_parallel_graphs)
   std::string off_reason_;
+  /// Several GPUs: what the ranks' strategies share (StrategyOptions::group); null otherwise.
+  /// Declared before replicas_: destroyed after every strategy.
+  std::unique_ptr<ReplicaGroup> group_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<float> host_loss_;
   std::atomic<bool> failed_{false};  // a replica's thread threw: the others stop waiting

@@ -1,5 +1,6 @@
 #include "experiments/core/record.h"
 
+#include "experiments/core/data_parallel_request.h"
 #include "memory_strategies/registry.h"
 
 namespace memstrat {
@@ -40,8 +41,8 @@ json config_json(const RunRecord& r) {
          {"seed", c.seed},
          {"gemm", kernels::to_string(c.gemm)},
          {"tf32", c.tf32},
-         // data-parallel steps are enqueued, never replayed as per-batch graphs
-         {"graphs", c.graphs == Graphs::On && !c.data_parallel()},
+         // data-parallel steps replay graphs on one GPU and one process per GPU only
+         {"graphs", c.data_parallel() ? data_parallel_graphs(c) : c.graphs == Graphs::On},
          {"launch_form", to_string(c.launch_form)},
          {"depth", if_read(c, "depth", c.depth)},
          // --copy-streams (the key predates the option's name)
@@ -66,6 +67,8 @@ json config_json(const RunRecord& r) {
          {"emulate_gpus", c.emulate_gpus},
          // how the shards' gradients were combined: the emulation sums in rank order (exact)
          {"reduce", c.data_parallel() ? json(to_string(c.reduce)) : json(nullptr)},
+         // how several GPUs were driven: one process, or one per GPU under a launcher
+         {"processes", c.gpus > 1 ? json(to_string(c.processes)) : json(nullptr)},
          {"dataset",
           {{"name", r.dataset.name},
            {"path", r.dataset.path},
@@ -97,6 +100,7 @@ json epoch_json(const EpochRecord& e) {
   j["stall_ms"] = t.stall_ms;
   j["idle_ms"] = t.idle_ms;
   j["h2d_bytes"] = t.strategy.h2d_bytes;
+  j["peer_bytes"] = t.strategy.peer_bytes;
   // The stream scenario's host producers; null without them (other scenarios, GPU gather).
   const std::optional<ProducerStats>& p = t.strategy.producer;
   j["input_wait_ms"] = p ? json(p->consumer_wait_ms) : json(nullptr);

@@ -13,6 +13,7 @@
 
 #include "common/host_dataset.h"
 #include "experiments/core/mlp.h"
+#include "experiments/core/process_rank.h"
 #include "kernels/common/gemm.h"
 #include "memory_strategies/memory_strategy.h"
 #include "memory_strategies/registry.h"
@@ -54,6 +55,12 @@ inline std::string_view to_string(Consumer c) { return c == Consumer::Train ? "t
 /// NCCL's summation order.
 enum class Reduce { Exact, Ring };
 inline std::string_view to_string(Reduce r) { return r == Reduce::Exact ? "exact" : "ring"; }
+/// --processes: how the N GPUs of --gpus N are driven. One: this process, one host thread per GPU
+/// (the only way N GPUs share one process's allocations: the peer-fanout forms). PerGpu: one
+/// process per GPU, started by a launcher (torchrun, mpirun, srun; process_rank.h), this one
+/// driving its own GPU and rank.
+enum class Processes { One, PerGpu };
+inline std::string_view to_string(Processes p) { return p == Processes::One ? "one" : "per-gpu"; }
 /// "auto", or the form's name (to_string(EpochForm)).
 std::string_view to_string(LaunchForm f);
 /// The form asked for by name; none for Auto.
@@ -114,6 +121,12 @@ struct RunConfig {
   int gpus = 1;          // --gpus: GPUs --device .. --device + N - 1, one thread and NCCL rank each
   Reduce reduce = Reduce::Exact;  // --reduce (read only with gpus > 1)
   int emulate_gpus = 1;  // --emulate-gpus: N shards on one GPU in turn, summed in rank order
+  Processes processes = Processes::One;  // --processes (read only with gpus > 1)
+  /// --processes per-gpu: this process's rank, from the launcher's environment (read when the
+  /// options are parsed); none otherwise.
+  std::optional<ProcessRank> process;
+  /// The rank whose figures this process reports: 0, or its rank under --processes per-gpu.
+  int rank() const { return process ? process->rank : 0; }
   /// N: the shards of a global batch (gpus or emulate_gpus; 1 = single-GPU training as ever).
   int shards() const { return gpus > emulate_gpus ? gpus : emulate_gpus; }
   bool data_parallel() const { return shards() > 1; }

@@ -65,7 +65,10 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   if (const std::string why = data_parallel_refusal(cfg_); !why.empty())
     throw std::invalid_argument(why);
   require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
-  if (cfg_.gpus > 1) {
+  // The GPU this process starts on: --device, or its local rank's under --processes per-gpu.
+  const int device = DataParallelTrainer::local_device(cfg_);
+  const int gpus_here = cfg_.process ? 1 : cfg_.gpus;  // the GPUs this process drives
+  if (cfg_.gpus > 1 && !cfg_.process) {
     int count = 0;
     CUDA_CHECK(cudaGetDeviceCount(&count));
     if (cfg_.device + cfg_.gpus > count)
@@ -77,12 +80,14 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
   popt.enabled = cfg_.profile;
   popt.trace_path = cfg_.trace;
   CuptiProfiler prof(popt);  // before the first CUDA call of the run
-  CUDA_CHECK(cudaSetDevice(cfg_.device));
+  CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaFree(nullptr));  // create the context: CUPTI's UM counters need one
   prof.enable_device_counters();
-  for (int d = cfg_.device; d < cfg_.device + cfg_.gpus; ++d)
+  for (int d = device; d < device + gpus_here; ++d)
     if (const std::string why =
-            waiver_reason(*cfg_.strategy, strategy_options(cfg_), DeviceCaps::query(d));
+            waiver_reason(*cfg_.strategy, strategy_options(cfg_),
+                          // several GPUs in this process: also whether d can read rank 0's memory
+                          DeviceCaps::query(d, gpus_here > 1 ? device : -1));
         !why.empty())
       throw DeviceUnavailable("strategy '" + name + "' is waived on device " + std::to_string(d) +
                               ": " + why);
@@ -93,8 +98,8 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     throw DeviceUnavailable("--launch-form " + std::string(to_string(cfg_.launch_form)) +
                             " is waived on this device: " + why);
 
-  GpuMonitor monitor = GpuMonitor::for_device(cfg_.device);  // NVML, read now and at the end
-  Environment env = device_environment(cfg_.device, monitor);
+  GpuMonitor monitor = GpuMonitor::for_device(device);  // NVML, read now and at the end
+  Environment env = device_environment(device, monitor);
   if (cfg_.gpus > 1) env.nccl = NcclEnvironment{nccl_version(), nccl_settings()};
   RunRecord rec = RunRecord::start(cfg_, data_, std::move(env));
   if (!cfg_.quiet) print_run_header(out, rec);
@@ -127,7 +132,7 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     print_epoch_table(out, rec);
     if (cfg_.profile) out << prof.table();
   }
-  print_summary_line(out, rec);
+  if (cfg_.rank() == 0) print_summary_line(out, rec);  // one process per GPU: rank 0 speaks
   if (!cfg_.trace.empty()) {
     prof.write_trace();
     if (!cfg_.quiet) out << "trace written to " << cfg_.trace << "\n";

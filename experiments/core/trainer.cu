@@ -16,10 +16,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
-bool same_view(const BatchView& a, const BatchView& b) {
-  return a.x_u8 == b.x_u8 && a.x_f32 == b.x_f32 && a.y == b.y && a.rows == b.rows &&
-         a.first_sample == b.first_sample;
-}
 }  // namespace
 
 std::uint64_t Trainer::setup_device_bytes(std::int64_t n_train, std::int64_t n_test,

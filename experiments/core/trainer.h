@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "experiments/core/captured_step.h"
 #include "experiments/core/epoch_loop.h"
 #include "experiments/core/launch_request.h"
 #include "experiments/core/mlp.h"
@@ -103,10 +104,6 @@ class Trainer final : public EpochLoop {
   std::vector<float> host_loss_;
   std::optional<TestEvaluator> test_;  // built last: after the form is chosen
   // Per-batch form: graphs of the MLP step, keyed by batch index; recaptured if the view changes.
-  struct CapturedStep {
-    GraphExec exec;
-    BatchView view;
-  };
   std::vector<CapturedStep> graphs_by_batch_;
 };
 

@@ -386,7 +386,10 @@ def _positive_int(value: Any, where: str) -> int:
 
 
 def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
-                 option: dict[str, Any]) -> list[Any]:
+                 option: dict[str, Any], same_as: Sequence[str] = ()) -> list[Any]:
+    """`same_as`: the strategies "all" leaves out (describe's one_gpu_as: a data path across
+    GPUs that is another strategy's on one GPU, so it would repeat that strategy's cells); a
+    matrix that names one runs it."""
     values = _as_list(raw)
     if not values:
         raise MatrixError(f"{where}: the axis is empty")
@@ -394,7 +397,7 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
     for v in values:
         if axis == "strategy":
             if v == "all":
-                out.extend(s for s in strategies if s not in out)
+                out.extend(s for s in strategies if s not in out and s not in same_as)
                 continue
             if not isinstance(v, str) or v not in strategies:
                 raise MatrixError(f"{where}: unknown strategy {v!r}; known: "
@@ -502,6 +505,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
     readable message."""
     path = Path(path)
     strategies = [s["name"] for s in description["strategies"]]
+    same_as = [s["name"] for s in description["strategies"] if s.get("one_gpu_as")]
     # strategy -> the options it reads ("--depth", ...): where its own axes apply
     strategy_options = {s["name"]: set(s.get("options", ())) for s in description["strategies"]}
     options = _axis_options(description)
@@ -538,7 +542,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
             raise MatrixError(f"{where}: this memstrat declares no --{key.replace('_', '-')} "
                               "(`memstrat describe`); build the current one")
         if key in AXES:
-            axes[key] = _axis_values(key, raw, where, strategies, options[key])
+            axes[key] = _axis_values(key, raw, where, strategies, options[key], same_as)
         elif key in RUN_KEYS:
             if key == "vary_seed":
                 if not isinstance(raw, bool):

@@ -255,6 +255,17 @@ def test_data_parallel_runs_are_other_experiments(fixtures_dir):
     emulated = next(g for g in groups if g.key.option("emulate_gpus") == 2)
     assert "(2 shards emulated on one GPU)" in emulated.key.variant_label
     assert len(slices(groups)) == 4
+    # One process per GPU is another experiment; config.processes "one" keeps the older groups.
+    one_process = with_shards(2, 1, "exact")
+    per_gpu = with_shards(2, 1, "exact")
+    for r in one_process:
+        r["config"]["processes"] = "one"
+    for r in per_gpu:
+        r["config"]["processes"] = "per-gpu"
+    groups = aggregate(with_shards(2, 1, "exact") + one_process + per_gpu)
+    assert len(groups) == 2
+    per = next(g for g in groups if g.key.option("processes") == "per-gpu")
+    assert per.key.variant_label.endswith("(2 GPUs, a process each, exact reduction)")
 
 
 def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):

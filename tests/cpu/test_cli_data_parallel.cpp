@@ -10,7 +10,9 @@
 
 #include "cli_test_support.h"
 #include "common/nccl_settings.h"
+#include "experiments/core/data_parallel_request.h"
 #include "experiments/core/record.h"
+#include "memory_strategies/registry.h"
 
 using namespace memstrat;
 using namespace memstrat::testing;
@@ -69,7 +71,8 @@ TEST(CliDataParallel, TheEmulationRunsEveryStrategyButNotEveryCombination) {
   expect_refused({"train", "--emulate-gpus", "2", "--fused", "single"}, "--fused single");
   expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"}, "layer-by-layer");
   expect_refused({"train", "--emulate-gpus", "2", "--launch-form", "graph"}, "--launch-form graph");
-  expect_refused({"train", "--emulate-gpus", "2", "--graphs", "on"}, "drop --graphs");
+  expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "on"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "off"});
   expect_refused({"train", "--reduce", "ring"}, "add --gpus");
   expect_refused({"train", "--gpus", "2", "--emulate-gpus", "2"}, "give one of the two");
 }
@@ -94,7 +97,15 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
   ASSERT_FALSE(p.code) << p.err;
   EXPECT_EQ(p.req.run.reduce, Reduce::Ring);
   expect_accepted({"train", "--gpus", "8"});  // the count is checked against the machine later
-  expect_refused({"train", "--gpus", "2", "--strategy", "zero-copy"}, "resident and pinned");
+  // Every strategy of the registry, each GPU serving its shard (test_data_parallel.cu runs them).
+  for (const StrategyEntry& e : strategy_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    EXPECT_TRUE(runs_on_several_gpus(e.name));
+    EXPECT_EQ(several_gpu_scenarios(e.name), std::vector<Scenario>{Scenario::Static});
+    const std::string name(e.name);
+    expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str()});
+  }
+  EXPECT_FALSE(runs_on_several_gpus("teleport"));
   expect_refused({"train", "--gpus", "2", "--scenario", "refresh"}, "static scenario");
 }
 
@@ -143,7 +154,18 @@ TEST(CliDataParallel, TheRecordSaysHowGradientsWereCombined) {
   EXPECT_EQ(c["emulate_gpus"], 2);
   EXPECT_EQ(c["gpus"], 1);
   EXPECT_EQ(c["reduce"], "exact");
-  EXPECT_EQ(c["graphs"], false);  // data-parallel steps are never replayed as graphs
+  EXPECT_EQ(c["graphs"], true);  // the emulation replays its steps as graphs (data_parallel_graphs)
+  r.config.graphs = Graphs::Off;
+  EXPECT_EQ(r.to_json()["config"]["graphs"], false);
+  r.config.graphs = Graphs::On;
+  r.config.emulate_gpus = 1;
+  r.config.gpus = 2;  // several GPUs in one process enqueue their steps
+  EXPECT_EQ(r.to_json()["config"]["graphs"], false);
+  r.config.processes = Processes::PerGpu;  // one process per GPU replays them
+  EXPECT_EQ(r.to_json()["config"]["graphs"], true);
+  r.config.gpus = 1;
+  r.config.processes = Processes::One;
+  r.config.emulate_gpus = 2;
   r.config.emulate_gpus = 1;
   c = r.to_json()["config"];
   EXPECT_TRUE(c["reduce"].is_null());

@@ -105,6 +105,25 @@ TEST(CliRefusals, CopyChunkWithKernelPerChunkForAnyStrategy) {
                  "--strategy resident does not read it");
 }
 
+// The peer-fanout forms write their set once, on the first GPU, at set-up: the static scenario
+// only, refused before any device work in the others (on one GPU too: the set is the same);
+// peer-fanout-ring reads the ring options, peer-fanout none.
+TEST(CliRefusals, PeerFanoutRunsTheStaticScenarioOnly) {
+  for (const char* s : {"peer-fanout", "peer-fanout-ring"}) {
+    for (const char* sc : {"refresh", "stream"})
+      expect_refused({"train", "--strategy", s, "--scenario", sc}, "static scenario only");
+    const auto p = parse({"train", "--strategy", s});
+    EXPECT_FALSE(p.code) << s << ": " << p.err;
+  }
+  const auto p = parse({"train", "--strategy", "peer-fanout-ring", "--depth", "3", "--copy-streams",
+                        "2", "--copy-chunk", "4"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_EQ(p.req.run.depth, 3);
+  EXPECT_EQ(p.req.run.copy_streams, 2);
+  EXPECT_EQ(p.req.run.copy_chunk_mib, 4);
+  expect_refused({"train", "--strategy", "peer-fanout", "--depth", "3"}, "peer-fanout-ring");
+}
+
 // A launch form the strategy's data path does not allow in the scenario is refused with the
 // reason, before any work; every declared one is accepted (the step a kernel form needs is judged
 // once the data set is known: tests/cpu/test_launch_request.cpp).

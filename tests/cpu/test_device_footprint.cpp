@@ -65,6 +65,8 @@ TEST(DeviceFootprint, StaticAndRefreshByHand) {
       {"zero-copy-staged", 3 * 5 * kBatchU8},
       {"pinned-graph", 5 * kBatchU8},
       {"double-buffer-graph", 3 * 5 * kBatchU8},
+      {"peer-fanout", kSetU8},  // one GPU: the set, packed (every MNIST block is 16-byte whole)
+      {"peer-fanout-ring", kSetU8},
   };
   ASSERT_EQ(want.size(), strategy_registry().size()) << "a strategy without a hand value";
   for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {
@@ -138,7 +140,9 @@ TEST(DeviceBudget, ResidentAndUnifiedMemoryRefuseASetLargerThanTheBudget) {
 
 TEST(DeviceBudget, StreamingStrategiesFitASmallBudgetUntilTheirBuffersDoNot) {
   for (const StrategyEntry& e : strategy_registry()) {
-    const bool whole_set = e.name == "resident" || e.name.rfind("um", 0) == 0;
+    // The peer-fanout forms hold the set too (on rank 0's GPU, and on one GPU).
+    const bool whole_set = e.name == "resident" || e.name.rfind("um", 0) == 0 ||
+                           e.name.rfind("peer-fanout", 0) == 0;
     EXPECT_EQ(budget_refusal(budget_run(e.name, 0.04), kN, kF).empty(), !whole_set) << e.name;
   }
   // 2 chunk slots of 8 MiB (41 blocks: 8270848 bytes each) do not fit 0.01 GiB = 10737418 bytes.

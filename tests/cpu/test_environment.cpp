@@ -1,11 +1,13 @@
-// The environment readers without a GPU: CPU model, affinity and PCI sysfs readers on hand-made
-// inputs, NVML's clock-event reasons decoded from bit masks, and NVML absent (a library name
-// that does not exist): every NVML value empty, a note that says why, no crash. The binary must
-// never link NVML: it has to start where the driver is missing.
+// The environment readers without a GPU: CPU model, affinity, boot id, GPU UUID and PCI sysfs
+// readers on hand-made inputs, NVML's clock-event reasons decoded from bit masks, and NVML
+// absent (a library name that does not exist): every NVML value empty, a note that says why, no
+// crash. The binary must never link NVML: it has to start where the driver is missing.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -99,6 +101,26 @@ TEST(HostInfo, AffinityIsTheCallersMask) {
   EXPECT_EQ(pinned.cpu_affinity_count, 1);
   EXPECT_GE(pinned.cpu_count.value_or(0), 1);
   EXPECT_GT(pinned.memory_bytes.value_or(0), 0u);
+}
+
+TEST(HostInfo, BootIdIsTheFilesLineOrNone) {
+  char tmpl[] = "/tmp/memstrat_boot_id_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  const std::string id = "6f1c1f7e-2f5d-4b8e-9a53-0c7d1e2a3b4c";
+  ASSERT_EQ(write(fd, (id + "\n").data(), id.size() + 1), static_cast<ssize_t>(id.size() + 1));
+  close(fd);
+  EXPECT_EQ(read_boot_id(tmpl), id);
+  std::ofstream(tmpl) << "\n";
+  EXPECT_FALSE(read_boot_id(tmpl).has_value()) << "an empty file says nothing";
+  std::remove(tmpl);
+  EXPECT_FALSE(read_boot_id(tmpl).has_value()) << "no file";
+}
+
+TEST(HostInfo, GpuUuidInNvidiaSmisForm) {
+  const unsigned char b[16] = {0x8f, 0x2a, 0x01, 0xc3, 0x4d, 0x5e, 0x6f, 0x70,
+                               0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8};
+  EXPECT_EQ(gpu_uuid_string(b), "GPU-8f2a01c3-4d5e-6f70-8192-a3b4c5d6e7f8");
 }
 
 TEST(Nvml, AbsentLibraryGivesEmptyValuesAndSaysWhy) {

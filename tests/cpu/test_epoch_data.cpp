@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string>
 
 #include "kernels/common/pixel_norm.h"
 #include "memory_strategies/epoch_data.h"
@@ -148,4 +149,70 @@ TEST(EpochData, BatchCount) {
   EXPECT_EQ(batch_count(60000, 256), 235);
   EXPECT_EQ(batch_count(60000, 1000), 60);
   EXPECT_EQ(batch_count(1, 8), 1);
+}
+
+// Several GPUs: shard r of N is the single-GPU batches g·N + r, written as an epoch of its own.
+// Its batch g holds exactly the bytes of the whole epoch's batch g·N + r, in the split and the
+// packed layouts, and the shards together are the whole epoch, each row once.
+TEST(EpochData, AShardIsTheWholeEpochsBatchesOfItsRankInOrder) {
+  const int n = 1000, batch = 64;  // 15 full batches and one of 40
+  const HostDataset d = synthetic(n);
+  for (Transfer t : {Transfer::U8, Transfer::F32})
+    for (int shards : {2, 3}) {
+      StrategyOptions o = opts(t, Scenario::Static);
+      o.batch = batch;
+      const EpochWriter whole(d, o);
+      std::vector<std::uint8_t> wi(whole.image_bytes());
+      std::vector<std::int32_t> wl(n);
+      whole.write(1, wi.data(), wl.data());
+      const std::size_t row = whole.image_bytes_per_sample();
+      const BatchGeometry wg{n, batch, row};
+      std::int64_t rows = 0;
+      std::set<std::int32_t> seen;
+      for (int r = 0; r < shards; ++r) {
+        SCOPED_TRACE("shard " + std::to_string(r) + " of " + std::to_string(shards));
+        o.shard = r;
+        o.shards = shards;
+        const EpochWriter mine(d, o);
+        EXPECT_EQ(mine.samples(), shard_rows(n, batch, r, shards));
+        rows += mine.samples();
+        std::vector<std::uint8_t> si(mine.image_bytes());
+        std::vector<std::int32_t> sl(static_cast<std::size_t>(mine.samples()));
+        mine.write(1, si.data(), sl.data());
+        const BatchGeometry sg{mine.samples(), batch, row};
+        const PackedLayout pl{sg};
+        std::vector<std::uint8_t> packed(pl.total_bytes());
+        mine.write_packed(1, packed.data(), pl);
+        for (const std::int32_t s : mine.order(1)) EXPECT_TRUE(seen.insert(s).second) << s;
+        for (int g = 0; g < sg.batches(); ++g) {
+          const int b = g * shards + r;
+          ASSERT_LT(b, wg.batches());
+          ASSERT_EQ(sg.rows(g), wg.rows(b)) << "batch " << g;
+          EXPECT_EQ(0, std::memcmp(si.data() + sg.image_offset(g), wi.data() + wg.image_offset(b),
+                                   wg.image_bytes(b))) << "batch " << g;
+          EXPECT_EQ(0, std::memcmp(sl.data() + sg.first(g), wl.data() + wg.first(b),
+                                   wg.label_bytes(b))) << "batch " << g;
+          EXPECT_EQ(0, std::memcmp(packed.data() + pl.block_offset(g), wi.data() + wg.image_offset(b),
+                                   wg.image_bytes(b))) << "packed batch " << g;
+        }
+        // Every batch of the whole epoch with this rank is in the shard.
+        EXPECT_EQ(sg.batches(), (wg.batches() - r + shards - 1) / shards);
+      }
+      EXPECT_EQ(rows, n);
+      EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
+    }
+}
+
+TEST(EpochData, AShardIsRefusedWhereTheEpochIsReshuffledOrAugmented) {
+  const HostDataset d = synthetic(1000);
+  for (Scenario s : {Scenario::Refresh, Scenario::Stream}) {
+    StrategyOptions o = opts(Transfer::U8, s);
+    o.shard = 1;
+    o.shards = 2;
+    EXPECT_THROW(EpochWriter(d, o), std::invalid_argument);
+  }
+  StrategyOptions o = opts(Transfer::U8, Scenario::Static);
+  o.shard = 2;
+  o.shards = 2;
+  EXPECT_THROW(EpochWriter(d, o), std::invalid_argument);
 }

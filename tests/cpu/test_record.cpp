@@ -24,12 +24,14 @@ const std::string kFixtures = std::string(MEMSTRAT_SOURCE_DIR) + "/tests/experim
 Environment h200() {
   Environment env;
   env.host = "node-1";
+  env.boot_id = "6f1c1f7e-2f5d-4b8e-9a53-0c7d1e2a3b4c";
   env.git_sha = "4f3a9c1e2b7d";
   env.git_dirty = false;
   env.memstrat_version = "0.1.0";
   env.hardware = {"AMD EPYC 9654 96-Core Processor", 192, "0-15", 16, 1622535884800ull};
   GpuEnvironment& g = env.gpu.emplace();
   g.name = "NVIDIA H200";
+  g.uuid = "GPU-8f2a01c3-4d5e-6f70-8192-a3b4c5d6e7f8";
   g.compute_capability = "9.0";
   g.sm_count = 132;
   g.memory_bytes = 150109880320ull;

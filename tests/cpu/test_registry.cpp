@@ -20,7 +20,8 @@ TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
   const std::vector<std::string> want = {
       "resident",         "pageable",           "pinned",       "double-buffer",
       "zero-copy",        "um",                 "um-prefetch",  "um-advise",
-      "zero-copy-staged", "um-prefetch-coarse", "pinned-graph", "double-buffer-graph"};
+      "peer-fanout",      "zero-copy-staged",   "um-prefetch-coarse", "pinned-graph",
+      "double-buffer-graph", "peer-fanout-ring"};
   EXPECT_EQ(names, want);
 }
 
@@ -30,7 +31,8 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   const std::map<std::string, std::string> want = {{"zero-copy-staged", "zero-copy"},
                                                    {"um-prefetch-coarse", "um-prefetch"},
                                                    {"pinned-graph", "pinned"},
-                                                   {"double-buffer-graph", "double-buffer"}};
+                                                   {"double-buffer-graph", "double-buffer"},
+                                                   {"peer-fanout-ring", "peer-fanout"}};
   std::map<std::string, std::string> got;
   std::set<std::string_view> seen;
   for (const auto& e : strategy_registry()) {
@@ -51,6 +53,8 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   EXPECT_EQ(best_forms_of("pinned")[0]->name, "pinned-graph");
   ASSERT_EQ(best_forms_of("double-buffer").size(), 1u);
   EXPECT_EQ(best_forms_of("double-buffer")[0]->name, "double-buffer-graph");
+  ASSERT_EQ(best_forms_of("peer-fanout").size(), 1u);
+  EXPECT_EQ(best_forms_of("peer-fanout")[0]->name, "peer-fanout-ring");
   EXPECT_TRUE(best_forms_of("resident").empty());
   EXPECT_TRUE(best_forms_of("").empty()) << "a naive form's empty `improves` pairs with nothing";
 }
@@ -111,6 +115,20 @@ TEST(Registry, WaiverReasonsFollowDeviceCaps) {
   EXPECT_EQ(find_strategy("um")->unsupported(managed_only), "");
   EXPECT_NE(find_strategy("um-prefetch")->unsupported(managed_only).find("concurrentManagedAccess"),
             std::string::npos);
+  // Several GPUs: the peer-fanout forms need every rank to read rank 0's memory; nothing else does.
+  DeviceCaps no_peer = full;
+  no_peer.device = 1;
+  no_peer.first_gpu = 0;
+  no_peer.can_access_first_gpu = false;
+  for (const auto& e : strategy_registry()) {
+    const bool peer = e.name == "peer-fanout" || e.name == "peer-fanout-ring";
+    const std::string why = e.unsupported(no_peer);
+    EXPECT_EQ(why.empty(), !peer) << e.name << ": " << why;
+    if (peer) {
+      EXPECT_NE(why.find("GPU 1 cannot read the memory of GPU 0"), std::string::npos) << why;
+      EXPECT_NE(why.find("cudaDeviceCanAccessPeer = 0"), std::string::npos) << why;
+    }
+  }
 }
 
 TEST(Registry, MakeSupportedRefusesWhatTheDeviceCannotRun) {
@@ -136,7 +154,8 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
       {"pinned-graph", {"copy-chunk"}},
       {"um-advise", {"advise"}},
       {"zero-copy-staged", {"depth", "stage-blocks", "copy-chunk"}},
-      {"um-prefetch-coarse", {"prefetch-chunk"}}};
+      {"um-prefetch-coarse", {"prefetch-chunk"}},
+      {"peer-fanout-ring", {"depth", "copy-streams", "copy-chunk"}}};
   for (const auto& e : strategy_registry()) {
     std::vector<std::string> got;
     for (const auto& o : strategy_options(e.name)) got.emplace_back(o.name);
@@ -251,13 +270,28 @@ TEST(Registry, StreamScenarioRefusalsAndWaivers) {
   EXPECT_EQ(waiver_reason(*find_strategy("um"), stream, managed_only), "");
   // Every strategy runs the other scenarios, and the stream scenario on a capable device,
   // except what the registry states.
+  // The peer-fanout forms write their set once, on rank 0's GPU: static only, refused on any
+  // device in the other scenarios.
   for (const auto& e : strategy_registry()) {
+    const bool static_only = e.name == "peer-fanout" || e.name == "peer-fanout-ring";
     for (const Scenario sc : {Scenario::Static, Scenario::Refresh}) {
       StrategyOptions o;
       o.scenario = sc;
+      if (static_only && sc != Scenario::Static) {
+        EXPECT_NE(refusal_reason(e, o).find("static scenario only"), std::string::npos) << e.name;
+        continue;
+      }
       EXPECT_EQ(waiver_reason(e, o, DeviceCaps::every()), "") << e.name;
     }
     stream.augment = Augment::Light;
+    if (static_only) {
+      for (const Augment a : {Augment::None, Augment::Light}) {
+        StrategyOptions o = stream;
+        o.augment = a;
+        EXPECT_NE(refusal_reason(e, o).find("static scenario only"), std::string::npos) << e.name;
+      }
+      continue;
+    }
     // The forms that replay or stage an epoch from a fixed layout refuse the stream scenario.
     const bool fixed_layout = e.name == "zero-copy-staged" || e.name == "pinned-graph" ||
                               e.name == "double-buffer-graph";
@@ -279,7 +313,8 @@ TEST(Registry, AcquireAheadDeclarations) {
   std::set<std::string_view> ahead;
   for (const auto& e : strategy_registry())
     if (e.make()->acquire_ahead()) ahead.insert(e.name);
-  EXPECT_EQ(ahead, (std::set<std::string_view>{"resident"}));
+  // peer-fanout's forms, unattached (one GPU, static), read resident's set in place.
+  EXPECT_EQ(ahead, (std::set<std::string_view>{"resident", "peer-fanout", "peer-fanout-ring"}));
 }
 
 // The launch forms each strategy runs per scenario (--launch-form; `memstrat describe` prints
@@ -306,12 +341,19 @@ TEST(Registry, LaunchFormDeclarations) {
       {"um-prefetch-coarse", no_graph},
       {"pinned-graph", chunks},
       {"double-buffer-graph", chunks},
+      {"peer-fanout", every},  // static: on one GPU resident's data path; no refresh
+      {"peer-fanout-ring", every},
   };
   for (const auto& e : strategy_registry()) {
     ASSERT_TRUE(want.count(e.name)) << e.name;
     const EpochFormSet& w = want.at(e.name);
     EXPECT_EQ(e.launch_forms.static_forms, w) << e.name << ": " << e.launch_forms.static_forms.to_string();
-    EXPECT_EQ(e.launch_forms.refresh_forms, w) << e.name << ": " << e.launch_forms.refresh_forms.to_string();
+    // The refresh scenario: the static forms, where the strategy runs it at all.
+    StrategyOptions refresh;
+    refresh.scenario = Scenario::Refresh;
+    const bool runs_refresh = refusal_reason(e, refresh).empty();
+    EXPECT_EQ(e.launch_forms.refresh_forms, runs_refresh ? w : EpochFormSet{})
+        << e.name << ": " << e.launch_forms.refresh_forms.to_string();
     // The stream scenario: per batch where the strategy runs it at all.
     StrategyOptions stream;
     stream.scenario = Scenario::Stream;
@@ -319,8 +361,8 @@ TEST(Registry, LaunchFormDeclarations) {
     const bool runs_stream = refusal_reason(e, stream).empty();
     EXPECT_EQ(e.launch_forms.stream_forms, runs_stream ? EpochFormSet{F::PerBatch} : EpochFormSet{})
         << e.name;
-    // Every form it lacks in static is explained.
-    EXPECT_EQ(e.launch_note.empty(), w == every) << e.name << ": " << e.launch_note;
+    // Every form it lacks in static, and a scenario it does not run, is explained.
+    EXPECT_EQ(e.launch_note.empty(), w == every && runs_refresh) << e.name << ": " << e.launch_note;
   }
 }
 
@@ -363,4 +405,18 @@ TEST(Registry, EpochFormNames) {
   EXPECT_EQ((EpochFormSet{EpochForm::Kernel, EpochForm::PerBatch}.to_string()), "per-batch, kernel");
   EXPECT_TRUE(is_kernel_form(EpochForm::ChunkKernels));
   EXPECT_FALSE(is_kernel_form(EpochForm::Graph));
+}
+
+// Only the peer-fanout forms are another strategy's data path on one GPU (resident's: the set read
+// in place), which `memstrat describe` says as one_gpu_as and the matrix runner's "all" reads.
+TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
+  std::map<std::string_view, std::string_view> as;
+  for (const auto& e : strategy_registry())
+    if (!e.one_gpu_as.empty()) {
+      as.emplace(e.name, e.one_gpu_as);
+      ASSERT_NE(find_strategy(e.one_gpu_as), nullptr) << e.name;
+      EXPECT_TRUE(find_strategy(e.one_gpu_as)->one_gpu_as.empty()) << e.name;
+    }
+  EXPECT_EQ(as, (std::map<std::string_view, std::string_view>{{"peer-fanout", "resident"},
+                                                                {"peer-fanout-ring", "resident"}}));
 }

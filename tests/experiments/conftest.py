@@ -26,6 +26,13 @@ def describe():
 
 
 @pytest.fixture(scope="session")
+def all_strategies(describe):
+    """The strategies a matrix's `strategy = "all"` expands to: describe's, less the data paths
+    across GPUs that are another strategy's on one GPU (one_gpu_as: the peer-fanout forms)."""
+    return [s for s in describe["strategies"] if not s.get("one_gpu_as")]
+
+
+@pytest.fixture(scope="session")
 def record_errors(record_validator):
     """record -> every schema violation as 'path: message' ([] when it validates)."""
     def errors(record):

@@ -1,8 +1,14 @@
 // test_data_parallel.cu: data-parallel training (--emulate-gpus N on one GPU, --gpus N on N).
-//  - the emulation is a data path like any other: every strategy gives the same curve bitwise;
+//  - the emulation is a data path like any other: every strategy gives the same curve bitwise,
+//    its steps replayed as graphs or enqueued;
 //  - it computes the gradient of the global batch's mean loss: its curve stays close to one GPU
 //    training at batch N × --batch (same math, another fp32 summation order);
-//  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise (resident and pinned);
+//  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise, on every strategy of the registry
+//    (each GPU's instance serving its shard on its own device), the GPUs together moving what
+//    the emulation moves;
+//  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
+//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0,
+//    and never wait on GPU 0's collective (the whole set, run after run);
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
 //  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
@@ -16,7 +22,10 @@
 #include <sstream>
 
 #include "common/nccl_settings.h"
+#include "common/peer_access.h"
 #include "experiments/core/data_parallel_request.h"
+#include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
+#include "memory_strategies/peer_set.h"
 #include "memory_strategies/replicated_set.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -70,6 +79,21 @@ TEST(DataParallel, EmulationIsBitwiseTheSameOnEveryStrategy) {
     }
     EXPECT_EQ(first_difference(got, ref), "");
     EXPECT_EQ(got.test.loss, ref.test.loss);
+  }
+}
+
+// --graphs on (the default) replays each shard turn's gradients and each global batch's reduction
+// and update as graphs captured in epoch 1; --graphs off enqueues them: the same kernels, so the
+// same bits, on a strategy whose views stay put (resident) and on one whose slots rotate.
+TEST(DataParallel, EmulationReplaysGraphsBitForBit) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const char* s : {"resident", "double-buffer"}) {
+    SCOPED_TRACE(s);
+    RunConfig on = dp_run(s, 2, 1);
+    on.epochs = 3;
+    RunConfig off = on;
+    off.graphs = Graphs::Off;
+    EXPECT_EQ(first_difference(train_run_on(subset(), on), train_run_on(subset(), off)), "");
   }
 }
 
@@ -146,6 +170,130 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwise) {
         for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
           EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
   }
+}
+
+// Each GPU's strategy serves its shard as its own epoch, created and driven with its own GPU
+// current: the copy rings, prefetches, chunks, mapped and managed memory of every strategy give
+// the emulation's curve bitwise. Explicit copies and prefetches are counted per GPU and summed:
+// the GPUs together move the epoch's bytes once, as the one-GPU emulation does (no GPU moves
+// another's shard). No allocation inside an epoch on either GPU.
+TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
+  REQUIRE_GPUS(2);
+  int ran = 0;
+  for (const StrategyEntry& e : strategy_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    ASSERT_TRUE(runs_on_several_gpus(e.name));
+    RunRecord rec, ref_rec;
+    RunConfig two = dp_run(e.name, 1, 2);
+    two.reduce = Reduce::Exact;
+    two.profile = true;  // counts every GPU's allocations per epoch
+    RunOutput got, ref;
+    try {
+      got = train_run_on(subset(), two, &rec);
+    } catch (const DeviceUnavailable& w) {
+      std::cout << "[  WAIVED  ] " << e.name << ": " << w.what() << "\n";
+      continue;
+    }
+    ref = train_run_on(subset(), dp_run(e.name, 2, 1), &ref_rec);
+    ++ran;
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    // Copies between GPUs are no host->device bytes (peer_bytes: the peer-fanout forms only, and
+    // only where there is another GPU to pull from).
+    const bool peer = e.name.rfind("peer-fanout", 0) == 0;
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes)
+          << "epoch " << i + 1;
+      EXPECT_EQ(ref.epochs[i].strategy.peer_bytes, 0u) << "epoch " << i + 1;
+      if (!peer) EXPECT_EQ(got.epochs[i].strategy.peer_bytes, 0u) << "epoch " << i + 1;
+    }
+    for (const EpochRecord& er : rec.epochs)
+      if (er.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
+  EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
+}
+
+// The peer-fanout forms hold the set once, on GPU 0; GPU 1 pulls the batches of its shard from
+// there (one SM read per batch on its compute stream, or one peer copy per chunk on copy streams, K
+// slots). Both give the emulation's curve bitwise (the emulation: resident's data path, the set
+// read in place); GPU 1 copies exactly its shard's packed blocks every epoch (GPU 0 copies
+// nothing: it reads in place), with its copies timed; nothing moves host->device in an epoch (the
+// set went up once, at set-up); no allocation in any epoch. Several chunk sizes and depths, so
+// that the ring's slot reuse and a last partial chunk are exercised.
+TEST(DataParallel, TwoGpusPeerFanoutEqualTheEmulationAndPullOnlyTheOtherShard) {
+  REQUIRE_GPUS(2);
+  if (!PeerAccess::possible(1, 0))
+    GTEST_SKIP() << "GPU 1 cannot access GPU 0's memory (cudaDeviceCanAccessPeer = 0): the "
+                    "peer-fanout forms are waived on this machine";
+  struct Case {
+    const char* strategy;
+    int depth, copy_chunk_mib, copy_streams;
+  };
+  const RunConfig base = dp_run("peer-fanout", 1, 2);
+  // Rank 1's shard of the epoch, packed: what GPU 1 pulls each epoch.
+  const BatchGeometry g{kSamples, base.batch, transfer_bytes_per_sample(784, base.transfer)};
+  const std::uint64_t shard1 = PackedLayout{PeerSet::shard_geometry(g, 1, 2)}.epoch_bytes();
+  ASSERT_GT(shard1, 0u);
+  for (const Case& k : {Case{"peer-fanout", 2, 8, 1}, Case{"peer-fanout-ring", 2, 8, 1},
+                        Case{"peer-fanout-ring", 3, 1, 2}}) {
+    SCOPED_TRACE(std::string(k.strategy) + " depth " + std::to_string(k.depth) + ", chunk " +
+                 std::to_string(k.copy_chunk_mib) + " MiB, " + std::to_string(k.copy_streams) +
+                 " copy streams");
+    RunConfig two = dp_run(k.strategy, 1, 2);
+    two.reduce = Reduce::Exact;
+    two.profile = true;
+    two.depth = k.depth;
+    two.copy_chunk_mib = k.copy_chunk_mib;
+    two.copy_streams = k.copy_streams;
+    RunConfig emu = dp_run(k.strategy, 2, 1);
+    emu.depth = k.depth;
+    emu.copy_chunk_mib = k.copy_chunk_mib;
+    emu.copy_streams = k.copy_streams;
+    RunRecord rec;
+    const RunOutput got = train_run_on(subset(), two, &rec);
+    const RunOutput ref = train_run_on(subset(), emu);
+    const RunOutput resident = train_run_on(subset(), dp_run("resident", 2, 1));
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(first_difference(ref, resident), "") << "one GPU: resident's data path";
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
+      SCOPED_TRACE("epoch " + std::to_string(i + 1));
+      EXPECT_EQ(got.epochs[i].strategy.peer_bytes, shard1);
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, 0u);
+      EXPECT_TRUE(got.epochs[i].strategy.copy_ms.has_value()) << "GPU 1's copies are timed";
+      EXPECT_EQ(ref.epochs[i].strategy.peer_bytes, 0u);
+      EXPECT_FALSE(ref.epochs[i].strategy.copy_ms.has_value()) << "read in place: no copy";
+    }
+    for (const EpochRecord& er : rec.epochs)
+      if (er.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
+}
+
+// The whole training set, run after run: GPU 1's first pulls of an epoch go out while GPU 0 may
+// already spin in the step's collective, waiting for GPU 1. A pull that depended on GPU 0's work
+// would never finish (a copy-engine copy of rank 0's memory on GPU 1's compute stream, ahead of
+// the collective, did so in most runs of the first epoch on two H100s), and this test would then
+// not end: ctest's time limit fails it. Each form runs from set-up to its second epoch 6 times.
+TEST(DataParallel, TwoGpusPeerFanoutNeverWaitOnTheOtherGpusCollective) {
+  REQUIRE_GPUS(2);
+  if (!PeerAccess::possible(1, 0))
+    GTEST_SKIP() << "GPU 1 cannot access GPU 0's memory (cudaDeviceCanAccessPeer = 0): the "
+                    "peer-fanout forms are waived on this machine";
+  for (const char* strategy : {"peer-fanout", "peer-fanout-ring"})
+    for (int run = 0; run < 6; ++run) {
+      SCOPED_TRACE(std::string(strategy) + " run " + std::to_string(run + 1));
+      RunConfig two = dp_run(strategy, 1, 2);
+      two.train_samples = 0;  // the whole set
+      const RunOutput got = train_run(two);
+      ASSERT_EQ(got.epochs.size(), 2u);
+      EXPECT_GT(got.epochs[1].strategy.peer_bytes, 0u);
+    }
 }
 
 TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {

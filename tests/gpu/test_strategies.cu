@@ -38,6 +38,11 @@ TEST_P(AllStrategies, BitwiseIdenticalLossCurvesToResident) {
     }
     RunConfig r = base;
     r.strategy = &e;
+    if (const std::string why = refusal_reason(e, strategy_options(r)); !why.empty()) {
+      std::cout << "[ REFUSED ] " << e.name << " " << to_string(base.scenario) << ": " << why
+                << "\n";  // the peer-fanout forms: static only
+      continue;
+    }
     const RunOutput got = train_run(r);
     const RunOutput& ref = resident.for_step_of(got);
     ASSERT_EQ(ref.sample_loss.size(), 2u);

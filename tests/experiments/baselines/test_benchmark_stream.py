@@ -122,13 +122,15 @@ def test_the_fastest_are_not_ordered_among_themselves_without_a_test():
 
 def test_strategies_are_those_the_registry_lets_run_host_produced_batches():
     """memory_strategies/registry.cpp refuses the stream scenario with host augmentation for the
-    entries whose scenario check is not_in_stream or stream_needs_gather; every other strategy
-    runs it (tests/cpu/test_registry.cpp)."""
+    entries whose scenario check is not_in_stream, stream_needs_gather or static_only (the
+    peer-fanout forms); every other strategy runs it (tests/cpu/test_registry.cpp)."""
     src = (REPO / "memory_strategies" / "registry.cpp").read_text()
     entries = re.findall(r'^\s*\{"([a-z-]+)", "(.*)$', src, flags=re.M)
     assert len(entries) >= 12
-    refused = {n for n, rest in entries if "not_in_stream" in rest or "stream_needs_gather" in rest}
-    assert refused == {"resident", "zero-copy-staged", "pinned-graph", "double-buffer-graph"}
+    refused = {n for n, rest in entries
+               if "not_in_stream" in rest or "stream_needs_gather" in rest or "static_only" in rest}
+    assert refused == {"resident", "zero-copy-staged", "pinned-graph", "double-buffer-graph",
+                       "peer-fanout", "peer-fanout-ring"}
     assert set(bs.STRATEGIES) == {n for n, _ in entries} - refused
     assert set(bs.REPRODUCE["strategies"]) <= set(bs.STRATEGIES)
 

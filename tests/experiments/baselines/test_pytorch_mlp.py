@@ -518,6 +518,24 @@ def test_driver_release_is_the_kernel_modules_version_number(line, release):
     assert br.driver_release(line) == release
 
 
+def test_machine_identity_as_memstrat_records_it(monkeypatch, tmp_path):
+    """gpu_uuid in nvidia-smi's form from torch's UUID (object or text, with or without the
+    prefix); boot_id the boot_id file's line, null without one."""
+    import uuid
+    u = uuid.UUID("8f2a01c3-4d5e-6f70-8192-a3b4c5d6e7f8")
+    for given in (u, str(u), "GPU-8F2A01C3-4D5E-6F70-8192-A3B4C5D6E7F8"):
+        assert br.gpu_uuid(given) == "GPU-8f2a01c3-4d5e-6f70-8192-a3b4c5d6e7f8"
+    assert br.gpu_uuid(None) is None
+    f = tmp_path / "boot_id"
+    f.write_text("6f1c1f7e-2f5d-4b8e-9a53-0c7d1e2a3b4c\n")
+    monkeypatch.setattr(br, "BOOT_ID", str(f))
+    env = br.common_environment("pytorch", "cpu")
+    assert env["boot_id"] == "6f1c1f7e-2f5d-4b8e-9a53-0c7d1e2a3b4c"
+    assert env["gpu_uuid"] is None
+    monkeypatch.setattr(br, "BOOT_ID", str(tmp_path / "absent"))
+    assert br.common_environment("pytorch", "cpu")["boot_id"] is None
+
+
 def test_git_revision_takes_the_environment_over_the_checkout(monkeypatch):
     monkeypatch.setenv("MEMSTRAT_GIT_SHA", "f00dfeedbeef")
     monkeypatch.setenv("MEMSTRAT_GIT_DIRTY", "0")

@@ -167,7 +167,8 @@ def record(a, argv, failed):
         "augment_device": a.augment_device if augments else None, "replicate": a.replicate,
         "device_budget_gib": None if a.device_budget is None else float(a.device_budget),
         "gpus": a.gpus, "emulate_gpus": a.emulate_gpus,
-        "reduce": a.reduce if shards > 1 else None})
+        "reduce": a.reduce if shards > 1 else None,
+        "processes": a.processes if a.gpus > 1 else None})
     asked, form, step, _ = launch_run(a, given_options(argv))
     rec["config"].update({
         "launch_form": asked, "epoch_form": form, "epoch_launch": form != "per-batch",

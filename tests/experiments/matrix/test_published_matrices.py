@@ -65,12 +65,13 @@ def test_batch_256_rows_have_10_processes_of_20_steady_epochs(results):
     assert {c.repeat for c in results.cells if c.profile is not False} == {0}
 
 
-def test_every_strategy_runs_every_form_it_allows_once_at_batch_256(results, describe, fake):
+def test_every_strategy_runs_every_form_it_allows_once_at_batch_256(results, all_strategies, fake):
     forms = collections.defaultdict(list)
     for k in timing(results):
         if k.batch == 256 and k.depth != 3:
             forms[(k.strategy, k.scenario, k.transfer)].append(ran(fake, k))
-    for s in describe["strategies"]:
+    assert {k.strategy for k in timing(results)} == {s["name"] for s in all_strategies}
+    for s in all_strategies:
         for scenario in ("static", "refresh"):
             for transfer in ("u8", "f32"):
                 got = [form for form, _ in forms[(s["name"], scenario, transfer)]]
@@ -83,8 +84,8 @@ def test_every_strategy_runs_every_form_it_allows_once_at_batch_256(results, des
     assert resident == {"per-batch", "graph", "kernel-per-chunk", "kernel"}
 
 
-def test_each_strategy_runs_its_own_form_as_auto(results, describe):
-    for s in describe["strategies"]:
+def test_each_strategy_runs_its_own_form_as_auto(results, all_strategies):
+    for s in all_strategies:
         autos = [k for k in timing(results) if k.strategy == s["name"] and k.launch_form is None
                  and k.fused is None]
         assert {(k.scenario, k.batch) for k in autos} == {
@@ -159,9 +160,9 @@ def test_compute_sweeps_the_widths_with_10_processes_of_20_steady_epochs(compute
     assert {c.profile for c in compute.cells} == {False}
 
 
-def test_compute_runs_every_strategy_at_its_own_form_at_every_width(compute, describe):
+def test_compute_runs_every_strategy_at_its_own_form_at_every_width(compute, all_strategies):
     counts = timing(compute)
-    for s in describe["strategies"]:
+    for s in all_strategies:
         for hidden in SWEEP:
             got = {(k.scenario, k.transfer) for k in counts if k.strategy == s["name"]
                    and k.hidden == hidden and (s["name"] == "resident" or
@@ -228,9 +229,9 @@ def test_budget_ratios_are_what_the_file_says(budget):
         assert whole == (WHOLE_SET if fits else set()), gib   # where the set fits, they run
 
 
-def test_budget_gives_every_streaming_configuration_its_floor(budget, fake, describe):
+def test_budget_gives_every_streaming_configuration_its_floor(budget, fake, all_strategies):
     configs = timing(budget)
-    streaming = {s["name"] for s in describe["strategies"]} - WHOLE_SET
+    streaming = {s["name"] for s in all_strategies} - WHOLE_SET
     for s in streaming:
         assert {k.device_budget for k in configs if k.strategy == s} == set(BUDGETS), s
     resident = {ran(fake, k) for k in configs

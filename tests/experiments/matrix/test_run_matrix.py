@@ -93,8 +93,8 @@ copy_streams = 2
     assert db.train_args()[-4:] == ["--depth", "2", "--copy-streams", "1"]
 
 
-def test_list_valued_exclusion_and_hidden_forms(run_matrix, describe, tmp_path):
-    strategies = [s["name"] for s in describe["strategies"]]
+def test_list_valued_exclusion_and_hidden_forms(run_matrix, describe, all_strategies, tmp_path):
+    strategies = [s["name"] for s in all_strategies]
     managed = [s for s in strategies if s.startswith("um")]  # the unified-memory family
     assert len(managed) >= 2                                 # a list worth excluding
     m = run_matrix.load_matrix(write(tmp_path, f"""
@@ -117,11 +117,11 @@ strategy = "zero-copy"
     assert any(c.key.endswith("h512x256_e10_cublas_d2c1_seed1_r0") for c in m.cells)
 
 
-def test_shipped_matrices(run_matrix, describe):
+def test_shipped_matrices(run_matrix, describe, all_strategies):
     quick = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/quick.toml", describe)
-    # every strategy x 2 scenarios x 2 transfers x 2 batches
-    assert len(quick.cells) == len(describe["strategies"]) * 2 * 2 * 2
-    assert {c.strategy for c in quick.cells} == {s["name"] for s in describe["strategies"]}
+    # every strategy "all" names x 2 scenarios x 2 transfers x 2 batches
+    assert len(quick.cells) == len(all_strategies) * 2 * 2 * 2
+    assert {c.strategy for c in quick.cells} == {s["name"] for s in all_strategies}
     assert {c.epochs for c in quick.cells} == {5}
     full = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/full.toml", describe)
     # per repeat: 7 strategies x 12 (batch x transfer x scenario) + double-buffer x 6
@@ -537,3 +537,18 @@ def test_cpus_axis_rejects_what_taskset_would_not_take(run_matrix, describe, tmp
 strategy = "resident"
 cpus = {json.dumps(value)}
 """), describe)
+
+
+def test_all_leaves_out_a_data_path_that_is_another_strategys_on_one_gpu(run_matrix, describe,
+                                                                           tmp_path):
+    """describe's one_gpu_as (the peer-fanout forms: resident's data path on one GPU): "all"
+    leaves them out, since their cells would repeat resident's; named, they run."""
+    same = {s["name"] for s in describe["strategies"] if s.get("one_gpu_as")}
+    assert same == {"peer-fanout", "peer-fanout-ring"}
+    assert {s["one_gpu_as"] for s in describe["strategies"] if s["name"] in same} == {"resident"}
+    m = run_matrix.load_matrix(write(tmp_path, '[axes]\nstrategy = "all"\n'), describe)
+    assert {c.strategy for c in m.cells} == {s["name"] for s in describe["strategies"]} - same
+    named = run_matrix.load_matrix(write(tmp_path, '[axes]\nstrategy = ["all", "peer-fanout"]\n'),
+                                   describe)
+    assert {c.strategy for c in named.cells} == (
+        {s["name"] for s in describe["strategies"]} - same | {"peer-fanout"})
