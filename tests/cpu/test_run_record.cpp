@@ -81,9 +81,9 @@ TEST(RunRecord, HostEnvironmentNeedsNoGpu) {
   const auto j = env.to_json();
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"cpu_affinity", "cpu_affinity_count", "cpu_count",
-                                            "cpu_model", "git_dirty", "git_sha", "host",
-                                            "host_memory_bytes", "memstrat_version"}))
+  EXPECT_EQ(keys, (std::vector<std::string>{"boot_id", "cpu_affinity", "cpu_affinity_count",
+                                            "cpu_count", "cpu_model", "git_dirty", "git_sha",
+                                            "host", "host_memory_bytes", "memstrat_version"}))
       << j.dump();
   EXPECT_TRUE(j["git_dirty"].is_boolean());
   // Linux always tells these; a null here would be a broken reader, not a platform gap.
@@ -103,9 +103,9 @@ TEST(RunRecord, GpuEnvironmentFlattensIntoEnvWithNullsForWhatIsMissing) {
   EXPECT_EQ(j["pcie_gen"], 5);
   EXPECT_TRUE(j["pcie_width"].is_null());
   EXPECT_TRUE(j["driver_release"].is_null());
-  // Host 9 + CUDA 13 + NVML/sysfs 12; what nothing measured is null.
-  EXPECT_EQ(j.size(), 34u) << j.dump();
-  for (const char* k : {"sm_clock_mhz", "mem_clock_mhz", "clock_event_reasons", "temperature_c",
+  // Host 10 + CUDA 14 + NVML/sysfs 12; what nothing measured is null (gpu_uuid too: not set).
+  EXPECT_EQ(j.size(), 36u) << j.dump();
+  for (const char* k : {"gpu_uuid", "sm_clock_mhz", "mem_clock_mhz", "clock_event_reasons", "temperature_c",
                         "power_w", "sm_clock_max_mhz", "mem_clock_max_mhz", "pcie_max_gen",
                         "pcie_max_width", "persistence_mode", "gpu_numa_node", "nvml_note"})
     EXPECT_TRUE(j.contains(k) && j[k].is_null()) << k;
