@@ -1,6 +1,7 @@
 #include "memory_strategies/double_buffer_graph.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace memstrat {
 
@@ -13,18 +14,23 @@ std::uint64_t DoubleBufferGraphStrategy::device_footprint(const StrategyOptions&
 
 void DoubleBufferGraphStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                                        cudaStream_t compute) {
-  if (opt.depth < 2) throw std::invalid_argument("double-buffer-graph: --depth must be >= 2");
-  if (opt.copy_streams < 1)
-    throw std::invalid_argument("double-buffer-graph: --copy-streams must be >= 1");
+  const std::string who(name());
+  if (opt.depth < 2) throw std::invalid_argument(who + ": --depth must be >= 2");
+  if (opt.copy_streams < 1) throw std::invalid_argument(who + ": --copy-streams must be >= 1");
   if (opt.copy_chunk_mib < 1)
-    throw std::invalid_argument("double-buffer-graph: --copy-chunk must be >= 1 (MiB)");
+    throw std::invalid_argument(who + ": --copy-chunk must be >= 1 (MiB)");
   source_.configure(data, opt, compute);
-  blocks_.attach(source_);
+  attach_blocks(blocks_, source_, data, opt);
   plan_ = ChunkPlan::packed(source_.geometry(), static_cast<std::size_t>(opt.copy_chunk_mib) << 20);
   ring_.allocate(opt.depth, plan_.packed_slot_bytes(), make_copy_streams(opt.copy_streams),
                  plan_.chunks(), compute, [this](int c, void* slot, cudaStream_t s) {
                    return blocks_.copy(plan_.packed_chunk(c), slot, s);
                  });
+}
+
+void DoubleBufferGraphStrategy::attach_blocks(PackedHostBlocks& blocks, HostEpochSource& source,
+                                              const HostDataset&, const StrategyOptions&) {
+  blocks.attach(source);  // pinned storage of its own
 }
 
 void DoubleBufferGraphStrategy::begin_epoch(int epoch) {

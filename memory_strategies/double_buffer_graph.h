@@ -26,7 +26,7 @@
 
 namespace memstrat {
 
-class DoubleBufferGraphStrategy final : public MemoryStrategy {
+class DoubleBufferGraphStrategy : public MemoryStrategy {
  public:
   std::string_view name() const override { return "double-buffer-graph"; }
   /// Device memory attach() allocates for the data, for options `opt` and data of geometry `g`
@@ -53,6 +53,12 @@ class DoubleBufferGraphStrategy final : public MemoryStrategy {
     return s;
   }
   bool epoch_capturable() const override { return source_.written_before_epoch(); }
+
+ protected:
+  /// Where the packed host blocks live: pinned storage of the strategy's own here; a region of
+  /// the run's shared host set in host-shared-ring (host_shared_ring.h). Binds them to `source`.
+  virtual void attach_blocks(PackedHostBlocks& blocks, HostEpochSource& source,
+                             const HostDataset& data, const StrategyOptions& opt);
 
  private:
   HostEpochSource source_;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/chunk_plan.h"
@@ -20,6 +21,9 @@ class PackedHostBlocks {
   /// source's packed layout (`flags`: 0, or cudaHostAllocMapped to read it from kernels) and
   /// binds it to `source` (static data is written now).
   void attach(HostEpochSource& source, unsigned flags = 0);
+  /// The same over page-locked storage that `owner` keeps alive (a region of a HostSharedSet):
+  /// at least source.packed().total_bytes() bytes at `host`. Not mapped.
+  void attach(HostEpochSource& source, std::uint8_t* host, std::shared_ptr<const void> owner);
 
   const PackedLayout& layout() const { return layout_; }
   /// Chunk k's first byte as a device address (mapped storage only; nullptr otherwise).
@@ -30,7 +34,9 @@ class PackedHostBlocks {
 
  private:
   PackedLayout layout_;
-  PinnedBuffer<std::uint8_t> host_;
+  PinnedBuffer<std::uint8_t> own_;       // attach(source, flags)
+  std::shared_ptr<const void> owner_;    // attach(source, host, owner)
+  std::uint8_t* host_ = nullptr;         // the blocks, in one or the other
   const std::uint8_t* mapped_ = nullptr;  // device alias of host_ when mapped
 };
 

@@ -8,7 +8,9 @@
 
 namespace memstrat {
 
-class PinnedStrategy final : public CopyOnComputeStream {
+// Not final: host-shared is pinned's data path with its host memory a region of one set shared by
+// every GPU (host_shared.h).
+class PinnedStrategy : public CopyOnComputeStream {
  public:
   std::string_view name() const override { return "pinned"; }
 

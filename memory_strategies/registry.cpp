@@ -7,6 +7,8 @@
 #include "memory_strategies/double_buffer.h"
 #include "memory_strategies/double_buffer_graph.h"
 #include "memory_strategies/epoch_data.h"  // transfer_bytes_per_sample
+#include "memory_strategies/host_shared.h"
+#include "memory_strategies/host_shared_ring.h"
 #include "memory_strategies/managed.h"
 #include "memory_strategies/pageable.h"
 #include "memory_strategies/peer_fanout.h"
@@ -155,6 +157,8 @@ const std::pair<std::string_view, Footprint> kFootprints[] = {
     {"double-buffer-graph", DoubleBufferGraphStrategy::device_footprint},
     {"peer-fanout", PeerFanoutStrategy::device_footprint},
     {"peer-fanout-ring", PeerFanoutRingStrategy::device_footprint},
+    {"host-shared", CopyOnComputeStream::device_footprint},
+    {"host-shared-ring", DoubleBufferGraphStrategy::device_footprint},
 };
 
 std::vector<StrategyEntry> with_footprints(std::vector<StrategyEntry> r) {
@@ -169,7 +173,7 @@ std::vector<StrategyEntry> with_footprints(std::vector<StrategyEntry> r) {
 
 std::vector<StrategyEntry> make_registry() {
   const StrategyOption depth{
-      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph, zero-copy-staged and peer-fanout-ring)",
+      "depth", "device slots in flight (a batch each; a chunk each in double-buffer-graph, zero-copy-staged, peer-fanout-ring and host-shared-ring)",
       OptionKind::Integer, 2, 64, {}, "2",
       [](const StrategyOptions& o) { return std::to_string(o.depth); }};
   const StrategyOption copy_streams{
@@ -208,12 +212,14 @@ std::vector<StrategyEntry> make_registry() {
       {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false}), no_graph, kPrefetchNote},
       {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true}), no_graph, kPrefetchNote},
       {"peer-fanout", "several GPUs: data set resident once on rank 0's GPU; every other GPU's SMs read its batch from it over peer access (one copy kernel) into one local slot on its compute stream before the step; rank 0 and one GPU read in place (resident)", needs_first_gpu_access, {}, make<PeerFanoutStrategy>, static_every_form, kPeerNote, {}, false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
+      {"host-shared", "several GPUs: the data set once in ONE page-locked host allocation (cudaHostAllocPortable), each GPU's shard a region of it, copied by that GPU's copy engine as pinned copies (cudaMemcpyAsync on its compute stream, no overlap), all GPUs at once; one GPU: pinned", always, {}, make<HostSharedStrategy>, graph_too, kOneBatchBuffer, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"pinned"},
       // Best forms: each names the naive form it improves.
       {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, chunks_not_in_stream, kChunkRingNote, "zero-copy", false, not_in_stream, staging_blocks},
       {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), no_graph, kCoarseNote, "um-prefetch"},
       {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, chunks_not_in_stream, kOneChunkSlotNote, "pinned", false, not_in_stream},
       {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, chunks_not_in_stream, kChunkRingNote, "double-buffer", false, not_in_stream},
       {"peer-fanout-ring", "peer-fanout, but one peer copy per chunk of whole packed batches (--copy-chunk MiB) into K local chunk slots (--depth) on copy stream(s) (--copy-streams), overlapped with the previous chunk's steps", needs_first_gpu_access, {depth, copy_streams, copy_chunk}, make<PeerFanoutRingStrategy>, static_every_form, kPeerNote, "peer-fanout", false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
+      {"host-shared-ring", "host-shared, but each GPU's region in the packed layout and moved as double-buffer-graph moves it: one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), overlapped with the previous chunk's steps; one GPU: double-buffer-graph", always, {depth, copy_streams, copy_chunk}, make<HostSharedRingStrategy>, chunks_not_in_stream, kChunkRingNote, "host-shared", false, not_in_stream, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"double-buffer-graph"},
   };
 }
 }  // namespace

@@ -44,7 +44,6 @@ failed (the report lists which).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -158,15 +157,6 @@ def memstrat_args(a: argparse.Namespace, aug: str, m: str) -> list[str]:
     return args + (["--consumer", "none"] if m == "pipeline" else [])
 
 
-def has_jax(python: str) -> bool:
-    """`python` imports jax (the JAX variant's only requirement beyond the PyTorch ones)."""
-    try:
-        return subprocess.run([python, "-c", "import jax"], capture_output=True, timeout=300,
-                              check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunResult:
     v, aug, m = s.config
     if v == MEMSTRAT:
@@ -257,12 +247,7 @@ def report(records: Iterable[dict]) -> str:
         rate = f"{n_train / (s.median / 1000.0) / 1e6:.2f} M" if s and s.median > 0 else "-"
         lines.append(f"| {aug} | {b} | {v} | {m} | {ms_cell(s)} | {rate} |")
     lines += comparison(by_key)
-    prov = pr.provenance_line(records)
-    if prov:
-        lines += ["", prov]
-    missing = pr.missing_runs(records)
-    if missing:
-        lines += ["", "## Runs without an ok record", ""] + [f"- {x}" for x in missing]
+    lines += pr.report_footer(records)
     return "\n".join(lines) + "\n"
 
 
@@ -272,39 +257,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir = Path(a.out_dir)
     out_md, out_jsonl = out_dir / "benchmark_pipelines.md", out_dir / "records.jsonl"
     if a.from_records:
-        try:
-            text = report(pr.load_records(a.from_records))
-        except (OSError, ValueError) as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        print(text)
-        return EXIT_OK
+        return pr.from_records_main(PROG, a.from_records, report)
     if a.batch < 1 or a.epochs < 2 or a.workers < 1:
         print(f"{PROG}: --batch must be >= 1, --epochs >= 2 (epoch 1 is warm-up), --workers >= 1",
               file=sys.stderr)
         return EXIT_USAGE
-    notes = []
-    if "jax-gpu-resident" in a.variants and not a.dry_run and not has_jax(a.python):
-        a.variants = [v for v in a.variants if v != "jax-gpu-resident"]
-        notes.append(f"jax-gpu-resident skipped: {a.python} cannot import jax (install jax "
-                     "with its CUDA plugin where the JAX variant should run)")
-        print(f"{PROG}: {notes[-1]}", file=sys.stderr)
-        if not a.variants:
-            return EXIT_USAGE
+    notes: list[str] = []
+    if not pr.drop_jax_without_it(a, "jax-gpu-resident", PROG, notes):
+        return EXIT_USAGE
     order = pr.shuffled(specs(a), a.shuffle_seed)
     if not order:
         print(f"{PROG}: no configuration: {', '.join(a.variants)} offer none of the measures "
               f"{', '.join(a.measures)}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        todo, done = pr.pending(order, out_jsonl, a.resume)
-    except (memstrat_inputs.UsageError, ValueError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    todo = pr.resumable(PROG, order, out_jsonl, a.resume)
+    if todo is None:
         return EXIT_USAGE
     est = estimate_seconds(a) * len(todo) / len(order)   # order is not empty
-    if done:
-        print(f"resuming: {done} of {len(order)} runs already have an ok record in {out_jsonl}",
-              flush=True)
     print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) of device time (from one process "
           f"of each on one H100); {len(configurations(a))} configurations x "
           f"{a.repeats} processes = {len(order)} runs ({len(todo)} to run) of {a.epochs} epochs, "
@@ -323,18 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except memstrat_inputs.UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    failed = []
-    if todo:
-        runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, todo, est, notes)
-        failed = [r for r in (run_spec(runner, a, s) for s in todo) if not r.ok]
-        runner.close()
-    text = report(pr.read_records([out_jsonl]))
-    print("\n" + text)
-    out_md.write_text(text)
-    print(f"wrote {out_md} and {out_jsonl}")
-    for r in failed:
-        print(f"failed: {r.label}: {r.error}", file=sys.stderr)
-    return EXIT_RUNS_FAILED if failed else EXIT_OK
+    return pr.execute_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, out_md, todo, est, notes,
+                           lambda runner, s: run_spec(runner, a, s), report)
 
 
 if __name__ == "__main__":

@@ -388,6 +388,87 @@ def start_plan(a, prog: str, argv: Sequence[str], data_dir: Path, out_dir: Path,
     return runner
 
 
+def report_footer(records: Sequence[dict]) -> list[str]:
+    """A report's last lines: where the records came from, and the runs of the plan that left no
+    ok record."""
+    lines = []
+    prov = provenance_line(records)
+    if prov:
+        lines += ["", prov]
+    missing = missing_runs(records)
+    if missing:
+        lines += ["", "## Runs without an ok record", ""] + [f"- {x}" for x in missing]
+    return lines
+
+
+def has_jax(python: str) -> bool:
+    """`python` imports jax (a JAX variant's only requirement beyond the PyTorch ones)."""
+    try:
+        return subprocess.run([python, "-c", "import jax"], capture_output=True, timeout=300,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def drop_jax_without_it(a, variant: str, prog: str, notes: list[str]) -> bool:
+    """Leaves the JAX `variant` out of a.variants where a.python cannot import jax (never under
+    --dry-run, which plans it regardless), the reason printed and kept in `notes`; False when no
+    variant is left."""
+    if variant in a.variants and not a.dry_run and not has_jax(a.python):
+        a.variants = [v for v in a.variants if v != variant]
+        notes.append(f"{variant} skipped: {a.python} cannot import jax (install jax with its "
+                     "CUDA plugin where the JAX variant should run)")
+        print(f"{prog}: {notes[-1]}", file=sys.stderr)
+    return bool(a.variants)
+
+
+def resumable(prog: str, order: Sequence[RunSpec], out_jsonl: Path,
+              resume: bool) -> list[RunSpec] | None:
+    """pending(), saying how far a resumed plan got; None (the reason on stderr) when the
+    results file cannot take this plan."""
+    try:
+        todo, done = pending(order, out_jsonl, resume)
+    except (UsageError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return None
+    if done:
+        print(f"resuming: {done} of {len(order)} runs already have an ok record in {out_jsonl}",
+              flush=True)
+    return todo
+
+
+def from_records_main(prog: str, paths: Sequence[str], report) -> int:
+    """--from-records: print `report(records)` of the files; 0, or 2 (said on stderr) when they
+    cannot be read or hold no run record."""
+    try:
+        text = report(load_records(paths))
+    except (OSError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+def execute_plan(a, prog: str, argv: Sequence[str], data_dir: Path, out_dir: Path,
+                 out_jsonl: Path, out_md: Path, todo: Sequence[RunSpec], estimate_s: float,
+                 notes: Sequence[str], run_one, report) -> int:
+    """Runs `todo` in its order (`run_one(runner, spec)` each), then writes `report` of the whole
+    results file to `out_md` and prints it; 0 when every run was ok, else 3 (the failed runs
+    listed on stderr)."""
+    failed = []
+    if todo:
+        runner = start_plan(a, prog, argv, data_dir, out_dir, out_jsonl, todo, estimate_s, notes)
+        failed = [r for r in (run_one(runner, s) for s in todo) if not r.ok]
+        runner.close()
+    text = report(read_records([out_jsonl]))
+    print("\n" + text)
+    out_md.write_text(text)
+    print(f"wrote {out_md} and {out_jsonl}")
+    for r in failed:
+        print(f"failed: {r.label}: {r.error}", file=sys.stderr)
+    return 3 if failed else 0
+
+
 def load_records(paths: Sequence[str]) -> list[dict]:
     """--from-records: every line of the files; ValueError when one is not JSON or none is a
     run record; OSError when a file cannot be read."""

@@ -238,7 +238,8 @@ void check_launch_form_spellings(const CLI::App& train) {
 
 /// Rules that involve two options, which no single option's declaration can state, and a
 /// strategy that no device runs with these options (StrategyEntry::unsupported_with). Under
-/// --processes per-gpu it also reads the launcher's environment into c.process. Throws
+/// --processes per-gpu it also reads the launcher's environment into c.process (or, with no
+/// launcher's rank there, sets c.spawn_ranks). Throws
 /// std::invalid_argument saying what to change.
 void check_consistent(RunConfig& c, const CLI::App& train) {
   if (train.count("--reduce") > 0 && c.gpus == 1 && c.emulate_gpus == 1)
@@ -253,7 +254,12 @@ void check_consistent(RunConfig& c, const CLI::App& train) {
                                 "process each; add --gpus N or drop --processes");
   // The launcher's environment is read now: a process that cannot say its rank stops before any
   // device work, with what to set.
-  if (c.processes == Processes::PerGpu && c.gpus > 1) c.process = process_rank_from_environment();
+  if (c.processes == Processes::PerGpu && c.gpus > 1) {
+    if (launcher_rank_set([](const char* n) -> const char* { return std::getenv(n); }))
+      c.process = process_rank_from_environment();
+    else
+      c.spawn_ranks = true;  // no launcher: this process starts the ranks (rank_spawn.h)
+  }
   if (c.process && c.process->rank != 0) {  // rank 0 prints and writes the outputs; the others
     c.quiet = true;                         // only say when they fail
     c.json.clear();
@@ -486,10 +492,10 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "ncclAllReduce over fixed buckets, NCCL's order");
   o.choice("--processes", c.processes, named({Processes::One, Processes::PerGpu}), "processes",
            "With --gpus N > 1, how the N GPUs are driven. one: this process, one host thread "
-           "per GPU; per-gpu: one process per GPU, started by a launcher (torchrun, mpirun, "
-           "srun), each reading its rank from the launcher's environment and joining NCCL at "
-           "NCCL_COMM_ID=HOST:PORT (set it, the same, for every process); rank 0 prints and "
-           "writes the outputs");
+           "per GPU; per-gpu: one process per GPU, each reading its rank from its launcher's "
+           "environment and joining NCCL at NCCL_COMM_ID=HOST:PORT (set it, the same, for every "
+           "process): under torchrun, mpirun or srun, or, started alone, memstrat starts the N "
+           "processes on this host itself; rank 0 prints and writes the outputs");
   o.integer("--emulate-gpus", c.emulate_gpus, 1, kMaxShards, "emulate_gpus",
             "One GPU computes the N shards' gradients of each global batch in turn and sums them "
             "in rank order: the one-GPU reference of --gpus N --reduce exact (every strategy)");

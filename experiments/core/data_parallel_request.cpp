@@ -47,17 +47,20 @@ std::string data_parallel_refusal(const RunConfig& c) {
                "replicas whole; drop --device-budget";
   if (c.gpus == 1) return "";
   if (c.processes == Processes::PerGpu) {
-    if (!c.process)
+    if (!c.process && !c.spawn_ranks)
       return n + " --processes per-gpu: this process's rank was not read from the launcher's "
                  "environment";
-    if (c.process->world != c.gpus)
+    if (c.process && c.process->world != c.gpus)
       return n + " --processes per-gpu: " + c.process->launcher + " started " +
              std::to_string(c.process->world) + " process(es); give --gpus " +
              std::to_string(c.process->world) + " or start " + std::to_string(c.gpus);
     if (!c.strategy->one_gpu_as.empty())
       return n + " --processes per-gpu with --strategy " + std::string(c.strategy->name) +
-             ": its data set lives once, in one process's GPU memory, which the other GPUs read "
-             "over peer access; that needs every GPU in that process (--processes one)";
+             ": its data set lives once, in one process's memory (" +
+             (c.strategy->name.rfind("peer-fanout", 0) == 0
+                  ? "GPU memory, which the other GPUs read over peer access"
+                  : "one page-locked host allocation, which every GPU copies from") +
+             "); that needs every GPU in that process (--processes one)";
   }
   if (c.replicate > 1)
     return n + " with --replicate " + std::to_string(c.replicate) +

@@ -16,6 +16,7 @@ struct Launcher {
 };
 
 constexpr Launcher kLaunchers[] = {
+    {"memstrat", "MEMSTRAT_RANK", "MEMSTRAT_WORLD_SIZE", "MEMSTRAT_LOCAL_RANK"},  // rank_spawn.h
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
     {"mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
      "OMPI_COMM_WORLD_LOCAL_RANK"},
@@ -76,7 +77,14 @@ ProcessRank process_rank_from(const EnvReader& env) {
   for (const Launcher& l : kLaunchers) names += std::string(names.empty() ? "" : ", ") + l.rank;
   throw std::invalid_argument(
       "--processes per-gpu: no launcher's rank in the environment (" + names +
-      "); start one process per GPU with torchrun, mpirun or srun, or run --processes one");
+      "); start one process per GPU with torchrun, mpirun or srun (or start memstrat alone: it "
+      "starts them), or run --processes one");
+}
+
+bool launcher_rank_set(const EnvReader& env) {
+  for (const Launcher& l : kLaunchers)
+    if (env(l.rank) != nullptr) return true;
+  return false;
 }
 
 ProcessRank process_rank_from_environment() {

@@ -4,6 +4,7 @@
 // own: NCCL's bootstrap connects the ranks at NCCL_COMM_ID (host:port where rank 0's NCCL
 // listens; every process must be given the same one), the contract NCCL documents for
 // ncclGetUniqueId. Launchers understood, in this order:
+//   memstrat itself (rank_spawn.h):                    MEMSTRAT_RANK, _WORLD_SIZE, _LOCAL_RANK;
 //   torchrun (and any launcher following its contract): RANK, WORLD_SIZE, LOCAL_RANK;
 //   Open MPI's mpirun:                                  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK;
 //   Slurm's srun:                                       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID;
@@ -36,6 +37,9 @@ using EnvReader = std::function<const char*(const char*)>;
 ProcessRank process_rank_from(const EnvReader& env);
 /// process_rank_from(std::getenv).
 ProcessRank process_rank_from_environment();
+/// Whether any launcher's rank variable is set: a process of a launched run (else, under
+/// --processes per-gpu, memstrat starts the ranks itself: rank_spawn.h).
+bool launcher_rank_set(const EnvReader& env);
 
 /// The GPU of a process with local rank `local_rank` when it sees `visible` CUDA devices from
 /// --device `first`: first + local_rank where it sees every GPU of its host, `first` where the

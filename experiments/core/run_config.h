@@ -57,8 +57,8 @@ enum class Reduce { Exact, Ring };
 inline std::string_view to_string(Reduce r) { return r == Reduce::Exact ? "exact" : "ring"; }
 /// --processes: how the N GPUs of --gpus N are driven. One: this process, one host thread per GPU
 /// (the only way N GPUs share one process's allocations: the peer-fanout forms). PerGpu: one
-/// process per GPU, started by a launcher (torchrun, mpirun, srun; process_rank.h), this one
-/// driving its own GPU and rank.
+/// process per GPU, started by a launcher (torchrun, mpirun, srun; process_rank.h) or by memstrat
+/// itself (rank_spawn.h), each driving its own GPU and rank.
 enum class Processes { One, PerGpu };
 inline std::string_view to_string(Processes p) { return p == Processes::One ? "one" : "per-gpu"; }
 /// "auto", or the form's name (to_string(EpochForm)).
@@ -125,6 +125,9 @@ struct RunConfig {
   /// --processes per-gpu: this process's rank, from the launcher's environment (read when the
   /// options are parsed); none otherwise.
   std::optional<ProcessRank> process;
+  /// --processes per-gpu started by no launcher: this process starts the N ranks itself, one
+  /// process per GPU on this host (experiments/cli/rank_spawn.h), and trains nothing.
+  bool spawn_ranks = false;
   /// The rank whose figures this process reports: 0, or its rank under --processes per-gpu.
   int rank() const { return process ? process->rank : 0; }
   /// N: the shards of a global batch (gpus or emulate_gpus; 1 = single-GPU training as ever).

@@ -37,7 +37,8 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # The data-path and scale options: where refresh and stream augment, the copies of the training
 # set, the device memory the data path may use, and data-parallel training (GPUs, how their
 # gradients are combined, or the shards emulated on one GPU).
-DATA_AXES = ("augment_device", "replicate", "device_budget", "gpus", "reduce", "emulate_gpus")
+DATA_AXES = ("augment_device", "replicate", "device_budget", "gpus", "reduce", "emulate_gpus",
+             "processes")
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
         "depth", "copy_streams", "epoch_launch", "launch_form", "profile", "fused") \
     + STREAM_AXES + ("cpus",) + DATA_AXES
@@ -60,7 +61,8 @@ AXIS_FLAGS = {"epoch_launch": ("--epoch-launch", "--launch-form"),
 EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --launch-form Y
 # DATA_AXES -> the cell key's part where the axis is not memstrat's default
 DATA_KEY_PARTS = {"augment_device": "aug-{}", "replicate": "rep{}", "device_budget": "budget{:g}g",
-                  "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}"}
+                  "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}",
+                  "processes": "procs-{}"}
 # DATA_AXES -> the record's config key (config_stub of a cell that wrote no record): the axis's
 # own name but for the budget
 DATA_RECORD_KEYS = {**{a: a for a in DATA_AXES}, "device_budget": "device_budget_gib"}
@@ -118,13 +120,15 @@ class Cell:
     augment: str | None = None
     fused: str | None = None         # --fused; None: memstrat's default, not passed
     cpus: str | None = None          # taskset -c CPUS around the process; None: no restriction
-    # DATA_AXES: None for memstrat's default (not passed); reduce only where gpus > 1
+    # DATA_AXES: None for memstrat's default (not passed); reduce and processes only where
+    # gpus > 1
     augment_device: str | None = None    # --augment-device
     replicate: int | None = None         # --replicate K
     device_budget: float | None = None   # --device-budget GiB
     gpus: int | None = None              # --gpus N
     reduce: str | None = None            # --reduce
     emulate_gpus: int | None = None      # --emulate-gpus N
+    processes: str | None = None         # --processes (per-gpu: memstrat starts one per GPU)
 
     @property
     def key(self) -> str:
@@ -457,7 +461,7 @@ def _cell_count(axes: dict[str, list[Any]], strategy_options: dict[str, set[str]
     """The cells the axes expand to before exclusions, counted without expanding them: an
     axis a cell does not read (depth and copy_streams for the strategies without them, the
     stream axes outside the stream scenario) collapses to one value. (reduce, which collapses
-    on one GPU, is counted whole: a bound, which is what the limit needs.)"""
+    on one GPU, is counted whole, as is processes: a bound, which is what the limit needs.)"""
     per_repeat = 0
     for strategy in axes["strategy"]:
         for scenario in axes["scenario"]:
@@ -636,7 +640,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         seed = run["seed"] + (rep if run["vary_seed"] else 0)
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
              epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus,
-             augment_device, replicate, device_budget, gpus, reduce, emulate_gpus) in \
+             augment_device, replicate, device_budget, gpus, reduce, emulate_gpus,
+             processes) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -651,9 +656,11 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         augment=augment if stream else None, fused=fused, cpus=cpus,
                         augment_device=augment_device, replicate=replicate,
                         device_budget=device_budget, gpus=gpus,
-                        # the gradients of one GPU are not combined: reduce collapses there
+                        # the gradients of one GPU are not combined, and one GPU is one
+                        # process: reduce and processes collapse there
                         reduce=reduce if gpus is not None else None,
-                        emulate_gpus=emulate_gpus)
+                        emulate_gpus=emulate_gpus,
+                        processes=processes if gpus is not None else None)
             if cell in seen:
                 collapsed += 1
                 continue

@@ -1,8 +1,8 @@
 // --processes one|per-gpu: how the GPUs of --gpus N are driven. What the command line accepts
 // and refuses with exit 2 before any device work (per-gpu without --gpus N, without a launcher's
 // rank or NCCL_COMM_ID in the environment, with another process count than N, with the
-// peer-fanout forms), what a process of another rank than 0 keeps quiet about, what `describe`
-// declares and what the record's config holds. No GPU needed.
+// peer-fanout and host-shared forms), what a process of another rank than 0 keeps quiet about,
+// what `describe` declares and what the record's config holds. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,7 +25,8 @@ namespace {
 class LauncherEnv {
  public:
   explicit LauncherEnv(const std::map<std::string, std::string>& set) {
-    for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+    for (const char* n : {"MEMSTRAT_RANK", "MEMSTRAT_WORLD_SIZE", "MEMSTRAT_LOCAL_RANK",
+                          "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
                           "SLURM_NTASKS", "SLURM_LOCALID", "PMI_RANK", "PMI_SIZE",
                           "MPI_LOCALRANKID", "NCCL_COMM_ID", "NCCL_NVLS_ENABLE"}) {
@@ -51,13 +52,44 @@ const std::map<std::string, std::string> kTorchrun0 = {
 
 }  // namespace
 
-TEST(CliProcesses, PerGpuNeedsSeveralGpusAndALauncher) {
+TEST(CliProcesses, PerGpuNeedsSeveralGpus) {
   LauncherEnv env({});
   expect_refused({"train", "--processes", "per-gpu"}, "drives the GPUs of --gpus N (N > 1)");
   const auto one = parse({"train", "--processes", "one"});  // the default, said aloud
   EXPECT_FALSE(one.code) << one.err;
-  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu"}, "no launcher's rank");
+  EXPECT_FALSE(one.req.run.spawn_ranks);
   expect_refused({"train", "--gpus", "2", "--processes", "every"}, "--processes");
+}
+
+// Started by no launcher, memstrat starts the ranks itself (rank_spawn.h): the options are
+// judged here, once, before any process starts; the ranks then read their own variables.
+TEST(CliProcesses, WithNoLauncherMemstratStartsTheRanks) {
+  if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL: --gpus N > 1 is refused first";
+  LauncherEnv env({});
+  const auto p = parse({"train", "--gpus", "2", "--processes", "per-gpu", "--json", "r.jsonl"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_TRUE(p.req.run.spawn_ranks);
+  EXPECT_FALSE(p.req.run.process.has_value());
+  EXPECT_EQ(p.req.run.json, "r.jsonl") << "the ranks decide who writes";
+  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", "peer-fanout"},
+                 "(--processes one)");
+  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--scenario", "refresh"},
+                 "static scenario");
+  unsetenv("NCCL_NVLS_ENABLE");
+  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu"}, "NCCL_NVLS_ENABLE");
+}
+
+TEST(CliProcesses, ALauncherSRankIsReadNotStarted) {
+  if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL: --gpus N > 1 is refused first";
+  LauncherEnv env(kTorchrun0);
+  const auto p = parse({"train", "--gpus", "2", "--processes", "per-gpu"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_FALSE(p.req.run.spawn_ranks);
+  ASSERT_TRUE(p.req.run.process.has_value());
+  std::map<std::string, std::string> no_id = kTorchrun0;
+  no_id.erase("NCCL_COMM_ID");
+  LauncherEnv env2(no_id);
+  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu"}, "NCCL_COMM_ID=HOST:PORT");
 }
 
 TEST(CliProcesses, NcclCommIdIsAskedFor) {
@@ -73,14 +105,21 @@ TEST(CliProcesses, TheLaunchersProcessCountMustBeTheGpus) {
   expect_refused({"train", "--gpus", "2", "--processes", "per-gpu"}, "started 4 process(es)");
 }
 
-TEST(CliProcesses, ThePeerFanoutFormsNeedOneProcess) {
+TEST(CliProcesses, TheSharedSetFormsNeedOneProcess) {
   if (!kHaveNccl) GTEST_SKIP() << "this build has no NCCL: --gpus N > 1 is refused first";
   LauncherEnv env(kTorchrun0);
   for (const char* s : {"peer-fanout", "peer-fanout-ring"})
     expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", s},
-                   "(--processes one)");
-  const auto p = parse({"train", "--gpus", "2", "--strategy", "peer-fanout"});
-  EXPECT_FALSE(p.code) << p.err;  // one process: every GPU's in it
+                   "GPU memory, which the other GPUs read over peer access); that needs every "
+                   "GPU in that process (--processes one)");
+  for (const char* s : {"host-shared", "host-shared-ring"})
+    expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", s},
+                   "one page-locked host allocation, which every GPU copies from); that needs "
+                   "every GPU in that process (--processes one)");
+  for (const char* s : {"peer-fanout", "host-shared", "host-shared-ring"}) {
+    const auto p = parse({"train", "--gpus", "2", "--strategy", s});
+    EXPECT_FALSE(p.code) << s << ": " << p.err;  // one process: every GPU's in it
+  }
 }
 
 TEST(CliProcesses, GraphsWithSeveralGpusNeedAProcessEach) {

@@ -14,6 +14,7 @@
 
 #include "cli_test_support.h"
 #include "common/build_info.h"
+#include "common/nccl_settings.h"
 #include "memory_strategies/registry.h"
 
 using namespace memstrat;
@@ -122,6 +123,31 @@ TEST(CliRefusals, PeerFanoutRunsTheStaticScenarioOnly) {
   EXPECT_EQ(p.req.run.copy_streams, 2);
   EXPECT_EQ(p.req.run.copy_chunk_mib, 4);
   expect_refused({"train", "--strategy", "peer-fanout", "--depth", "3"}, "peer-fanout-ring");
+}
+
+// The host-shared forms are pinned's and double-buffer-graph's data paths on one GPU, so they
+// run the scenarios those run there (host-shared-ring, as double-buffer-graph, no stream: it
+// stages from a fixed layout); with several GPUs, the static scenario (every strategy so far).
+// host-shared-ring reads the ring options, host-shared none.
+TEST(CliRefusals, HostSharedRunsWhatItsOneGpuStrategyRuns) {
+  for (const char* s : {"host-shared", "host-shared-ring"})
+    for (const char* sc : {"static", "refresh", "stream"}) {
+      if (std::string(s) == "host-shared-ring" && std::string(sc) == "stream") continue;
+      const auto p = parse({"train", "--strategy", s, "--scenario", sc});
+      EXPECT_FALSE(p.code) << s << " " << sc << ": " << p.err;
+    }
+  expect_refused({"train", "--strategy", "host-shared-ring", "--scenario", "stream"},
+                 "fixed layout");
+  const auto p = parse({"train", "--strategy", "host-shared-ring", "--depth", "3",
+                        "--copy-streams", "2", "--copy-chunk", "4"});
+  ASSERT_FALSE(p.code) << p.err;
+  EXPECT_EQ(p.req.run.depth, 3);
+  EXPECT_EQ(p.req.run.copy_streams, 2);
+  EXPECT_EQ(p.req.run.copy_chunk_mib, 4);
+  expect_refused({"train", "--strategy", "host-shared", "--depth", "3"}, "host-shared-ring");
+  if (kHaveNccl)
+    expect_refused({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario", "refresh"},
+                   "several GPUs run the static scenario so far");
 }
 
 // A launch form the strategy's data path does not allow in the scenario is refused with the

@@ -67,6 +67,8 @@ TEST(DeviceFootprint, StaticAndRefreshByHand) {
       {"double-buffer-graph", 3 * 5 * kBatchU8},
       {"peer-fanout", kSetU8},  // one GPU: the set, packed (every MNIST block is 16-byte whole)
       {"peer-fanout-ring", kSetU8},
+      {"host-shared", kBatchU8},  // the set is in host memory: pinned's one batch
+      {"host-shared-ring", 3 * 5 * kBatchU8},
   };
   ASSERT_EQ(want.size(), strategy_registry().size()) << "a strategy without a hand value";
   for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {

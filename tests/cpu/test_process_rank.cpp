@@ -69,6 +69,24 @@ TEST(ProcessRank, TorchrunSVariablesWinOverASlurmAllocationAround) {
   EXPECT_EQ(p.world, 2);
 }
 
+// memstrat's own ranks (rank_spawn.h) come first: a memstrat started by torchrun that starts its
+// ranks itself has children with both sets, and they are memstrat's.
+TEST(ProcessRank, MemstratsOwnRanksWinAndAnyRankVariableMeansALauncher) {
+  const ProcessRank p = process_rank_from(env_of({{"MEMSTRAT_RANK", "1"},
+                                                  {"MEMSTRAT_WORLD_SIZE", "3"},
+                                                  {"MEMSTRAT_LOCAL_RANK", "1"},
+                                                  {"RANK", "0"},
+                                                  {"WORLD_SIZE", "1"},
+                                                  {"NCCL_COMM_ID", "127.0.0.1:40000"}}));
+  EXPECT_EQ(p.rank, 1);
+  EXPECT_EQ(p.world, 3);
+  EXPECT_EQ(p.local_rank, 1);
+  EXPECT_NE(p.launcher.find("memstrat (MEMSTRAT_RANK"), std::string::npos) << p.launcher;
+  EXPECT_FALSE(launcher_rank_set(env_of({{"WORLD_SIZE", "2"}, {"NCCL_COMM_ID", "h:1"}})));
+  for (const char* v : {"MEMSTRAT_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"})
+    EXPECT_TRUE(launcher_rank_set(env_of({{v, "0"}}))) << v;
+}
+
 TEST(ProcessRank, MalformedEnvironmentsAreRefusedWithWhatToSet) {
   EXPECT_NE(refusal({}).find("no launcher's rank"), std::string::npos);
   EXPECT_NE(refusal({{"RANK", "0"}, {"NCCL_COMM_ID", "h:1"}}).find("WORLD_SIZE is not"),

@@ -20,8 +20,8 @@ TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
   const std::vector<std::string> want = {
       "resident",         "pageable",           "pinned",       "double-buffer",
       "zero-copy",        "um",                 "um-prefetch",  "um-advise",
-      "peer-fanout",      "zero-copy-staged",   "um-prefetch-coarse", "pinned-graph",
-      "double-buffer-graph", "peer-fanout-ring"};
+      "peer-fanout",      "host-shared",        "zero-copy-staged", "um-prefetch-coarse",
+      "pinned-graph",     "double-buffer-graph", "peer-fanout-ring", "host-shared-ring"};
   EXPECT_EQ(names, want);
 }
 
@@ -32,7 +32,8 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
                                                    {"um-prefetch-coarse", "um-prefetch"},
                                                    {"pinned-graph", "pinned"},
                                                    {"double-buffer-graph", "double-buffer"},
-                                                   {"peer-fanout-ring", "peer-fanout"}};
+                                                   {"peer-fanout-ring", "peer-fanout"},
+                                                   {"host-shared-ring", "host-shared"}};
   std::map<std::string, std::string> got;
   std::set<std::string_view> seen;
   for (const auto& e : strategy_registry()) {
@@ -55,6 +56,8 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   EXPECT_EQ(best_forms_of("double-buffer")[0]->name, "double-buffer-graph");
   ASSERT_EQ(best_forms_of("peer-fanout").size(), 1u);
   EXPECT_EQ(best_forms_of("peer-fanout")[0]->name, "peer-fanout-ring");
+  ASSERT_EQ(best_forms_of("host-shared").size(), 1u);
+  EXPECT_EQ(best_forms_of("host-shared")[0]->name, "host-shared-ring");
   EXPECT_TRUE(best_forms_of("resident").empty());
   EXPECT_TRUE(best_forms_of("").empty()) << "a naive form's empty `improves` pairs with nothing";
 }
@@ -80,7 +83,7 @@ TEST(Registry, EpochCapturableDeclarations) {
   for (const auto& e : strategy_registry())
     if (e.make()->epoch_capturable()) capturable.insert(e.name);
   EXPECT_EQ(capturable, (std::set<std::string_view>{"zero-copy-staged", "pinned-graph",
-                                                    "double-buffer-graph"}));
+                                                    "double-buffer-graph", "host-shared-ring"}));
 }
 
 // Only zero-copy's step reads its batches where they lie in host memory; every other strategy
@@ -155,7 +158,8 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
       {"um-advise", {"advise"}},
       {"zero-copy-staged", {"depth", "stage-blocks", "copy-chunk"}},
       {"um-prefetch-coarse", {"prefetch-chunk"}},
-      {"peer-fanout-ring", {"depth", "copy-streams", "copy-chunk"}}};
+      {"peer-fanout-ring", {"depth", "copy-streams", "copy-chunk"}},
+      {"host-shared-ring", {"depth", "copy-streams", "copy-chunk"}}};
   for (const auto& e : strategy_registry()) {
     std::vector<std::string> got;
     for (const auto& o : strategy_options(e.name)) got.emplace_back(o.name);
@@ -294,7 +298,7 @@ TEST(Registry, StreamScenarioRefusalsAndWaivers) {
     }
     // The forms that replay or stage an epoch from a fixed layout refuse the stream scenario.
     const bool fixed_layout = e.name == "zero-copy-staged" || e.name == "pinned-graph" ||
-                              e.name == "double-buffer-graph";
+                              e.name == "double-buffer-graph" || e.name == "host-shared-ring";
     if (fixed_layout) {
       EXPECT_NE(refusal_reason(e, stream).find("fixed layout"), std::string::npos) << e.name;
     } else if (e.name != "resident") {
@@ -343,6 +347,8 @@ TEST(Registry, LaunchFormDeclarations) {
       {"double-buffer-graph", chunks},
       {"peer-fanout", every},  // static: on one GPU resident's data path; no refresh
       {"peer-fanout-ring", every},
+      {"host-shared", {F::PerBatch, F::Graph}},  // pinned's and double-buffer-graph's on one GPU
+      {"host-shared-ring", chunks},
   };
   for (const auto& e : strategy_registry()) {
     ASSERT_TRUE(want.count(e.name)) << e.name;
@@ -407,8 +413,10 @@ TEST(Registry, EpochFormNames) {
   EXPECT_FALSE(is_kernel_form(EpochForm::Graph));
 }
 
-// Only the peer-fanout forms are another strategy's data path on one GPU (resident's: the set read
-// in place), which `memstrat describe` says as one_gpu_as and the matrix runner's "all" reads.
+// Only the peer-fanout forms (resident's data path on one GPU: the set read in place) and the
+// host-shared forms (pinned's and double-buffer-graph's: one region of their own) are another
+// strategy's data path on one GPU, which `memstrat describe` says as one_gpu_as and the matrix
+// runner's "all" reads.
 TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
   std::map<std::string_view, std::string_view> as;
   for (const auto& e : strategy_registry())
@@ -418,5 +426,8 @@ TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
       EXPECT_TRUE(find_strategy(e.one_gpu_as)->one_gpu_as.empty()) << e.name;
     }
   EXPECT_EQ(as, (std::map<std::string_view, std::string_view>{{"peer-fanout", "resident"},
-                                                                {"peer-fanout-ring", "resident"}}));
+                                                                {"peer-fanout-ring", "resident"},
+                                                                {"host-shared", "pinned"},
+                                                                {"host-shared-ring",
+                                                                 "double-buffer-graph"}}));
 }

@@ -28,7 +28,7 @@ def describe():
 @pytest.fixture(scope="session")
 def all_strategies(describe):
     """The strategies a matrix's `strategy = "all"` expands to: describe's, less the data paths
-    across GPUs that are another strategy's on one GPU (one_gpu_as: the peer-fanout forms)."""
+    across GPUs that are another strategy's on one GPU (one_gpu_as: the peer-fanout and host-shared forms)."""
     return [s for s in describe["strategies"] if not s.get("one_gpu_as")]
 
 

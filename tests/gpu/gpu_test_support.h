@@ -51,9 +51,13 @@ inline RunConfig short_run(std::string_view strategy = "resident") {
 /// The epoch form of a capturable strategy with --launch-form auto and the single-launch step:
 /// double-buffer-graph and zero-copy-staged hand out a chunk's batches together (launch_group),
 /// so each chunk's steps run in one kernel launch; every other one is captured as one epoch graph.
+/// A strategy that is another's data path on one GPU (one_gpu_as: host-shared-ring is
+/// double-buffer-graph's there) takes that strategy's form.
 inline EpochForm captured_form(std::string_view strategy) {
-  return strategy == "double-buffer-graph" || strategy == "zero-copy-staged" ? EpochForm::ChunkKernels
-                                                                              : EpochForm::Graph;
+  const StrategyEntry* e = find_strategy(strategy);
+  const std::string_view s = e != nullptr && !e->one_gpu_as.empty() ? e->one_gpu_as : strategy;
+  return s == "double-buffer-graph" || s == "zero-copy-staged" ? EpochForm::ChunkKernels
+                                                                : EpochForm::Graph;
 }
 
 /// Runs `c` on MNIST through Session; a failed run throws with its error.

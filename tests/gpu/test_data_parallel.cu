@@ -9,6 +9,9 @@
 //  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
 //    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0,
 //    and never wait on GPU 0's collective (the whole set, run after run);
+//  - the host-shared forms (the set once in one page-locked host allocation, each GPU copying its
+//    region) are pinned's and double-buffer-graph's data paths on one GPU and equal the
+//    emulation bitwise on two;
 //  - --gpus 2 --reduce ring is close to it and repeats itself bitwise;
 //  - no allocation inside an epoch on any GPU;
 //  - --gpus 1 is today's run, bit for bit (the command line's loss curve);
@@ -294,6 +297,77 @@ TEST(DataParallel, TwoGpusPeerFanoutNeverWaitOnTheOtherGpusCollective) {
       ASSERT_EQ(got.epochs.size(), 2u);
       EXPECT_GT(got.epochs[1].strategy.peer_bytes, 0u);
     }
+}
+
+// The host-shared forms: one page-locked host allocation for the whole set, each GPU's shard a
+// region of it. On one GPU (and in the emulation) they are the data path they name as one_gpu_as
+// (pinned's, double-buffer-graph's): the same curve bitwise and the same bytes. Several chunk
+// sizes and depths, so that the ring's slot reuse and a last partial chunk are exercised.
+struct SharedCase {
+  const char* strategy;
+  const char* one_gpu_as;
+  int depth, copy_chunk_mib, copy_streams;
+};
+constexpr SharedCase kSharedCases[] = {{"host-shared", "pinned", 2, 8, 1},
+                                       {"host-shared-ring", "double-buffer-graph", 2, 8, 1},
+                                       {"host-shared-ring", "double-buffer-graph", 3, 1, 2}};
+
+RunConfig with_ring(RunConfig c, const SharedCase& k) {
+  c.depth = k.depth;
+  c.copy_chunk_mib = k.copy_chunk_mib;
+  c.copy_streams = k.copy_streams;
+  return c;
+}
+
+TEST(DataParallel, HostSharedFormsAreTheirOneGpuDataPathOnOneGpu) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  for (const SharedCase& k : kSharedCases) {
+    SCOPED_TRACE(std::string(k.strategy) + " depth " + std::to_string(k.depth) + ", chunk " +
+                 std::to_string(k.copy_chunk_mib) + " MiB, " + std::to_string(k.copy_streams) +
+                 " copy streams");
+    ASSERT_EQ(find_strategy(k.strategy)->one_gpu_as, k.one_gpu_as);
+    for (const int emulate : {1, 2}) {
+      const RunOutput got = train_run_on(subset(), with_ring(dp_run(k.strategy, emulate, 1), k));
+      const RunOutput ref = train_run_on(subset(), with_ring(dp_run(k.one_gpu_as, emulate, 1), k));
+      EXPECT_EQ(first_difference(got, ref), "") << "emulate " << emulate;
+      ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+      for (std::size_t i = 0; i < got.epochs.size(); ++i) {
+        EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes);
+        EXPECT_GT(got.epochs[i].strategy.h2d_bytes, 0u);
+        EXPECT_TRUE(got.epochs[i].strategy.copy_ms.has_value()) << "its copies are timed";
+      }
+    }
+  }
+}
+
+// On two GPUs both ranks copy from their regions of the one set: the emulation's curve bitwise,
+// the emulation's host->device bytes between them, nothing between the GPUs, and no allocation in
+// any epoch (the set and the slots are made at set-up).
+TEST(DataParallel, TwoGpusHostSharedEqualTheEmulation) {
+  REQUIRE_GPUS(2);
+  for (const SharedCase& k : kSharedCases) {
+    SCOPED_TRACE(std::string(k.strategy) + " depth " + std::to_string(k.depth) + ", chunk " +
+                 std::to_string(k.copy_chunk_mib) + " MiB, " + std::to_string(k.copy_streams) +
+                 " copy streams");
+    RunConfig two = with_ring(dp_run(k.strategy, 1, 2), k);
+    two.reduce = Reduce::Exact;
+    two.profile = true;
+    RunRecord rec;
+    const RunOutput got = train_run_on(subset(), two, &rec);
+    const RunOutput ref = train_run_on(subset(), with_ring(dp_run(k.strategy, 2, 1), k));
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
+      SCOPED_TRACE("epoch " + std::to_string(i + 1));
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes);
+      EXPECT_EQ(got.epochs[i].strategy.peer_bytes, 0u);
+    }
+    for (const EpochRecord& er : rec.epochs)
+      if (er.counters.api_available)
+        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+          EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
 }
 
 TEST(DataParallel, TwoGpusRingIsCloseAndRepeatsItself) {

@@ -95,3 +95,21 @@ def test_per_gpu_processes_train_as_one_process_does(two_gpus, tmp_path):
     for ea, eb in zip(a["epochs"], b["epochs"]):
         for k in ("train_loss", "train_acc", "test_loss", "test_acc", "h2d_bytes", "peer_bytes"):
             assert ea[k] == eb[k], (k, ea[k], eb[k])
+
+
+def test_started_alone_memstrat_starts_the_ranks_and_trains_as_one_process(two_gpus, tmp_path):
+    """No launcher: `--processes per-gpu` starts its 2 ranks itself (rank_spawn.h), and the run
+    is the one-process run's, bit for bit, with one record (rank 0's)."""
+    binary, data = two_gpus
+    one = [str(binary), *ARGS, "--data", str(data), "--json", str(tmp_path / "one.jsonl"),
+           "--loss-curve", str(tmp_path / "one.csv")]
+    r = subprocess.run(one, capture_output=True, text=True, env=env(), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    alone = [str(binary), *ARGS, "--processes", "per-gpu", "--data", str(data),
+             "--json", str(tmp_path / "alone.jsonl"), "--loss-curve", str(tmp_path / "alone.csv")]
+    r = subprocess.run(alone, capture_output=True, text=True, env=env(), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("summary: resident") == 1, "rank 0 alone prints"
+    assert (tmp_path / "alone.csv").read_text() == (tmp_path / "one.csv").read_text()
+    b = [json.loads(x) for x in (tmp_path / "alone.jsonl").read_text().splitlines()]
+    assert len(b) == 1 and b[0]["config"]["processes"] == "per-gpu"

@@ -1,6 +1,7 @@
 """run_matrix.py's data-path and scale axes (augment_device, replicate, device_budget, gpus,
-reduce, emulate_gpus): values checked against `memstrat describe`, passed only where they differ
-from memstrat's default (keys of other matrices unchanged), reduce only on several GPUs, cells
+reduce, emulate_gpus, processes): values checked against `memstrat describe`, passed only where
+they differ from memstrat's default (keys of other matrices unchanged), reduce and processes only
+on several GPUs, cells
 memstrat declares it cannot run listed apart, and several-GPU cells refused where they cannot
 run (a worker per GPU, a Slurm task per GPU, NVLink multicast not off)."""
 import json
@@ -49,19 +50,25 @@ emulate_gpus = [1, 2]
     assert "replicate" not in plain.config_stub()
 
 
-def test_reduce_collapses_on_one_gpu(run_matrix, describe, tmp_path):
-    m = run_matrix.load_matrix(write(tmp_path, """
+@pytest.mark.parametrize("axis, default, other, key", [
+    ("reduce", "exact", "ring", "reduce-ring"), ("processes", "one", "per-gpu", "procs-per-gpu")])
+def test_the_axes_of_several_gpus_collapse_on_one(run_matrix, describe, tmp_path, axis, default,
+                                                  other, key):
+    m = run_matrix.load_matrix(write(tmp_path, f"""
 [axes]
 strategy = "pinned"
 gpus = [1, 2]
-reduce = ["exact", "ring"]
+{axis} = ["{default}", "{other}"]
 """), describe)
-    assert {(c.gpus, c.reduce) for c in m.cells} == {(None, None), (2, None), (2, "ring")}
+    assert {(c.gpus, getattr(c, axis)) for c in m.cells} == {(None, None), (2, None), (2, other)}
     assert len(m.cells) == 3
     assert m.collapsed == 1
-    ring = next(c for c in m.cells if c.reduce == "ring")
-    assert ring.train_args()[-4:] == ["--gpus", "2", "--reduce", "ring"]
-    assert ring.key.endswith("_gpus2_reduce-ring_seed1_r0")
+    c = next(c for c in m.cells if getattr(c, axis) == other)
+    assert c.train_args()[-4:] == ["--gpus", "2", f"--{axis}", other]
+    assert c.key.endswith(f"_gpus2_{key}_seed1_r0")
+    assert c.config_stub()[axis] == other
+    plain = next(c for c in m.cells if c.gpus == 2 and getattr(c, axis) is None)
+    assert f"--{axis}" not in plain.train_args() and key.split("-")[0] not in plain.key
 
 
 def test_cells_memstrat_declares_it_cannot_run_are_listed_apart(run_matrix, describe, tmp_path):
@@ -105,6 +112,7 @@ def test_a_bad_device_budget_is_refused(run_matrix, describe, tmp_path, value, m
     ("gpus", 9, "must be <= 8"), ("emulate_gpus", '"2"', "expected a positive integer"),
     ("reduce", '"tree"', "'tree' is not one of exact, ring"),
     ("augment_device", '"cpu"', "'cpu' is not one of host, gpu"),
+    ("processes", '"every"', "'every' is not one of one, per-gpu"),
 ])
 def test_bad_values_are_refused_by_describe(run_matrix, describe, tmp_path, axis, value, message):
     path = write(tmp_path, f"[axes]\nstrategy = 'resident'\n{axis} = [{value}]\n")

@@ -257,3 +257,30 @@ def test_budget_states_its_size(budget):
     assert f"resident's other forms (4)  x 3 budgets                     {forms} configurations" \
         in text
     assert len(configs) - whole - forms == 42 and "x 6 budgets                     42" in text
+
+
+# --------------------------------------------------------------------------------------
+# scaling.toml: data-parallel weak scaling, like with like
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scaling(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "scaling.toml", describe)
+
+
+def test_scaling_pairs_every_two_gpu_configuration_with_its_one_gpu_run(scaling, fake):
+    configs = timing(scaling)
+    assert set(v[1] for v in configs.values()) == {0} and set(v[0] for v in configs.values()) == {7}
+    assert not scaling.not_runnable
+    two = [k for k in configs if k.gpus == 2]
+    one = {dataclasses.replace(k, gpus=None, reduce=None, processes=None) for k in two}
+    assert one == {k for k in configs if k.gpus is None}, "every 2-GPU configuration has its 1"
+    assert {k.processes for k in two} == {"per-gpu"} and {k.reduce for k in two} == {None, "ring"}
+    for c in scaling.cells:  # the same launch form and step on both sides
+        assert ran(fake, c) == ("per-batch", "layer-by-layer"), c.key
+        assert c.train_args()[-2:] == ["--graphs", "on"]
+
+
+def test_scaling_states_its_size(scaling):
+    text = (MATRICES / "scaling.toml").read_text()
+    n = len(timing(scaling))
+    assert f"= {n} configurations" in text and f"{len(scaling.cells)} processes" in text
