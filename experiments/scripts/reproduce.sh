@@ -282,6 +282,8 @@ for s in primitives matrix compute budget spread stream timelines baselines pipe
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"
+# (an if, not `&&`: the script's status is the loop's last command's, and a stage left out is no
+# failure)
 for k in $ALL_STAGES; do
-  [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '  %-11s %6s s\n' "$k" "${STAGE_SECONDS[$k]}"
+  if [ -n "${STAGE_SECONDS[$k]:-}" ]; then printf '  %-11s %6s s\n' "$k" "${STAGE_SECONDS[$k]}"; fi
 done
