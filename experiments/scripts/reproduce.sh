@@ -78,6 +78,11 @@
 # checkout's git metadata). results_readme.py refuses a set whose records name several commits
 # (memstrat's and the baselines'), and before any run this script refuses to add records of
 # another commit to a set that holds some: resume a set with a build of its own commit.
+#
+# On a machine of N >= 2 GPUs every stage runs with NCCL_NVLS_ENABLE=0 (NVLink multicast off: its
+# reductions may differ from call to call, and memstrat, the matrix runner and the anchors refuse
+# several GPUs without it): exported when unset, refused when set otherwise (checked once the
+# build stage is done and the GPUs are counted, before any other stage).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
@@ -140,17 +145,25 @@ GPUS="$("$MS" info | sed -n 's/^device 0 of \([0-9]*\): .*/\1/p')"
 SLUG="$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
 # A machine of several GPUs has a results set of its own: its primitives differ (and so will its
 # multi-GPU stages); the one-GPU stages run on GPU 0 there as anywhere.
-[ "${GPUS:-1}" -gt 1 ] && SLUG="$SLUG-x$GPUS"
-if has_stage primitives && [ "${GPUS:-1}" -gt 1 ] && [ "${NCCL_NVLS_ENABLE:-}" != 0 ]; then
-  echo "reproduce: this machine has $GPUS GPUs and the primitives stage measures NCCL on them:" \
-    "export NCCL_NVLS_ENABLE=0 (NVLink multicast off: its reductions may differ from call to call)" >&2
-  exit 2
+GPUS="${GPUS:-1}"
+if [ "$GPUS" -gt 1 ]; then
+  SLUG="$SLUG-x$GPUS"
+  # NVLink multicast off in every stage (the header says why): set here unless asked otherwise
+  if [ -z "${NCCL_NVLS_ENABLE:-}" ]; then
+    export NCCL_NVLS_ENABLE=0
+  elif [ "$NCCL_NVLS_ENABLE" != 0 ]; then
+    echo "reproduce: this machine has $GPUS GPUs and NCCL_NVLS_ENABLE is '$NCCL_NVLS_ENABLE':" \
+      "every stage here runs with NVLink multicast off (its reductions may differ from call to" \
+      "call); unset it or export NCCL_NVLS_ENABLE=0" >&2
+    exit 2
+  fi
 fi
 OUT_DIR="${OUT_DIR:-docs/results/$SLUG}"
 WORK="results/reproduce/$SLUG"
 mkdir -p "$OUT_DIR/records" "$WORK"
 RECORDS="$OUT_DIR/records"
 log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
+log "stages: $STAGES${NCCL_NVLS_ENABLE:+; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE}"
 # A set holds one commit's records: a stage resumed by a build of another commit would mix two
 # (results_readme.py refuses such a set only after the runs). Checked before any run.
 VERSION="$("$MS" --version)"
