@@ -4,9 +4,10 @@
     analysis/results_readme.py docs/results/nvidia-h200 --command "bash experiments/scripts/reproduce.sh" \
         --stage-seconds build=70,matrix=540
 
-A results set (docs/results/<gpu>/, written by experiments/scripts/reproduce.sh) holds its
-records under records/ (and sub-sets such as spread/records/, baselines/records/), the
-report generated from them, and these two files. Both are derived from the records alone:
+A results set (docs/results/<gpu>/, or docs/results/<gpu>-x<N>/ from a machine of N GPUs, written
+by experiments/scripts/reproduce.sh) holds its records under records/ (and sub-sets such as
+spread/records/, baselines/records/), what is generated from them (the README names what the set
+holds), and these two files. Both are derived from the records alone:
 the commit, GPU, driver and dates come from the records' ``env`` and ``started_at``; a set
 whose records disagree on the commit or the GPU is refused (one set = one commit on one GPU).
 """
@@ -45,7 +46,30 @@ DESCRIPTIONS = {
                                          "strongest PyTorch pipelines and JAX, each measure "
                                          "apart (experiments/baselines/"
                                          "benchmark_pipelines.py)",
+    "records/primitives_gpus.jsonl": "`memstrat primitives --gpus N`: host->device alone and "
+                                     "all at once, device->device, NCCL collectives",
+    "records/primitives_gpus2.jsonl": "`memstrat primitives --gpus 2` on a machine of more, "
+                                      "for the scaling check",
+    "records/scaling.jsonl": "data-parallel training on one GPU and two, one record per process "
+                             "(experiments/matrix/matrices/scaling.toml)",
+    "baselines/records/multi_gpu_primitives.jsonl": "PyTorch's multi-GPU primitives beside "
+                                                    "memstrat's (experiments/baselines/"
+                                                    "pytorch_multi_gpu_primitives.py)",
+    "baselines/records/data_parallel.jsonl": "memstrat --gpus N beside PyTorch DDP and JAX "
+                                             "(experiments/baselines/"
+                                             "benchmark_data_parallel.py)",
 }
+# What the stages generate from the records, as the README names it, where the set holds it.
+GENERATED = (
+    ("report.md", "`report.md` / `report.html` (tables, figures, the cost model)"),
+    ("summary.csv", "`summary.csv` (one row per configuration)"),
+    ("plots", "`plots/`"),
+    ("cost_model.csv", "`cost_model.csv`"),
+    ("multi_gpu_primitives.md", "`multi_gpu_primitives.md` (memstrat's and PyTorch's multi-GPU "
+                                "primitives side by side)"),
+    ("scaling_check.md", "`scaling_check.md` (the N-GPU scaling model against the measured "
+                         "runs)"),
+)
 
 
 class SetError(ValueError):
@@ -120,7 +144,16 @@ def _minutes(seconds: int) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
-def readme_text(m: dict[str, Any]) -> str:
+def generated_files(root: Path) -> list[str]:
+    """How the README names what the set holds of GENERATED and baselines/*.md."""
+    out = [text for name, text in GENERATED if (root / name).exists()]
+    if any((root / "baselines").glob("*.md")):
+        out.append("`baselines/*.md`")
+    return out
+
+
+def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
+    """The README of manifest `m`, whose set holds `generated` (generated_files())."""
     lines = [f"# memstrat results: {m['gpu']}", ""]
     dirty = " (with uncommitted changes)" if m["dirty"] else ""
     driver = f"driver {m['driver']}" if m["driver"] else "driver not recorded"
@@ -144,17 +177,25 @@ def readme_text(m: dict[str, Any]) -> str:
         what = DESCRIPTIONS.get(path, "")
         counts = ", ".join(f"{n} {k}" for k, n in kinds.items())
         lines.append(f"| `{path}` | {what} | {counts} |")
-    lines += ["", "Generated from the records: `report.md` / `report.html` (tables, figures, "
-              "the cost model), `summary.csv` (one row per configuration), `plots/`, "
-              "`cost_model.csv`, and `baselines/*.md`.", "",
-              "## Use", "",
-              "```bash",
-              "bash experiments/scripts/reproduce.sh                       # all of it, on your GPU",
-              "python3 analysis/compare.py docs/results/<gpu>/records/results.jsonl NEW/records.jsonl",
-              "```", "",
-              "`analysis/compare.py` is the regression guard: it flags a configuration that is "
-              "more than 10% slower with non-overlapping 95% intervals "
-              "(docs/methodology.md).", ""]
+    if generated:
+        listed = " and ".join(generated) if len(generated) < 3 else \
+            ", ".join(generated[:-1]) + ", and " + generated[-1]
+        lines += ["", f"Generated from the records: {listed}."]
+    # the matrix's records (the one-GPU set's) are what the regression guard compares
+    matrix = "records/results.jsonl" in m["records"]
+    where = "your GPU" if matrix or "records/scaling.jsonl" not in m["records"] else \
+        "a machine of as many GPUs"
+    lines += ["", "## Use", "", "```bash",
+              "bash experiments/scripts/reproduce.sh                       "
+              f"# all of it, on {where}"]
+    if matrix:
+        lines.append("python3 analysis/compare.py docs/results/<gpu>/records/results.jsonl "
+                     "NEW/records.jsonl")
+    lines += ["```", ""]
+    if matrix:
+        lines += ["`analysis/compare.py` is the regression guard: it flags a configuration that "
+                  "is more than 10% slower with non-overlapping 95% intervals "
+                  "(docs/methodology.md).", ""]
     return "\n".join(lines)
 
 
@@ -229,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         (a.root / MANIFEST).write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
-        (a.root / README).write_text(readme_text(m), encoding="utf-8")
+        (a.root / README).write_text(readme_text(m, generated_files(a.root)), encoding="utf-8")
     except OSError as e:
         print(f"results_readme: cannot write {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# reproduce.sh: regenerate every published number on this machine's GPU, in one command.
+# reproduce.sh: regenerate every published number on this machine's GPUs, in one command.
 #
-#   bash experiments/scripts/reproduce.sh                 # every stage, into docs/results/<gpu>/
+#   bash experiments/scripts/reproduce.sh                 # default stages, into docs/results/<set>/
 #   bash experiments/scripts/reproduce.sh --stages matrix,report
 #   bash experiments/scripts/reproduce.sh --out /tmp/set  # anywhere else
 #
-# Stages, in order (default: all of them):
+# Results sets: one per GPU model and GPU count. A machine of one GPU writes the one-GPU set,
+# docs/results/<gpu>/ (e.g. docs/results/nvidia-h200/), and its default stages are all but
+# scaling. A machine of N >= 2 GPUs writes the multi-GPU set, docs/results/<gpu>-x<N>/ (e.g.
+# docs/results/nvidia-h100-80gb-hbm3-x2/), and its default stages are build, data, primitives,
+# scaling and report: the one-GPU stages belong to the one-GPU set, measured on a machine of one
+# GPU. Stages named with --stages run on any machine; there the one-GPU stages run on GPU 0 and
+# write into the -x<N> set too (--out DIR writes anywhere else).
+#
+# Stages, in order (default: see above):
 #   build       configure + build memstrat (Release, this GPU's architecture)
 #   data        MNIST verified by SHA-256 (experiments/scripts/get_mnist.py) and a decompressed
 #               copy for the runs (a process starts ~0.2 s faster; same bytes)
@@ -55,19 +63,34 @@
 #               variant where jax imports): 280 processes, about 95 minutes estimated on an H100;
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
-#   report      analysis/report.py (report.md/html, summary.csv, plots, cost model),
-#               the results set's README.md and manifest.json, and the generated numbers of
-#               README.md and docs/ (analysis/docs_blocks.py)
+#   scaling     only on a machine of N >= 2 GPUs (on one it says so and does nothing):
+#               experiments/matrix/matrices/scaling.toml (six strategies x u8/f32 on one GPU and
+#               on two with --reduce exact and ring, one process per GPU, 7 processes of 21
+#               epochs each: 252 processes, about 15 minutes on two H100s) into
+#               records/scaling.jsonl; memstrat --gpus N beside PyTorch DDP and JAX for every N
+#               from 2 to the machine's GPUs (at most 8), 10 processes each, resumed where
+#               stopped (experiments/baselines/benchmark_data_parallel.py --resume: about 12
+#               minutes per N, its estimate on two H100s) into
+#               baselines/records/data_parallel.jsonl and baselines/vs_data_parallel.md; then the
+#               N-GPU scaling model held to the matrix's runs (analysis/scaling_check.py) into
+#               scaling_check.md, with the primitives at 2 GPUs, where the matrix trains: the
+#               primitives stage's records/primitives_gpus.jsonl on a machine of 2, measured here
+#               into records/primitives_gpus2.jsonl on more. Needs torch, like baselines
+#   report      analysis/report.py (report.md/html, summary.csv, plots, cost model) where the set
+#               holds the matrix stage's records/results.jsonl (a multi-GPU set does not: left
+#               out, and said so), the results set's README.md and manifest.json, and the
+#               generated numbers of README.md and docs/ (analysis/docs_blocks.py)
 #
 # Every stage can be rerun on its own and resumes: the matrix runner skips the processes that
 # already have a record, so a run stopped half-way (or split over several sittings) continues
 # where it was. The results set holds records/*.jsonl (the matrix, the stream scenario, the
-# primitives), spread/records/ and baselines/records/ (kept apart: their processes repeat
-# configurations of the matrix under other conditions), the report and plots generated from
-# the records, README.md and manifest.json (commit, GPU, driver, dates, command, the time each
-# stage took). The work directory (logs, temporary files) is results/reproduce/<gpu>/ and is
-# not part of the results set. The matrix, compute and stream stages take an hour or more each:
-# run them in several sittings (the stages resume) or a few stages at a time (--stages).
+# primitives, the scaling matrix), spread/records/ and baselines/records/ (kept apart: their
+# processes repeat configurations of the matrix under other conditions), the report and plots
+# generated from the records, README.md and manifest.json (commit, GPU, driver, dates, command,
+# the time each stage took). The work directory (logs, temporary files) is
+# results/reproduce/<set>/ and is not part of the results set. The matrix, compute and stream
+# stages take an hour or more each: run them in several sittings (the stages resume) or a few
+# stages at a time (--stages).
 # Lowering `epochs` or `repeats` of results.toml, compute.toml or stream.toml breaks what their
 # batch-256 rows must have (10 processes, 20 steady epochs each: docs/methodology.md,
 # "Statistics over processes").
@@ -78,17 +101,27 @@
 # checkout's git metadata). results_readme.py refuses a set whose records name several commits
 # (memstrat's and the baselines'), and before any run this script refuses to add records of
 # another commit to a set that holds some: resume a set with a build of its own commit.
+#
+# On a machine of N >= 2 GPUs every stage runs with NCCL_NVLS_ENABLE=0 (NVLink multicast off: its
+# reductions may differ from call to call, and memstrat, the matrix runner and the anchors refuse
+# several GPUs without it): exported when unset, refused when set otherwise (checked once the
+# build stage is done and the GPUs are counted, before any other stage).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines report"
+ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines scaling report"
+# The defaults (the header's "Results sets"), picked once the GPUs are counted; both begin with
+# build, so until then STAGES holds every stage, which asks what either default asks (torch).
+ONE_GPU_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines report"
+MULTI_GPU_STAGES="build data primitives scaling report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
+STAGES_GIVEN=0
 OUT_DIR=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --stages) STAGES="${2//,/ }"; shift 2 ;;
+    --stages) STAGES="${2//,/ }"; STAGES_GIVEN=1; shift 2 ;;
     --out) OUT_DIR="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "reproduce: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -108,10 +141,10 @@ has_stage() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # The baselines need torch (and what analysis/ pins) at the pinned versions: checked before any
 # stage runs, so that hours of matrix runs never end in "No module named 'torch'". torch is a
 # large download, so it is never installed here.
-if { has_stage baselines || has_stage pipelines; } &&
+if { has_stage baselines || has_stage pipelines || has_stage scaling; } &&
     ! $PY experiments/scripts/check_requirements.py --quiet experiments/baselines/requirements.txt >&2; then
-  others="$(echo $STAGES | sed 's/ *baselines//; s/ *pipelines//; s/^ *//; s/ /,/g')"
-  echo "reproduce: the baselines and pipelines stages need the packages above at their pinned versions;" \
+  others="$(echo $STAGES | sed 's/ *baselines//; s/ *pipelines//; s/ *scaling//; s/^ *//; s/ /,/g')"
+  echo "reproduce: the baselines, pipelines and scaling stages need the packages above at their pinned versions;" \
     "install them as shown${others:+, or leave the stage out: --stages $others}" >&2
   exit 2
 fi
@@ -119,10 +152,15 @@ fi
 # ---- build first: everything after needs the binary, the GPU's name and the data ----------
 T0=$(date +%s)
 declare -A STAGE_SECONDS=()
-timed() {  # timed NAME CMD...: run a stage, remember its seconds
+STAGE_SKIPPED=0
+# timed NAME CMD...: run a stage, remember its seconds (none for a stage that sets STAGE_SKIPPED:
+# it measured nothing on this machine, and the set's README lists the time of each stage)
+timed() {
   local name="$1" t=$(date +%s); shift
   log "stage $name"
+  STAGE_SKIPPED=0
   "$@"
+  if [ "$STAGE_SKIPPED" = 1 ]; then log "stage $name skipped"; return 0; fi
   STAGE_SECONDS[$name]=$(( $(date +%s) - t ))
   log "stage $name done in ${STAGE_SECONDS[$name]} s"
 }
@@ -138,24 +176,35 @@ fi
 GPU_NAME="$("$MS" info | sed -n 's/^device 0 of [0-9]*: //p')"
 GPUS="$("$MS" info | sed -n 's/^device 0 of \([0-9]*\): .*/\1/p')"
 SLUG="$(echo "$GPU_NAME" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
-# A machine of several GPUs has a results set of its own: its primitives differ (and so will its
-# multi-GPU stages); the one-GPU stages run on GPU 0 there as anywhere.
-[ "${GPUS:-1}" -gt 1 ] && SLUG="$SLUG-x$GPUS"
-if has_stage primitives && [ "${GPUS:-1}" -gt 1 ] && [ "${NCCL_NVLS_ENABLE:-}" != 0 ]; then
-  echo "reproduce: this machine has $GPUS GPUs and the primitives stage measures NCCL on them:" \
-    "export NCCL_NVLS_ENABLE=0 (NVLink multicast off: its reductions may differ from call to call)" >&2
-  exit 2
+GPUS="${GPUS:-1}"
+# A machine of several GPUs has a results set of its own, the multi-GPU set: its primitives differ
+# and its scaling stage runs there; the one-GPU stages, when named, run on GPU 0 as anywhere.
+if [ "$GPUS" -gt 1 ]; then
+  SLUG="$SLUG-x$GPUS"
+  [ "$STAGES_GIVEN" = 1 ] || STAGES="$MULTI_GPU_STAGES"
+  # NVLink multicast off in every stage (the header says why): set here unless asked otherwise
+  if [ -z "${NCCL_NVLS_ENABLE:-}" ]; then
+    export NCCL_NVLS_ENABLE=0
+  elif [ "$NCCL_NVLS_ENABLE" != 0 ]; then
+    echo "reproduce: this machine has $GPUS GPUs and NCCL_NVLS_ENABLE is '$NCCL_NVLS_ENABLE':" \
+      "every stage here runs with NVLink multicast off (its reductions may differ from call to" \
+      "call); unset it or export NCCL_NVLS_ENABLE=0" >&2
+    exit 2
+  fi
+else
+  [ "$STAGES_GIVEN" = 1 ] || STAGES="$ONE_GPU_STAGES"
 fi
 OUT_DIR="${OUT_DIR:-docs/results/$SLUG}"
 WORK="results/reproduce/$SLUG"
 mkdir -p "$OUT_DIR/records" "$WORK"
 RECORDS="$OUT_DIR/records"
 log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
+log "stages: $STAGES${NCCL_NVLS_ENABLE:+; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE}"
 # A set holds one commit's records: a stage resumed by a build of another commit would mix two
 # (results_readme.py refuses such a set only after the runs). Checked before any run.
 VERSION="$("$MS" --version)"
 COMMIT="$(printf '%s\n' "$VERSION" | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
-for s in primitives matrix compute budget spread stream timelines baselines pipelines; do
+for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling; do
   if has_stage "$s"; then
     $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" || exit 2
     break
@@ -265,23 +314,90 @@ stage_pipelines() {
   cp "$WORK/pipelines/benchmark_pipelines.md" "$dest/vs_fast_pipelines.md"
 }
 
+# scaling_check_md PRIMITIVES RC: the set's scaling_check.md from the check's output (its lines
+# as text; they are not Markdown) and its exit status (0 every configuration agrees, 1 one not).
+scaling_check_md() {
+  local prims="${1#"$OUT_DIR"/}" verdict
+  verdict="every checked configuration agrees with the model"
+  [ "$2" = 0 ] || verdict="at least one configuration disagrees with the model (a finding, not a failure)"
+  {
+    echo "# The N-GPU scaling model against measured runs: $GPU_NAME, $GPUS GPUs"
+    echo
+    echo "analysis/scaling_check.py (docs/methodology.md, \"Several GPUs\") over records/scaling.jsonl,"
+    echo "every data-parallel configuration against its one-GPU run, with the collectives and"
+    echo "host->device rates of $prims; $verdict:"
+    echo
+    echo '```text'
+    echo "\$ python3 analysis/scaling_check.py records/scaling.jsonl --primitives $prims"
+    cat "$WORK/scaling_check.txt"
+    echo '```'
+  } > "$OUT_DIR/scaling_check.md"
+}
+
+stage_scaling() {
+  if [ "$GPUS" -lt 2 ]; then
+    log "scaling: this machine has $GPUS GPU; the scaling stage trains on 2 GPUs beside 1" \
+      "(and writes the multi-GPU set): run it on a machine of 2 or more"
+    STAGE_SKIPPED=1
+    return 0
+  fi
+  # The check holds the matrix's runs on 2 GPUs to the primitives at 2: the primitives stage's on
+  # a machine of 2 (looked for before any run), measured here, first, on more (GPUs 0 and 1, where
+  # the matrix trains; the default sizes, up to 256 MiB, hold its gradients and batches).
+  local prims="$RECORDS/primitives_gpus.jsonl"
+  if [ "$GPUS" -gt 2 ]; then
+    prims="$RECORDS/primitives_gpus2.jsonl"
+    : > "$WORK/primitives_gpus2.jsonl"
+    "$MS" primitives --gpus 2 --json "$WORK/primitives_gpus2.jsonl"
+    cp "$WORK/primitives_gpus2.jsonl" "$prims"
+  elif [ ! -s "$prims" ]; then
+    echo "reproduce: the scaling stage checks its runs against $prims, which the primitives" \
+      "stage writes: run it first (--stages primitives,scaling)" >&2
+    return 2
+  fi
+  run_matrix scaling "$RECORDS"
+  local dest="$OUT_DIR/baselines" most=$(( GPUS < 8 ? GPUS : 8 ))
+  mkdir -p "$dest/records"
+  # --resume: a stage stopped half-way (or split over sittings) runs only what is missing
+  $PY experiments/baselines/benchmark_data_parallel.py --memstrat "$MS" --out-dir "$WORK/data_parallel" \
+      --gpus-list "$(seq -s, 2 "$most")" --resume
+  cp "$WORK/data_parallel/records.jsonl" "$dest/records/data_parallel.jsonl"
+  cp "$WORK/data_parallel/benchmark_data_parallel.md" "$dest/vs_data_parallel.md"
+  # exit 1 is the check's finding (a configuration the model misses), published like the rest
+  local rc=0
+  $PY analysis/scaling_check.py "$RECORDS/scaling.jsonl" --primitives "$prims" \
+      > "$WORK/scaling_check.txt" || rc=$?
+  [ "$rc" -le 1 ] || return "$rc"
+  scaling_check_md "$prims" "$rc"
+  [ "$rc" = 0 ] || log "scaling: the model disagrees with at least one configuration ($OUT_DIR/scaling_check.md says which)"
+}
+
 stage_report() {
   local inputs=("$RECORDS/results.jsonl") extra=()
   [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
   [ -f "$RECORDS/compute.jsonl" ] && inputs+=("$RECORDS/compute.jsonl")
   [ -f "$RECORDS/budget.jsonl" ] && inputs+=("$RECORDS/budget.jsonl")
   [ -f "$RECORDS/primitives.jsonl" ] && extra+=(--primitives "$RECORDS/primitives.jsonl")
-  $PY analysis/report.py "${inputs[@]}" "${extra[@]}" \
-      --title "memstrat results: $GPU_NAME" --out "$OUT_DIR"
+  # report.py's tables and figures are the matrix's: a set without them (the multi-GPU set, whose
+  # own tables the scaling stage writes) gets its README.md and manifest.json only
+  if [ -f "$RECORDS/results.jsonl" ]; then
+    $PY analysis/report.py "${inputs[@]}" "${extra[@]}" \
+        --title "memstrat results: $GPU_NAME" --out "$OUT_DIR"
+  else
+    log "report: $RECORDS/results.jsonl (the matrix stage's) is absent: report.py is left out;" \
+      "the set's README.md and manifest.json are written"
+  fi
   $PY analysis/results_readme.py "$OUT_DIR" --command "bash experiments/scripts/reproduce.sh" \
       --stage-seconds "$(for k in $ALL_STAGES; do [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '%s=%s,' "$k" "${STAGE_SECONDS[$k]}"; done)"
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix compute budget spread stream timelines baselines pipelines report; do
+for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"
+# (an if, not `&&`: the script's status is the loop's last command's, and a stage left out is no
+# failure)
 for k in $ALL_STAGES; do
-  [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '  %-11s %6s s\n' "$k" "${STAGE_SECONDS[$k]}"
+  if [ -n "${STAGE_SECONDS[$k]:-}" ]; then printf '  %-11s %6s s\n' "$k" "${STAGE_SECONDS[$k]}"; fi
 done

@@ -167,7 +167,7 @@ def test_decision_regimes_not_in_the_set_say_how_to_measure_them(tmp_path):
                         ("data larger than the device budget", "advise.py --budget-gib"),
                         ("compute-light vs compute-heavy steps (hidden sweep)", "--stages compute"),
                         ("several GPUs", "memstrat train --gpus N"),
-                        ("several GPUs", "no matrix of this set runs several GPUs"),
+                        ("several GPUs", "`docs/results/<gpu>-x<N>/` (the scaling stage"),
                         ("data fits, augmented on the host batch by batch (stream, hidden 256)",
                          "the stream stage")):
         r = row(text, regime)

@@ -97,3 +97,36 @@ def test_expect_commit_guards_a_resumed_set(tmp_path, fixtures_dir, capsys):
     assert f"holds records of commit {commit}" in err and "--out DIR" in err
     assert not (root / "manifest.json").exists()        # a check writes nothing
     assert R.main([str(tmp_path / "fresh"), "--expect-commit", "fedcba987654"]) == 0
+
+
+def test_a_multi_gpu_set_names_what_it_holds_and_no_report_of_the_matrix(tmp_path, fixtures_dir):
+    """The scaling stage's set: no records/results.jsonl, so no report.md and no compare.py line;
+    its records described, and the generated files it does hold named."""
+    root = tmp_path / "set-x2"
+    (root / "records").mkdir(parents=True)
+    (root / "baselines").mkdir()
+    shutil.copy(fixtures_dir / "processes.jsonl", root / "records" / "scaling.jsonl")
+    (root / "scaling_check.md").write_text("# check\n")
+    (root / "baselines" / "vs_data_parallel.md").write_text("# table\n")
+    assert R.main([str(root)]) == 0
+    text = (root / "README.md").read_text()
+    assert "| `records/scaling.jsonl` | data-parallel training on one GPU and two" in text
+    assert ("Generated from the records: `scaling_check.md` (the N-GPU scaling model against "
+            "the measured runs) and `baselines/*.md`.") in text
+    assert "report.md" not in text and "summary.csv" not in text and "compare.py" not in text
+    assert "# all of it, on a machine of as many GPUs" in text
+
+
+def test_a_one_gpu_set_names_its_report_and_the_regression_guard(tmp_path, fixtures_dir):
+    root = make_set(tmp_path, fixtures_dir)
+    for name in ("report.md", "summary.csv", "cost_model.csv"):
+        (root / name).write_text("x\n")
+    (root / "plots").mkdir()
+    assert R.main([str(root)]) == 0
+    text = (root / "README.md").read_text()
+    assert ("Generated from the records: `report.md` / `report.html` (tables, figures, the cost "
+            "model), `summary.csv` (one row per configuration), `plots/`, and "
+            "`cost_model.csv`.") in text
+    assert "scaling_check.md" not in text and "baselines/*.md" not in text
+    assert "python3 analysis/compare.py docs/results/<gpu>/records/results.jsonl" in text
+    assert "# all of it, on your GPU" in text

@@ -127,7 +127,7 @@ def test_install_deps_leaves_a_met_nccl_pin_alone(check_requirements, tmp_path):
     assert "NCCL_ROOT" in r.stdout
 
 
-@pytest.mark.parametrize("stage", ["baselines", "pipelines"])
+@pytest.mark.parametrize("stage", ["baselines", "pipelines", "scaling"])
 def test_reproduce_refuses_the_baselines_stage_without_the_pinned_torch(check_requirements,
                                                                         tmp_path, stage):
     versions = dict(pins_of(check_requirements, BASELINES), torch="2.10.0")
