@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
 from analysis.stats import summarize  # noqa: E402
-from process_stats import (SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
+from process_stats import (INTERVAL_NOTE, SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
                            process_values, ratio_cell, side_by_side)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
@@ -179,8 +179,7 @@ def report(records: Iterable[dict]) -> str:
     by_key = groups(records)
     lines = ["# Data-parallel training: memstrat beside PyTorch DDP and JAX", "",
              "ms: per process the median of its epochs 2..N (end to end, the data resident on "
-             "every GPU), per configuration the median over processes with its order-statistic "
-             "interval (n = processes). batch: rows per GPU.", "",
+             f"every GPU), per configuration {INTERVAL_NOTE}. batch: rows per GPU.", "",
              "| GPUs | batch | variant | ms/epoch [interval] n | samples/s |",
              "|---:|---:|---|---:|---:|"]
     for (n, b, v), recs in sorted(by_key.items(), key=lambda kv: _order(kv[0])):

@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
 from analysis.stats import rank_by_tests, summarize  # noqa: E402
-from process_stats import (SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
+from process_stats import (INTERVAL_NOTE, SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
                            process_values, ratio_cell, side_by_side)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
@@ -236,9 +236,9 @@ def report(records: Iterable[dict]) -> str:
     records = list(records)
     by_key = groups(records)
     lines = ["# Fastest PyTorch and JAX pipelines beside memstrat's, stream scenario", "",
-             "ms: per process the median of its epochs 2..N, per configuration the median over "
-             "processes with its order-statistic interval (n = processes). pipeline: the input "
-             "pipeline alone; step: the steps with the data in place; epoch: end to end.", "",
+             f"ms: per process the median of its epochs 2..N, per configuration {INTERVAL_NOTE}. "
+             "pipeline: the input pipeline alone; step: the steps with the data in place; "
+             "epoch: end to end.", "",
              "| augment | batch | variant | measure | ms/epoch [interval] n | samples/s |",
              "|---|---:|---|---|---:|---:|"]
     for (aug, b, v, m), recs in sorted(by_key.items(), key=lambda kv: _order(kv[0])):

@@ -21,6 +21,12 @@ from analysis.aggregate import process_median  # noqa: E402  (the one per-proces
 from analysis.stats import (ALPHA, Effect, Summary, holm, interval_text,  # noqa: E402
                             median_with_interval, rank_by_tests, ratio, summarize)
 
+# How a table's "[low-high] n" cells are made, for its legend: every table of these benchmarks
+# says the method and the true coverage of its intervals.
+INTERVAL_NOTE = ("the median over processes with its distribution-free order-statistic interval "
+                 "(exact coverage at least 95%, printed beside it where below; n = processes; no "
+                 "interval with fewer than 3)")
+
 T = TypeVar("T")
 # SideBySide.order values
 MEMSTRAT_FASTER, OTHER_FASTER, NOT_SEPARATED, NOT_JUDGED = (

@@ -88,6 +88,8 @@ def test_every_variant_is_tested_against_memstrat_per_gpu(tmp_path, capsys):
                                 f"dp-pytorch-ddp-graph-g2-r{r}"))
     text = bd.report(recs)
     assert "| 2 | 256 | memstrat-per-gpu | 11." in text
+    # the legend says how the intervals are made and what they cover
+    assert "order-statistic interval (exact coverage at least 95%" in text
     rows = [ln for ln in text.split("## Each variant against memstrat-per-gpu")[1].splitlines()
             if ln.startswith("| 2 |")]
     assert len(rows) == 2

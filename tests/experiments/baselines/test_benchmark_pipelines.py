@@ -106,6 +106,7 @@ def test_each_variant_is_tested_against_memstrat_at_the_same_measure():
     rows = [ln for ln in text.split("## Each variant against memstrat-resident")[1].splitlines()
             if ln.startswith("| light")]
     assert len(rows) == 2                      # no memstrat step: the step row is not compared
+    assert "order-statistic interval (exact coverage at least 95%" in text  # method, coverage
     jax = next(r for r in rows if "jax-gpu-resident" in r)
     assert "| epoch |" in jax and "memstrat faster" in jax and "1.3" in jax
     graph = next(r for r in rows if "gpu-resident-graph" in r)
