@@ -51,8 +51,8 @@ sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
 from analysis.stats import summarize  # noqa: E402
-from process_stats import (INTERVAL_NOTE, SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
-                           process_values, ratio_cell, side_by_side)
+from process_stats import (INTERVAL_NOTE, SideBySide, ms_cell, overlap_cell,  # noqa: E402
+                           pairs_against, process_values, ratio_cell)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
 PROG = "benchmark_data_parallel.py"
@@ -162,15 +162,7 @@ def _order(key: tuple) -> tuple:
 def pairs(by_key: dict[tuple, list[dict]]) -> list[tuple[tuple, SideBySide]]:
     """Every variant against memstrat-per-gpu at the same GPU count and batch, Holm-corrected
     over all of them (one family)."""
-    rows = []
-    for key in sorted(by_key, key=_order):
-        n, b, v = key
-        mine = by_key.get((n, b, MEMSTRAT))
-        if v == MEMSTRAT or not mine:
-            continue
-        rows.append((key, side_by_side(process_values(mine), process_values(by_key[key]))))
-    judge([p for _, p in rows])
-    return rows
+    return pairs_against(by_key, MEMSTRAT, 2, _order)
 
 
 def report(records: Iterable[dict]) -> str:

@@ -55,8 +55,8 @@ sys.path.insert(0, str(REPO_ROOT))
 import memstrat_inputs  # noqa: E402
 import process_runs as pr  # noqa: E402
 from analysis.stats import rank_by_tests, summarize  # noqa: E402
-from process_stats import (INTERVAL_NOTE, SideBySide, judge, ms_cell, overlap_cell,  # noqa: E402
-                           process_values, ratio_cell, side_by_side)
+from process_stats import (INTERVAL_NOTE, SideBySide, ms_cell, overlap_cell,  # noqa: E402
+                           pairs_against, process_values, ratio_cell)
 
 EXIT_OK, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 2, 3
 PROG = "benchmark_pipelines.py"
@@ -192,15 +192,7 @@ def _order(key: tuple) -> tuple:
 def pairs(by_key: dict[tuple, list[dict]]) -> list[tuple[tuple, SideBySide]]:
     """Every other variant against memstrat-resident at the same augmentation, batch and
     measure, Holm-corrected over all of them (one family)."""
-    rows = []
-    for key in sorted(by_key, key=_order):
-        aug, b, v, m = key
-        mine = by_key.get((aug, b, MEMSTRAT, m))
-        if v == MEMSTRAT or not mine:
-            continue
-        rows.append((key, side_by_side(process_values(mine), process_values(by_key[key]))))
-    judge([p for _, p in rows])
-    return rows
+    return pairs_against(by_key, MEMSTRAT, 2, _order)
 
 
 def strongest(by_key: dict[tuple, list[dict]], aug: str, batch: int, measure: str,

@@ -89,6 +89,24 @@ def fastest(items: Sequence[T], values: Callable[[T], Sequence[float]]) -> list[
 # ---------------------------------------------------------------------------------------------
 # table cells
 
+def pairs_against(by_key: dict[tuple, list[dict]], reference: str, variant_at: int,
+                  order: Callable[[tuple], tuple]) -> list[tuple[tuple, SideBySide]]:
+    """Every configuration of `by_key` (a tuple key with the variant at position `variant_at` ->
+    its run records) against the `reference` variant's configuration that differs only in the
+    variant, in `order`, Holm-corrected over all of them (one family); a configuration whose
+    reference did not run is left out."""
+    rows = []
+    for key in sorted(by_key, key=order):
+        if key[variant_at] == reference:
+            continue
+        mine = by_key.get(key[:variant_at] + (reference,) + key[variant_at + 1:])
+        if not mine:
+            continue
+        rows.append((key, side_by_side(process_values(mine), process_values(by_key[key]))))
+    judge([p for _, p in rows])
+    return rows
+
+
 def ms_cell(s: Summary | None, missing: str = "not run") -> str:
     """'15.50 [15.40-15.62] n=3' (UNSTABLE appended when unstable), '15.50 (n=1)', `missing`."""
     return missing if s is None else median_with_interval(s, lambda v: f"{v:.2f}")
