@@ -69,6 +69,18 @@ __host__ __device__ inline std::size_t phase_smem_floats(int hidden, int classes
   return b > c_w1 ? (b > c_small ? b : c_small) : (c_w1 > c_small ? c_w1 : c_small);
 }
 
+// A gradients-only launch's `grads` (StepLauncher::run_gradients), Mlp's flat layout: W1 at 0,
+// then b1, W2, b2 at these offsets.
+__host__ __device__ inline std::size_t grad_b1_offset(int in, int hidden) {
+  return static_cast<std::size_t>(in) * hidden;
+}
+__host__ __device__ inline std::size_t grad_w2_offset(int in, int hidden) {
+  return grad_b1_offset(in, hidden) + static_cast<std::size_t>(hidden);
+}
+__host__ __device__ inline std::size_t grad_b2_offset(int in, int hidden, int classes) {
+  return grad_w2_offset(in, hidden) + static_cast<std::size_t>(hidden) * classes;
+}
+
 constexpr int kBatchVec4 = static_cast<int>(sizeof(StepBatch) / 16);
 static_assert(sizeof(StepBatch) % 16 == 0, "StepBatch travels as float4s");
 // The two StepBatch slots of a multi-step launch follow the phases' shared memory, 16-byte

@@ -7,6 +7,10 @@
 // warp order through shared memory; the owning lane applies the momentum-SGD step to its 4×4
 // (tall: 8×4) of W1 / vW1 at once (gW1 never goes to memory). Blocks of another kind sum dW2,
 // db1 (16 units per block, 16 row groups, fixed tree) and db2 and step W2, b1, b2.
+// kGrads (a gradients-only launch, StepLauncher::run_gradients): the same sums in the same order,
+// and where the SGD step would take a gradient it is stored to `grads` instead (Mlp's flat
+// layout, layout.h grad_*_offset); no parameter or velocity is read or written. A template flag,
+// so the training kernels (kGrads false, `grads` unused) are the code they were without it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,9 +31,9 @@ namespace {  // step_launcher.cu's translation unit only (internal linkage, as t
 // loads issued together (one global round trip per round); then warp kp of a tile accumulates
 // its share of the round's rows from shared memory (16 fmaf per two LDS.128; kTall: 32 fmaf
 // per three, which is what bounds this loop when both blocks of an SM run it at big batches).
-template <typename XT, bool kTall>
-__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p,
-                           int item, float* smem) {
+template <typename XT, bool kTall, bool kGrads>
+__device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const StepPlan& p, int item,
+                           float* smem, float* grads) {
   using L = XLoad<XT>;
   const int S = p.c_split, tpb = kWarps / S;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
@@ -109,6 +113,21 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
     __syncthreads();  // red is rewritten by the next item
   }
   if (!(kp == 0 && jv)) return;
+  if constexpr (kGrads) {
+    // The lane's LM × 4 of gW1, as the SGD step below takes them; scalar stores (a data-parallel
+    // gather slot is 4-byte aligned only), a warp's lanes still write whole 64-byte row pieces.
+#pragma unroll
+    for (int h = 0; h < LM / 4; ++h) {  // a quad of inputs at a time, as below
+      if (f + 4 * h >= a.in) break;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float* g = grads + static_cast<std::size_t>(f + 4 * h + i) * a.hidden + j;
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) g[jj] = acc[4 * h + i][jj];
+      }
+    }
+    return;
+  }
   const bool use_v = a.momentum > 0.f;
 #pragma unroll
   for (int h = 0; h < LM / 4; ++h) {  // the lane's inputs, a quad at a time (in % 4 == 0)
@@ -141,9 +160,11 @@ __device__ void phase_c_w1(const StepArgs& a, const XT* __restrict__ X, const St
   }
 }
 
-// dW2 / db1 for units [kSmallUnits·si, +kSmallUnits) and (si == 0) db2, then their SGD steps.
+// dW2 / db1 for units [kSmallUnits·si, +kSmallUnits) and (si == 0) db2, then their SGD steps
+// (kGrads: their stores to `grads`).
 // Thread (u = lane % 16, g = 2·warp + lane / 16): unit u, row group g of kSmallGroups.
-__device__ void phase_c_small(const StepArgs& a, int si, float* red) {
+template <bool kGrads>
+__device__ void phase_c_small(const StepArgs& a, int si, float* red, float* grads) {
   constexpr int U = 4;  // rows per round
   const int C = a.classes;
   const int F = C + 2;  // f < C: dW2[j][f]; f == C: db1[j]; f == C + 1: db2[u]
@@ -197,8 +218,23 @@ __device__ void phase_c_small(const StepArgs& a, int si, float* red) {
         red[(ty * F + f) * kSmallUnits + tx] += red[((ty + half) * F + f) * kSmallUnits + tx];
     __syncthreads();
   }
-  const bool use_v = a.momentum > 0.f;
   const int nj = a.hidden - j0 < kSmallUnits ? a.hidden - j0 : kSmallUnits;
+  if constexpr (kGrads) {  // the values the SGD steps below take, at the parameters' places
+    float* gW2 = grads + grad_w2_offset(a.in, a.hidden);
+    float* gb1 = grads + grad_b1_offset(a.in, a.hidden);
+    float* gb2 = grads + grad_b2_offset(a.in, a.hidden, C);
+    for (int e = threadIdx.x; e < nj * C; e += blockDim.x) {  // W2 rows j0.. are contiguous
+      const int jl = e / C, c = e - jl * C;
+      gW2[static_cast<std::size_t>(j0) * C + e] = red[c * kSmallUnits + jl];
+    }
+    if (static_cast<int>(threadIdx.x) < nj)
+      gb1[j0 + threadIdx.x] = red[C * kSmallUnits + threadIdx.x];
+    if (si == 0 && static_cast<int>(threadIdx.x) < C)
+      gb2[threadIdx.x] = red[(C + 1) * kSmallUnits + threadIdx.x];
+    __syncthreads();  // red is rewritten by the next item
+    return;
+  }
+  const bool use_v = a.momentum > 0.f;
   for (int e = threadIdx.x; e < nj * C; e += blockDim.x) {  // W2 rows j0.. are contiguous
     const int jl = e / C, c = e - jl * C;
     const std::size_t idx = static_cast<std::size_t>(j0) * C + e;

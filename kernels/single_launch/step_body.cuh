@@ -1,5 +1,5 @@
 // step_body.cuh: one step of the single-launch kernels: phase A, a grid barrier, phase B, and
-// (training) a grid barrier and phase C, with the shared memory laid out for them.
+// (training, gradients only) a grid barrier and phase C, with the shared memory laid out for them.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -26,9 +26,12 @@ namespace cg = cooperative_groups;
 // `prefetch` (may be nullptr): 16-byte-aligned global bytes copied to `prefetch_to` in shared
 // memory by cp.async alongside W2 (complete at the first grid barrier), used to fetch the next
 // step's StepBatch while this step runs.
-template <typename XT, bool kTall>
-__device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, cg::grid_group& grid,
-                                          float* smem, const float4* prefetch, float4* prefetch_to) {
+// kGrads: gradients only (StepLauncher::run_gradients): phase C stores the gradients to `grads`
+// (the flat layout) and steps nothing; `grads` is unused otherwise.
+template <typename XT, bool kTall, bool kGrads>
+__device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p,
+                                          cg::grid_group& grid, float* smem, const float4* prefetch,
+                                          float4* prefetch_to, float* grads) {
   const XT* X = x_of<XT>(a);
   stamp(a, kStampStart);
   const int C = a.classes;
@@ -79,9 +82,9 @@ __device__ __forceinline__ void step_body(const StepArgs& a, const StepPlan& p, 
   const int items = small + ((a.in + kCTileM - 1) / kCTileM) * (((a.hidden + TN - 1) / TN + tpb - 1) / tpb);
   for (int item = blockIdx.x; item < items; item += gridDim.x) {  // block-uniform
     if (item < small)
-      phase_c_small(a, item, work);
+      phase_c_small<kGrads>(a, item, work, grads);
     else
-      phase_c_w1<XT, kTall>(a, X, p, item - small, work);
+      phase_c_w1<XT, kTall, kGrads>(a, X, p, item - small, work, grads);
   }
   stamp(a, kStampEndC);
 }

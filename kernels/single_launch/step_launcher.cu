@@ -9,7 +9,9 @@
 //   A  the forward GEMM Z = X·W1 in K chunks (phase_a.cuh)
 //   B  the head: H, logits, softmax cross-entropy, dlogits, dH (phase_b.cuh)
 //   C  gW1 = X^T·dH with W1's SGD step in place, and the small layer's gradients and steps
-//      (phase_c.cuh)
+//      (phase_c.cuh); in a gradients-only launch (run_gradients) the gradients are stored
+//      instead of stepped, by a kernel of its own that takes the gradients' address as its own
+//      argument: StepArgs and the training kernels are what they were without it
 // step_body.cuh runs them in order with the grid barriers; layout.h holds the shapes and the
 // shared-memory layout host and device share; step_plan.cpp the host-side plan.
 // Phase A reads W1 and phase B reads W2 / b1 before the barrier after which phase C writes
@@ -46,7 +48,19 @@ __global__ void __launch_bounds__(StepLauncher::kThreads, 2)
   extern __shared__ float smem[];
   cg::grid_group grid = cg::this_grid();
   if (!kStamped) a.stamps = nullptr;
-  step_body<XT, kTall>(a, p, grid, smem, nullptr, nullptr);
+  step_body<XT, kTall, false>(a, p, grid, smem, nullptr, nullptr, nullptr);
+}
+
+// The gradients-only step (StepLauncher::run_gradients): phases A, B and C, phase C storing the
+// gradients to `grads` (the flat layout, step_grad_floats) instead of stepping the parameters.
+// Never stamped.
+template <typename XT, bool kTall>
+__global__ void __launch_bounds__(StepLauncher::kThreads, 2)
+    grads_step_kernel(StepArgs a, StepPlan p, float* grads) {
+  extern __shared__ float smem[];
+  cg::grid_group grid = cg::this_grid();
+  a.stamps = nullptr;
+  step_body<XT, kTall, true>(a, p, grid, smem, nullptr, nullptr, grads);
 }
 
 // Steps 0..n-1 in order, a grid barrier between two steps (which orders step s's parameter
@@ -78,9 +92,9 @@ __global__ void __launch_bounds__(StepLauncher::kThreads, 2)
     a.grad_scale = bt.grad_scale;
     const StepPlan p = bt.plan;
     const bool more = s + 1 < n;
-    step_body<XT, kTall>(a, p, grid, smem,
-                  more ? reinterpret_cast<const float4*>(batches + s + 1) : nullptr,
-                  reinterpret_cast<float4*>(slots + (s + 1) % 2));
+    step_body<XT, kTall, false>(a, p, grid, smem,
+                                more ? reinterpret_cast<const float4*>(batches + s + 1) : nullptr,
+                                reinterpret_cast<float4*>(slots + (s + 1) % 2), nullptr);
     if (more) grid.sync();
   }
 }
@@ -89,10 +103,15 @@ bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintpt
 
 using StepKernel = void (*)(StepArgs, StepPlan);
 using StepsKernel = void (*)(StepArgs, const StepBatch*, int);
+using GradsKernel = void (*)(StepArgs, StepPlan, float*);
 template <typename XT>
 StepKernel step_kernel(bool stamped, bool tall) {
   return stamped ? (tall ? fused_step_kernel<XT, true, true> : fused_step_kernel<XT, true, false>)
                  : (tall ? fused_step_kernel<XT, false, true> : fused_step_kernel<XT, false, false>);
+}
+template <typename XT>
+GradsKernel grads_kernel(bool tall) {
+  return tall ? grads_step_kernel<XT, true> : grads_step_kernel<XT, false>;
 }
 template <typename XT>
 StepsKernel steps_kernel(bool stamped, bool tall) {
@@ -143,6 +162,8 @@ StepLauncher::StepLauncher(int in, int hidden, int classes, int max_batch, int b
     fit(reinterpret_cast<const void*>(steps_kernel<float>(stamped, tall_)));
     fit(reinterpret_cast<const void*>(steps_kernel<std::uint8_t>(stamped, tall_)));
   }
+  fit(reinterpret_cast<const void*>(grads_kernel<float>(tall_)));
+  fit(reinterpret_cast<const void*>(grads_kernel<std::uint8_t>(tall_)));
   if (occ < 1) throw std::runtime_error("StepLauncher: the kernel does not fit on an SM");
   if (blocks_per_sm > occ)
     throw std::invalid_argument("StepLauncher: " + std::to_string(blocks_per_sm) +
@@ -161,7 +182,7 @@ namespace {
 }
 }  // namespace
 
-void StepLauncher::check_shared(const StepArgs& a) const {
+void StepLauncher::check_shared(const StepArgs& a, bool steps) const {
   const auto bad = [](const std::string& m) { bad_arg("StepLauncher", m); };
   if (a.in != in_ || a.hidden != hidden_ || a.classes != classes_)
     bad("shape differs from the one the launcher was built for");
@@ -174,9 +195,9 @@ void StepLauncher::check_shared(const StepArgs& a) const {
     if (!a.dH || !a.dlogits) bad("training needs dH and dlogits");
     if (!aligned(a.dH, 16)) bad("dH must be 16-byte aligned");
     if (!(a.momentum >= 0.f)) bad("momentum must be >= 0");
-    if (a.momentum > 0.f && (!a.vW1 || !a.vb1 || !a.vW2 || !a.vb2))
+    if (steps && a.momentum > 0.f && (!a.vW1 || !a.vb1 || !a.vW2 || !a.vb2))
       bad("momentum > 0 needs every velocity");
-    if (a.momentum > 0.f && !aligned(a.vW1, 16)) bad("vW1 must be 16-byte aligned");
+    if (steps && a.momentum > 0.f && !aligned(a.vW1, 16)) bad("vW1 must be 16-byte aligned");
   }
 }
 
@@ -193,14 +214,18 @@ cudaLaunchConfig_t StepLauncher::config(cudaStream_t s, cudaLaunchAttribute* att
   return cfg;
 }
 
-void StepLauncher::run(const StepArgs& a, cudaStream_t s) const {
-  const auto bad = [](const std::string& m) { bad_arg("StepLauncher::run", m); };
-  check_shared(a);
+void StepLauncher::check_one(const StepArgs& a, const char* where, bool steps) const {
+  const auto bad = [where](const std::string& m) { bad_arg(where, m); };
+  check_shared(a, steps);
   if (a.rows < 0 || a.rows > max_batch_)
     bad(std::to_string(a.rows) + " rows (max_batch is " + std::to_string(max_batch_) + ")");
   if (a.x_f32 && !aligned(a.x_f32, 16)) bad("a float X must be 16-byte aligned");
   if (a.x_u8 && !aligned(a.x_u8, 4)) bad("a uint8 X must be 4-byte aligned");
   if (!a.labels) bad("labels are required");
+}
+
+void StepLauncher::run(const StepArgs& a, cudaStream_t s) const {
+  check_one(a, "StepLauncher::run", true);
   if (a.rows == 0) return;
   const StepPlan plan = plan_step(a.rows, a.in, a.hidden, tall_);
   cudaLaunchAttribute attr[1];
@@ -210,6 +235,22 @@ void StepLauncher::run(const StepArgs& a, cudaStream_t s) const {
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, step_kernel<std::uint8_t>(stamped, tall_), a, plan));
   else
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, step_kernel<float>(stamped, tall_), a, plan));
+}
+
+void StepLauncher::run_gradients(const StepArgs& a, float* grads, cudaStream_t s) const {
+  const auto bad = [](const std::string& m) { bad_arg("StepLauncher::run_gradients", m); };
+  if (!a.train) bad("gradients need the training step's backward pass (train true)");
+  if (a.stamps != nullptr) bad("a gradients-only launch is not stamped (stamps time training)");
+  if (grads == nullptr || !aligned(grads, 4)) bad("grads must be a 4-byte-aligned device array");
+  check_one(a, "StepLauncher::run_gradients", false);
+  if (a.rows == 0) return;
+  const StepPlan plan = plan_step(a.rows, a.in, a.hidden, tall_);
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = config(s, attr);
+  if (a.x_u8)
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, grads_kernel<std::uint8_t>(tall_), a, plan, grads));
+  else
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, grads_kernel<float>(tall_), a, plan, grads));
 }
 
 StepBatch StepLauncher::batch(const void* x, bool x_u8, const std::int32_t* labels,
@@ -233,7 +274,7 @@ StepBatch StepLauncher::batch(const void* x, bool x_u8, const std::int32_t* labe
 void StepLauncher::run_steps(const StepArgs& base, const StepBatch* batches, int n,
                           cudaStream_t s) const {
   const auto bad = [](const std::string& m) { bad_arg("StepLauncher::run_steps", m); };
-  check_shared(base);
+  check_shared(base, true);
   if (!base.train) bad("a multi-step launch trains (evaluation is one run() per batch)");
   if (n < 0) bad("negative step count");
   if (base.stamps != nullptr && (base.stamp_step < 0 || base.stamp_step >= n))

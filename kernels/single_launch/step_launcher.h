@@ -7,7 +7,11 @@
 //   C  update         gW1 = X^T·dH tile by tile with W1's momentum-SGD step applied in place,
 //                     and dW2 / db2 / db1 with the SGD step of W2, b2, b1
 // A uint8 batch is normalised on load (the expression of normalize_u8). Evaluation runs A and
-// B only. Everything is fp32 on CUDA cores (no TF32).
+// B only. Gradients only (run_gradients: data-parallel training, which combines the shards'
+// gradients before one update) runs A, B and C with phase C writing the gradients it would have
+// stepped with to a flat buffer instead, the parameters untouched; a kernel of its own (a
+// template flag, the buffer its own argument), so StepArgs and the training kernels are the
+// same as without it. Everything is fp32 on CUDA cores (no TF32).
 //
 // Determinism: how the work is split (StepPlan) depends only on rows / in / hidden, never on
 // the grid size or the GPU; every sum has a fixed order; no atomics. So results are bitwise
@@ -26,7 +30,7 @@
 //   step_body.cuh         one step: the phases in order, with the grid barriers
 //   phase_a.cuh           A, the forward GEMM
 //   phase_b.cuh           B, the head
-//   phase_c.cuh           C, the gradients and the SGD update
+//   phase_c.cuh           C, the gradients and the SGD update (or, gradients only, their store)
 //   phase_helpers.cuh     device helpers of every phase (loads, normalise on load, stamps)
 // It also uses kernels/common/pixel_norm.h (pixel_norm) and sgd_step.cuh.
 #pragma once
@@ -46,6 +50,12 @@ inline constexpr int kStepMaxClasses = 16;
 /// "" when the current device can run the single-launch step for this shape (cooperative
 /// launch, the step's shared memory per block, 64 KiB and more), else the reason it cannot.
 std::string step_unsupported_here(int hidden, int classes);
+
+/// Floats of a gradients-only launch's `grads` (StepLauncher::run_gradients): W1, b1, W2, b2.
+inline std::size_t step_grad_floats(int in, int hidden, int classes) {
+  return static_cast<std::size_t>(in) * hidden + static_cast<std::size_t>(hidden) +
+         static_cast<std::size_t>(hidden) * classes + static_cast<std::size_t>(classes);
+}
 
 /// Everything one launch reads and writes. Exactly one of x_f32 / x_u8 is set.
 struct StepArgs {
@@ -67,14 +77,14 @@ struct StepArgs {
   float* partial = nullptr;  // step_partial_floats(...) workspace
   float* sample_loss = nullptr;            // [rows], may be nullptr
   std::int32_t* sample_correct = nullptr;  // [rows], may be nullptr
-  float grad_scale = 1.f;  // dlogits factor (1/rows for the mean loss)
+  float grad_scale = 1.f;  // dlogits factor (1/rows: the mean loss; data-parallel 1/global rows)
   float lr = 0.f, momentum = 0.f;
   bool train = true;  // false: forward, loss and correct only (phases A and B)
   /// Profiling only (nullptr in training): kStepStamps × grid_blocks() %globaltimer readings,
   /// stamps[k * grid + block] = when `block` passed point k (see StepStamp) in run()'s step, or
   /// in step stamp_step of a run_steps launch. Runs a kernel built with the stamps (the one for
   /// untimed launches has none) that costs a block barrier per point, so the timed launch is
-  /// slightly slower than an untimed one.
+  /// slightly slower than an untimed one. Training and evaluation only (not run_gradients).
   unsigned long long* stamps = nullptr;
   int stamp_step = 0;
 };
@@ -108,7 +118,16 @@ class StepLauncher {
   /// four 256-thread blocks of SmCopy on that SM); at least one block stays with the step.
   StepLauncher(int in, int hidden, int classes, int max_batch, int blocks_per_sm = 0,
                int free_blocks = 0);
+  /// One training (a.train) or evaluation step; rows == 0 launches nothing.
   void run(const StepArgs& a, cudaStream_t s) const;
+  /// One gradients-only step: `a` as for a training run() (train true; velocities, lr and
+  /// momentum unused, stamps refused), phase C storing each parameter's gradient, exactly the
+  /// value the training step would have stepped it with (the loss gradient scaled by
+  /// a.grad_scale), to `grads` instead of stepping it: Mlp's flat layout, W1 [in × hidden], b1
+  /// [hidden], W2 [hidden × classes], b2 [classes], one after another (step_grad_floats), 4-byte
+  /// alignment enough (a data-parallel gather slot has no more). Parameters and velocities are
+  /// left as they are; loss and correct as run(). rows == 0 launches nothing (grads untouched).
+  void run_gradients(const StepArgs& a, float* grads, cudaStream_t s) const;
   /// One training step's per-batch part, checked (rows in 1..max_batch, alignment, non-null x
   /// and labels); grad_scale = 1/rows (the mean loss), plan = plan_step(rows, ..., tall_c()).
   StepBatch batch(const void* x, bool x_u8, const std::int32_t* labels, float* sample_loss,
@@ -131,7 +150,9 @@ class StepLauncher {
   static constexpr int kThreads = 256;
 
  private:
-  void check_shared(const StepArgs& a) const;  // everything but the per-batch fields
+  // Everything but the per-batch fields; steps: the parameters are stepped (velocities needed).
+  void check_shared(const StepArgs& a, bool steps) const;
+  void check_one(const StepArgs& a, const char* where, bool steps) const;  // + the batch's
   cudaLaunchConfig_t config(cudaStream_t s, cudaLaunchAttribute* attr) const;
   int in_, hidden_, classes_, max_batch_;
   bool tall_ = false;

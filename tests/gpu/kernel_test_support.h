@@ -1,11 +1,13 @@
 // kernel_test_support.h: helpers the kernel-level GPU tests share: seeded random inputs,
-// host<->device copies, NaN poisoning, and gtest assertions for "within atol + rtol*|ref|"
-// (printing the first mismatches) and "bitwise equal".
+// host<->device copies, NaN poisoning, gtest assertions for "within atol + rtol*|ref|"
+// (printing the first mismatches) and "bitwise equal", and the ReLU-kink exclusion of gradient
+// comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -99,6 +101,33 @@ template <typename T>
   while (i < std::min(a.size(), b.size()) && std::memcmp(&a[i], &b[i], sizeof(T)) == 0) ++i;
   return ::testing::AssertionFailure() << what << ": not bitwise equal, first difference at " << i
                                        << " (sizes " << a.size() << ", " << b.size() << ")";
+}
+
+/// Hidden units of X·W1 + b1 (double sums; X [rows × in], W1 [in × hidden]) whose pre-activation
+/// lies within `margin` of 0 in some row. Two fp32 summation orders may put such a unit on either
+/// side of the ReLU, which moves its column of gW1 and its db1 entry by a whole row's term:
+/// gradient comparisons between two paths leave those entries out (without_units).
+inline std::vector<bool> relu_ambiguous_units(const float* x, const float* W1, const float* b1,
+                                              int rows, int in, int hidden, double margin) {
+  std::vector<float> z(static_cast<std::size_t>(rows) * hidden);
+  cpu_ref::gemm_nn(x, W1, z.data(), rows, hidden, in, b1, kernels::Epilogue::Bias);
+  std::vector<bool> amb(static_cast<std::size_t>(hidden), false);
+  for (std::size_t i = 0; i < z.size(); ++i)
+    if (std::fabs(static_cast<double>(z[i])) < margin)
+      amb[i % static_cast<std::size_t>(hidden)] = true;
+  return amb;
+}
+
+/// g, a one-hidden-layer MLP's gradients in the flat layout (W1 [in × hidden], b1, W2, b2), with
+/// the gW1 columns and db1 entries of the units `amb` marks set to 0.
+inline std::vector<float> without_units(std::vector<float> g, int in, int hidden,
+                                        const std::vector<bool>& amb) {
+  for (int j = 0; j < hidden; ++j) {
+    if (!amb[static_cast<std::size_t>(j)]) continue;
+    for (int f = 0; f < in; ++f) g[static_cast<std::size_t>(f) * hidden + j] = 0.f;
+    g[static_cast<std::size_t>(in) * hidden + j] = 0.f;
+  }
+  return g;
 }
 
 /// A test fixture (over ::testing::Test or TestWithParam<T>) that skips without a CUDA device

@@ -3,10 +3,12 @@
 // rows), shapes whose tiles do not divide evenly (in 36, hidden 20), uint8 and float input,
 // momentum 0 and 0.9; evaluation (phases A+B only); bitwise determinism and independence
 // of the grid size; several steps in one launch (run_steps) against one launch per step,
-// bitwise; argument checks. Skips (GTEST_SKIP) without a device.
+// bitwise; the gradients-only launch (run_gradients, data-parallel training) against the CPU
+// reference's gradients and, bitwise, against what the training launch steps with; argument
+// checks. Skips (GTEST_SKIP) without a device.
 //
-// Reference (kernels/reference/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu), then
-// cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
+// Reference (kernels/reference/cpu_reference.h, double sums): H = gemm_nn(X, W1, b1, BiasRelu),
+// then cpu_ref::fused_head (loss, correct, dlogits, dH), gW1 = gemm_tn(X, dH), then
 // cpu_ref::fused_update (dW2, db2, db1 and the SGD step of W2, b2, b1, W1).
 // Tolerances (|got - ref| <= atol + rtol·|ref|):
 //  * loss: atol 5e-5, rtol 1e-5 (as test_fused.cu's fused_head: the logits are fp32 sums of
@@ -18,6 +20,11 @@
 //    pre-activation is within rounding of 0 could flip its ReLU between GPU and reference
 //    (probability ~1e-6 per unit with these random inputs).
 //  * correct: may differ only where the two largest reference logits are within 1e-4.
+//  * gradients (gradients-only launch): the velocities' tolerance, atol 1e-6, rtol 1e-4 (a
+//    velocity after one step is momentum·v0 + the gradient); a wrong row, scale or offset moves
+//    a gradient by its own size (1e-4 and more). Hidden units whose reference pre-activation is
+//    within 2e-6 of 0 in some row are left out (their gW1 column and db1 entry): fp32 rounding
+//    may put them on the other side of the ReLU, which moves those entries by a row's term.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +33,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -544,6 +552,211 @@ TEST_F(SingleLaunch, StampedMultiStepLaunchTimesOneStepAndChangesNoBits) {
         ASSERT_LE(o.stamps[order[i - 1] * G + b], o.stamps[order[i] * G + b]) << "point " << order[i];
     }
   }
+}
+
+// ---- gradients only (StepLauncher::run_gradients) ------------------------------------------
+
+// Units whose pre-activation X·W1 + b1 (double sums) is within kReluMargin of 0 in some row.
+constexpr double kReluMargin = 2e-6;
+std::vector<bool> ambiguous_units(const Case& c, const Host& h) {
+  return memstrat::kernel_testing::relu_ambiguous_units(h.x.data(), h.W1.data(), h.b1.data(),
+                                                        c.rows, c.in, c.hidden, kReluMargin);
+}
+
+// The reference gradients in the flat layout, the loss gradient scaled by grad_scale, and the
+// per-sample outputs (Ref::out.loss / correct).
+std::vector<float> ref_grads(const Case& c, const Host& h, float grad_scale, Ref* r) {
+  const std::size_t rh = static_cast<std::size_t>(c.rows) * c.hidden;
+  std::vector<float> H(rh), dH(rh), dl(static_cast<std::size_t>(c.rows) * c.classes);
+  ref::gemm_nn(h.x.data(), h.W1.data(), H.data(), c.rows, c.hidden, c.in, h.b1.data(),
+               k::Epilogue::BiasRelu);
+  *r = run_ref(c, h, false);  // loss, correct and near ties (grad_scale changes neither)
+  std::vector<float> loss(static_cast<std::size_t>(c.rows));
+  std::vector<std::int32_t> correct(static_cast<std::size_t>(c.rows));
+  ref::fused_head(H.data(), h.W2.data(), h.b2.data(), h.y.data(), dl.data(), dH.data(), loss.data(),
+                  correct.data(), c.rows, c.hidden, c.classes, grad_scale);
+  const std::size_t nW1 = static_cast<std::size_t>(c.in) * c.hidden;
+  const std::size_t nW2 = static_cast<std::size_t>(c.hidden) * c.classes;
+  std::vector<float> g(k::step_grad_floats(c.in, c.hidden, c.classes));
+  float* gW1 = g.data();
+  float* gb1 = gW1 + nW1;
+  float* gW2 = gb1 + c.hidden;
+  float* gb2 = gW2 + nW2;
+  ref::gemm_tn(h.x.data(), dH.data(), gW1, c.in, c.hidden, c.rows);
+  ref::bias_grad(dH.data(), gb1, c.rows, c.hidden);
+  ref::gemm_tn(H.data(), dl.data(), gW2, c.hidden, c.classes, c.rows);
+  ref::bias_grad(dl.data(), gb2, c.rows, c.classes);
+  return g;
+}
+
+struct GradsOut {
+  std::vector<float> grads;  // the flat layout
+  Out out;                   // parameters, velocities, loss, correct after the launch
+};
+
+// One gradients-only launch on copies of h, `grads` at `offset` floats into a poisoned buffer
+// (offset 1: only 4-byte aligned, as a data-parallel gather slot).
+GradsOut run_gpu_grads(const Case& c, const Host& h, float grad_scale, cudaStream_t s,
+                       std::size_t offset = 0) {
+  const int max_batch = c.max_batch > 0 ? c.max_batch : c.rows;
+  const k::StepLauncher step(c.in, c.hidden, c.classes, max_batch);
+  const OnDevice d(c, h, max_batch, s);
+  const std::size_t n = k::step_grad_floats(c.in, c.hidden, c.classes);
+  DeviceBuffer<float> g(n + offset);
+  poison(g.data(), g.size(), s);
+  k::StepArgs a = d.args(c, true);
+  a.rows = c.rows;
+  a.grad_scale = grad_scale;
+  step.run_gradients(a, g.data() + offset, s);
+  GradsOut o;
+  o.out = d.read(s);
+  o.grads = to_host(g.data() + offset, n, s);
+  return o;
+}
+
+const std::vector<Case>& grad_cases() {
+  static const std::vector<Case> c = {
+      // hidden 256, both input types, full batches of several phase-A tile shapes
+      {256, 784, 256, 10, true, 0.9f},
+      {256, 784, 256, 10, false, 0.f},
+      {8, 784, 256, 10, false, 0.9f},
+      {1, 784, 256, 10, true, 0.9f},
+      // a ragged last batch of a launcher for 256 rows
+      {100, 784, 256, 10, true, 0.9f, 256},
+      {100, 784, 256, 10, false, 0.f, 256},
+      // tall launchers (max_batch >= kTallRows: phase C's 32 × 32 tiles), full and ragged
+      {600, 784, 256, 10, false, 0.9f},
+      {1024, 784, 256, 10, true, 0.9f},
+      {100, 784, 256, 10, true, 0.9f, 600},
+      // other widths: 1024, 128 (phase A's block-level path), and tiles that do not divide
+      // (in 36, hidden 20, 3 classes), tall too
+      {64, 784, 1024, 10, false, 0.9f},
+      {300, 784, 1024, 10, true, 0.f},
+      {40, 36, 128, 3, true, 0.9f},
+      {37, 36, 20, 3, false, 0.9f},
+      {37, 36, 20, 3, true, 0.9f, 512},
+  };
+  return c;
+}
+
+// The gradients-only launch stores the CPU reference's gradients (the loss gradient scaled by
+// grad_scale: here 1 / (2 · rows), as a shard of two in data-parallel training), writes the
+// per-sample loss and correctness, and leaves parameters and velocities as they were.
+TEST_F(SingleLaunch, GradientsOnlyMatchCpuReference) {
+  int left_out = 0, units = 0;
+  for (const Case& c : grad_cases()) {
+    SCOPED_TRACE(describe(c) + (c.max_batch ? " max_batch " + std::to_string(c.max_batch) : ""));
+    const Host h = make_host(c, seed_of(101, c.rows, c.hidden, c.in));
+    const float scale = 1.f / static_cast<float>(2 * c.rows);
+    const GradsOut g = run_gpu_grads(c, h, scale, stream_);
+    Ref r;
+    const std::vector<float> want = ref_grads(c, h, scale, &r);
+    const std::vector<bool> amb = ambiguous_units(c, h);
+    left_out += static_cast<int>(std::count(amb.begin(), amb.end(), true));
+    units += c.hidden;
+    EXPECT_TRUE(matches(without_units(g.grads, c.in, c.hidden, amb),
+                        without_units(want, c.in, c.hidden, amb), {1e-6, 1e-4}, "gradients"));
+    EXPECT_TRUE(matches(g.out.loss, r.out.loss, {5e-5, 1e-5}, "loss"));
+    expect_correct_matches(g.out.correct, r);
+    EXPECT_TRUE(bitwise_equal(g.out.W1, h.W1, "W1 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.out.b1, h.b1, "b1 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.out.W2, h.W2, "W2 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.out.b2, h.b2, "b2 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.out.vW1, h.vW1, "vW1 untouched"));
+    EXPECT_TRUE(bitwise_equal(g.out.vb2, h.vb2, "vb2 untouched"));
+    // Every block of the layout is non-zero (a block left unwritten would be NaN: poisoned).
+    const std::size_t b1 = static_cast<std::size_t>(c.in) * c.hidden, w2 = b1 + c.hidden,
+                      b2 = w2 + static_cast<std::size_t>(c.hidden) * c.classes;
+    for (auto [lo, hi, what] : {std::tuple{std::size_t{0}, b1, "gW1"}, std::tuple{b1, w2, "gb1"},
+                                std::tuple{w2, b2, "gW2"}, std::tuple{b2, g.grads.size(), "gb2"}})
+      EXPECT_TRUE(std::any_of(g.grads.begin() + static_cast<std::ptrdiff_t>(lo),
+                              g.grads.begin() + static_cast<std::ptrdiff_t>(hi),
+                              [](float v) { return v != 0.f; }))
+          << what << " is all zeros";
+  }
+  // Units near a ReLU kink are rare (a few in a million rows × units): the comparison covers
+  // nearly every gradient.
+  EXPECT_LE(100 * left_out, units) << left_out << " of " << units << " units left out";
+}
+
+// What the gradients-only launch stores is what the training launch steps with, bit for bit:
+// the training launch's parameters and velocities equal cpu_ref::sgd_update (the kernels' own
+// fmaf expressions, bitwise) applied to the stored gradients, at grad_scale 1 / rows. The scale
+// enters linearly and exactly: half the scale gives exactly half of every gradient (a power of
+// two rescales without rounding). A grads pointer only 4-byte aligned gives the same bits.
+TEST_F(SingleLaunch, GradientsOnlyAreWhatTheTrainingStepStepsWith) {
+  for (const Case& c :
+       {Case{256, 784, 256, 10, true, 0.9f}, Case{100, 784, 256, 10, false, 0.f, 256},
+        Case{600, 784, 256, 10, true, 0.9f}, Case{100, 784, 256, 10, false, 0.9f, 600},
+        Case{300, 784, 1024, 10, false, 0.9f}, Case{37, 36, 20, 3, true, 0.9f}}) {
+    SCOPED_TRACE(describe(c) + (c.max_batch ? " max_batch " + std::to_string(c.max_batch) : ""));
+    const Host h = make_host(c, seed_of(102, c.rows, c.hidden, c.in));
+    const float scale = 1.f / static_cast<float>(c.rows);
+    const GradsOut g = run_gpu_grads(c, h, scale, stream_);
+    const Out t = run_gpu(c, h, true, stream_);  // the training launch, grad_scale 1 / rows
+    std::vector<float> p;  // the parameters, flat, stepped on the host from g.grads
+    std::vector<float> v;
+    for (const auto* part : {&h.W1, &h.b1, &h.W2, &h.b2})
+      p.insert(p.end(), part->begin(), part->end());
+    for (const auto* part : {&h.vW1, &h.vb1, &h.vW2, &h.vb2})
+      v.insert(v.end(), part->begin(), part->end());
+    ref::sgd_update(p.data(), g.grads.data(), c.momentum > 0.f ? v.data() : nullptr, p.size(),
+                    0.05f, c.momentum);
+    std::vector<float> trained;
+    for (const auto* part : {&t.W1, &t.b1, &t.W2, &t.b2})
+      trained.insert(trained.end(), part->begin(), part->end());
+    EXPECT_TRUE(bitwise_equal(trained, p, "training step's parameters vs sgd_update(gradients)"));
+    if (c.momentum > 0.f) {
+      std::vector<float> tv;
+      for (const auto* part : {&t.vW1, &t.vb1, &t.vW2, &t.vb2})
+        tv.insert(tv.end(), part->begin(), part->end());
+      EXPECT_TRUE(bitwise_equal(tv, v, "training step's velocities vs sgd_update(gradients)"));
+    }
+    EXPECT_TRUE(bitwise_equal(g.out.loss, t.loss, "loss"));
+    EXPECT_TRUE(bitwise_equal(g.out.correct, t.correct, "correct"));
+    const GradsOut half = run_gpu_grads(c, h, scale / 2.f, stream_);
+    std::vector<float> doubled = half.grads;
+    for (float& e : doubled) e *= 2.f;
+    EXPECT_TRUE(bitwise_equal(doubled, g.grads, "2 × gradients at grad_scale / 2"));
+    EXPECT_FALSE(bitwise_equal(half.grads, g.grads, "gradients at grad_scale / 2 vs grad_scale"));
+    const GradsOut unaligned = run_gpu_grads(c, h, scale, stream_, 1);
+    EXPECT_TRUE(bitwise_equal(unaligned.grads, g.grads, "gradients at a 4-byte-aligned address"));
+  }
+}
+
+TEST_F(SingleLaunch, GradientsOnlyRefusesWhatItCannotRun) {
+  const Case c{8, 784, 256, 10, false, 0.9f};
+  const Host h = make_host(c, 3);
+  const k::StepLauncher step(784, 256, 10, 8);
+  const OnDevice d(c, h, 8, stream_);
+  DeviceBuffer<float> g(k::step_grad_floats(784, 256, 10) + 1);
+  k::StepArgs a = d.args(c, true);
+  a.rows = 8;
+  a.grad_scale = 1.f / 8.f;
+  a.vW1 = a.vb1 = a.vW2 = a.vb2 = nullptr;  // momentum 0.9, yet no velocity is read
+  EXPECT_NO_THROW(step.run_gradients(a, g.data(), stream_));
+  EXPECT_THROW(step.run(a, stream_), std::invalid_argument) << "training needs the velocities";
+  EXPECT_THROW(step.run_gradients(a, nullptr, stream_), std::invalid_argument);
+  EXPECT_THROW(step.run_gradients(
+                   a, reinterpret_cast<float*>(reinterpret_cast<char*>(g.data()) + 2), stream_),
+               std::invalid_argument)
+      << "grads 2-byte aligned";
+  k::StepArgs bad = a;
+  bad.train = false;
+  EXPECT_THROW(step.run_gradients(bad, g.data(), stream_), std::invalid_argument)
+      << "gradients need the backward pass";
+  unsigned long long st = 0;
+  bad = a;
+  bad.stamps = &st;
+  EXPECT_THROW(step.run_gradients(bad, g.data(), stream_), std::invalid_argument)
+      << "no stamped gradients kernel";
+  bad = a;
+  bad.rows = 9;
+  EXPECT_THROW(step.run_gradients(bad, g.data(), stream_), std::invalid_argument);
+  bad = a;
+  bad.x_f32 = d.x.data() + 1;  // 4-byte aligned only
+  EXPECT_THROW(step.run_gradients(bad, g.data(), stream_), std::invalid_argument);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 TEST_F(SingleLaunch, MultiStepRefusesWhatItCannotRun) {
