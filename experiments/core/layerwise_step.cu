@@ -60,11 +60,7 @@ void LayerwiseStep::gradients(const BatchView& b, float grad_scale, float* grads
   }
 }
 
-void LayerwiseStep::update(const float* grads) {
-  NvtxRange r(Phase::Update, "update");
-  kernels::sgd_update(buf_.params, grads, buf_.velocity, buf_.count, cfg_.lr, cfg_.momentum,
-                      stream_);
-}
+void LayerwiseStep::update(const float* grads) { update_parameters(cfg_, buf_, grads, stream_); }
 
 void LayerwiseStep::evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                              std::int32_t* sample_correct) {

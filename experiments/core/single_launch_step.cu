@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cuda_check.h"
 #include "common/nvtx.h"
 
 namespace memstrat {
@@ -16,14 +17,18 @@ bool same_batch(const kernels::StepBatch& a, const kernels::StepBatch& b) {
 }
 }  // namespace
 
-SingleLaunchStep::SingleLaunchStep(const MlpConfig& cfg, const MlpBuffers& buf,
-                                   cudaStream_t stream)
+SingleLaunchStep::SingleLaunchStep(const MlpConfig& cfg, const MlpBuffers& buf, cudaStream_t stream)
     : cfg_(cfg),
       buf_(buf),
       stream_(stream),
       launcher_(cfg.layers[0], cfg.layers[1], cfg.layers[2], cfg.max_batch, /*blocks_per_sm=*/0,
                 cfg.step_free_blocks),
-      partial_(kernels::step_partial_floats(cfg.max_batch, cfg.layers[0], cfg.layers[1])) {}
+      partial_(kernels::step_partial_floats(cfg.max_batch, cfg.layers[0], cfg.layers[1])) {
+  // gradients() hands the kernel the Mlp's flat layout as its own (W1, b1, W2, b2).
+  if (buf.count != kernels::step_grad_floats(cfg.layers[0], cfg.layers[1], cfg.layers[2]) ||
+      buf.w_off[0] != 0 || buf.b_off[0] + cfg.layers[1] != buf.w_off[1])
+    throw std::logic_error("SingleLaunchStep: the Mlp's flat layout is not W1, b1, W2, b2");
+}
 
 kernels::StepArgs SingleLaunchStep::args(int rows) const {
   kernels::StepArgs a;
@@ -55,17 +60,40 @@ kernels::StepArgs SingleLaunchStep::train_args(int rows) const {
   return a;
 }
 
-void SingleLaunchStep::train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
-  NvtxRange r(Phase::Forward, "step (single launch)");
+void SingleLaunchStep::launch(const BatchView& b, float grad_scale, float* grads,
+                              float* sample_loss, std::int32_t* sample_correct) {
   kernels::StepArgs a = train_args(b.rows);
   a.x_f32 = b.x_f32;
   a.x_u8 = b.x_f32 ? nullptr : b.x_u8;
   a.labels = b.y;
   a.sample_loss = sample_loss + b.first_sample;
   a.sample_correct = sample_correct + b.first_sample;
-  a.grad_scale = 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1);
-  launcher_.run(a, stream_);
+  a.grad_scale = grad_scale;
+  if (grads != nullptr)
+    launcher_.run_gradients(a, grads, stream_);
+  else
+    launcher_.run(a, stream_);
 }
+
+void SingleLaunchStep::train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "step (single launch)");
+  // Mean loss over the batch: the gradient carries the 1/rows factor.
+  launch(b, 1.0f / static_cast<float>(b.rows > 0 ? b.rows : 1), nullptr, sample_loss,
+         sample_correct);
+}
+
+void SingleLaunchStep::gradients(const BatchView& b, float grad_scale, float* grads,
+                                 float* sample_loss, std::int32_t* sample_correct) {
+  NvtxRange r(Phase::Forward, "gradients (single launch)");
+  if (grads == nullptr) throw std::invalid_argument("Mlp::shard_gradients: grads is required");
+  if (b.rows == 0) {  // the launcher launches nothing for no rows: the gradient of none is zero
+    CUDA_CHECK(cudaMemsetAsync(grads, 0, buf_.count * sizeof(float), stream_));
+    return;
+  }
+  launch(b, grad_scale, grads, sample_loss, sample_correct);
+}
+
+void SingleLaunchStep::update(const float* grads) { update_parameters(cfg_, buf_, grads, stream_); }
 
 void SingleLaunchStep::evaluate(const float* x, const std::int32_t* y, int rows,
                                 float* sample_loss, std::int32_t* sample_correct) {

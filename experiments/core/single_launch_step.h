@@ -1,7 +1,9 @@
 // single_launch_step.h: SingleLaunchStep, the whole training step of the one-hidden-layer MLP in
 // ONE cooperative kernel launch (StepKind::SingleLaunch; kernels/single_launch/): forward,
-// backward and SGD update, evaluation too; and, for a strategy that hands out every batch up
-// front, all of an epoch's steps in one launch (train_steps).
+// backward and SGD update, evaluation too; for a strategy that hands out every batch up front,
+// all of an epoch's steps in one launch (train_steps); and, for data-parallel training, one
+// shard's gradients in one launch (gradients: the kernel's gradients-only launch) with the
+// shared update apart (update_parameters).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,6 +25,14 @@ class SingleLaunchStep final : public TrainStep {
   void train(const BatchView& b, float* sample_loss, std::int32_t* sample_correct) override;
   void evaluate(const float* x, const std::int32_t* y, int rows, float* sample_loss,
                 std::int32_t* sample_correct) override;
+  /// ONE launch: train()'s launch with phase C storing the gradients to `grads` instead of
+  /// stepping the parameters, the loss gradient scaled by grad_scale. With grad_scale 1 / rows,
+  /// gradients() then update() give train()'s parameters bit for bit (the same gradient bits,
+  /// the same fmaf expressions of the SGD step). 0 rows: zeros.
+  void gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
+                 std::int32_t* sample_correct) override;
+  /// update_parameters (train_step.h): the layer-by-layer step's update.
+  void update(const float* grads) override;
   bool multi_step() const override { return true; }
   void reserve_steps(int n) override;
   /// The views' rows [first, first + size) of the per-step table are uploaded when they change
@@ -33,6 +43,9 @@ class SingleLaunchStep final : public TrainStep {
  private:
   kernels::StepArgs args(int rows) const;        // what training and evaluation share
   kernels::StepArgs train_args(int rows) const;  // + velocities, gradient workspaces, lr
+  // train() (grads == nullptr) and gradients(): one launch on b's rows.
+  void launch(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
+              std::int32_t* sample_correct);
   MlpConfig cfg_;
   MlpBuffers buf_;
   cudaStream_t stream_;

@@ -10,6 +10,8 @@
 // changed train_steps table excepted, see there).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -53,12 +55,13 @@ class TrainStep {
   /// Data-parallel training: forward and backward of one shard, its loss gradient scaled by
   /// grad_scale (1 / the global batch's rows), the parameter gradients written to `grads`
   /// (MlpBuffers::count floats, the flat layout); no update. Per-row outputs as train().
-  /// Throws std::logic_error unless the step computes gradients apart from its update
-  /// (the layer-by-layer step; the fused steps update in the same launch).
+  /// Throws std::logic_error unless the step computes gradients apart from its update (the
+  /// layer-by-layer step, and the single-launch step in its gradients-only launch; the cuBLASLt
+  /// fused step computes its last gradients inside its update kernel).
   virtual void gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
                          std::int32_t* sample_correct);
-  /// The SGD update (with momentum) of the parameters from `grads` (the flat layout).
-  /// Throws std::logic_error as gradients().
+  /// The SGD update (with momentum) of the parameters from `grads` (the flat layout): the steps
+  /// with gradients() run update_parameters. Throws std::logic_error as gradients().
   virtual void update(const float* grads);
 
   /// Whether train_steps runs several steps in ONE kernel launch (the single-launch step).
@@ -71,5 +74,12 @@ class TrainStep {
   virtual void train_steps(const std::vector<BatchView>& views, float* sample_loss,
                            std::int32_t* sample_correct, int first);
 };
+
+/// The momentum-SGD update of every parameter from `grads` (the flat layout) on `stream`:
+/// kernels::sgd_update over the whole buffer, the update of every step with gradients() (one
+/// update for all of them: the same fmaf expressions as the fused steps' own SGD steps, so
+/// gradients() then update() give train()'s parameters where the gradients are the same bits).
+void update_parameters(const MlpConfig& cfg, const MlpBuffers& buf, const float* grads,
+                       cudaStream_t stream);
 
 }  // namespace memstrat

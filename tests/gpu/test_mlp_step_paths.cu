@@ -1,8 +1,10 @@
 // test_mlp_step_paths.cu: Mlp's fused paths (the single-launch step, the cuBLASLt-fused step)
 // against its layer-by-layer path: which path Mlp takes, agreement, determinism, independence of
 // where the batch lives (device, pinned, managed, mapped, u8 or f32), CUDA-graph capture, and
-// the evaluate forward. The kernels each path runs are tested on their own in test_fused.cu,
-// test_fused_step.cu and test_kernels.cu. Skips (GTEST_SKIP) without a device.
+// the evaluate forward; and data-parallel training's split step on the single-launch path
+// (Mlp::shard_gradients, Mlp::apply_gradients) against the layer-by-layer path's gradients and
+// against its own training step. The kernels each path runs are tested on their own in
+// test_fused.cu, test_fused_step.cu and test_kernels.cu. Skips (GTEST_SKIP) without a device.
 //
 // Tolerances (|got - ref| <= atol + rtol·|ref|):
 //  * fused vs layer-by-layer Mlp after 3 SGD steps (784-H-10, batch 256): the two paths differ
@@ -10,6 +12,11 @@
 //    ~1e-9 absolute; a ReLU unit whose pre-activation is within rounding of 0 may flip between
 //    them and move a few weights by ~lr·1e-4. Parameters: atol 2e-5, rtol 1e-4; per-sample
 //    losses: atol 1e-5, rtol 1e-4.
+//  * single-launch vs layer-by-layer gradients of one shard (no update between): test_fused_step's
+//    gradient tolerance, atol 1e-6, rtol 1e-4, the units within 2e-6 of a ReLU kink in some row
+//    left out (kernel_test_support.h, without_units).
+//  * single-launch gradients then update vs its training step: bitwise (the same phase-C sums,
+//    and sgd_update's fmaf expressions are the kernel's own).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -350,6 +357,159 @@ TEST_F(MlpStepPaths, FusedEvaluateMatchesTheTrainingForward) {
     EXPECT_TRUE(bitwise_equal(to_host(c1.data(), rows, stream_), to_host(c2.data(), rows, stream_),
                               "correct"));
   }
+}
+
+// ---- data-parallel training's split step: gradients, then the update ---------------------
+
+struct ShardOut {
+  std::vector<float> grads;  // the flat layout
+  std::vector<float> loss;
+  std::vector<std::int32_t> correct;
+  std::vector<float> params;  // after the gradients
+  std::string step;           // the step the Mlp ran
+};
+
+// One shard's gradients (grad_scale `scale`) from a fresh Mlp of cfg on b placed as `where`, into
+// a poisoned buffer at `offset` floats (offset 1: only 4-byte aligned, as a data-parallel gather
+// slot).
+ShardOut shard_gradients(const MlpConfig& cfg, const Batch& b, XPlace where, float scale,
+                         cudaStream_t s, std::size_t offset = 0) {
+  Mlp mlp(cfg, s);
+  const std::size_t n = mlp.parameter_count();
+  DeviceBuffer<float> g(n + offset), loss(static_cast<std::size_t>(b.rows));
+  DeviceBuffer<std::int32_t> correct(static_cast<std::size_t>(b.rows));
+  poison(g.data(), g.size(), s);
+  poison(loss.data(), loss.size(), s);
+  poison(correct.data(), correct.size(), s);
+  auto p = place(b, where, 0, s);
+  mlp.shard_gradients(p->view, scale, g.data() + offset, loss.data(), correct.data());
+  ShardOut o;
+  o.grads = to_host(g.data() + offset, n, s);
+  o.loss = to_host(loss.data(), loss.size(), s);
+  o.correct = to_host(correct.data(), correct.size(), s);
+  o.params = mlp.parameters();
+  o.step = mlp.step_kind();
+  return o;
+}
+
+struct ShardCase {
+  int hidden, max_batch, rows;
+};
+std::string describe(const ShardCase& c, XPlace where) {
+  return "hidden " + std::to_string(c.hidden) + " max_batch " + std::to_string(c.max_batch) +
+         " rows " + std::to_string(c.rows) + " " + name(where);
+}
+// Hidden 256 at full, ragged and tall batches (launchers of >= 512 rows take phase C's tall
+// tiles), hidden 1024 and 128.
+const std::vector<ShardCase>& shard_cases() {
+  static const std::vector<ShardCase> c = {{256, 256, 256}, {256, 256, 100},  {256, 600, 600},
+                                           {256, 600, 100}, {1024, 256, 256}, {128, 64, 37}};
+  return c;
+}
+
+// One shard's gradients (grad_scale 1 / (2 · rows): a shard of two), single-launch against
+// layer-by-layer from the same initialisation: the same gradients up to fp32 summation order,
+// the same per-sample losses; and neither touches the parameters.
+TEST_F(MlpStepPaths, SingleLaunchShardGradientsMatchLayerByLayer) {
+  int left_out = 0, units = 0;
+  for (const ShardCase& c : shard_cases())
+    for (XPlace where : {XPlace::Device, XPlace::U8Offset16}) {
+      SCOPED_TRACE(describe(c, where));
+      const Batch b = make_batch(c.rows, seed_of(111, c.hidden, c.rows));
+      const float scale = 1.f / static_cast<float>(2 * c.rows);
+      const ShardOut single =
+          shard_gradients(mlp_config(c.hidden, c.max_batch, true), b, where, scale, stream_);
+      const ShardOut layer =
+          shard_gradients(mlp_config(c.hidden, c.max_batch, false), b, where, scale, stream_);
+      ASSERT_EQ(single.step, "single-launch");
+      ASSERT_EQ(layer.step, "layer-by-layer");
+      const std::vector<float> init =
+          Mlp(mlp_config(c.hidden, c.max_batch, true), stream_).parameters();
+      EXPECT_TRUE(bitwise_equal(single.params, init, "parameters after single-launch gradients"));
+      EXPECT_TRUE(bitwise_equal(layer.params, init, "parameters after layer-by-layer gradients"));
+      const std::vector<bool> amb = relu_ambiguous_units(
+          b.x.data(), init.data(), init.data() + static_cast<std::size_t>(kF) * c.hidden, c.rows,
+          kF, c.hidden, 2e-6);
+      left_out += static_cast<int>(std::count(amb.begin(), amb.end(), true));
+      units += c.hidden;
+      EXPECT_TRUE(matches(without_units(single.grads, kF, c.hidden, amb),
+                          without_units(layer.grads, kF, c.hidden, amb), {1e-6, 1e-4},
+                          "gradients"));
+      EXPECT_TRUE(matches(single.loss, layer.loss, {1e-5, 1e-4}, "per-sample loss"));
+      int differ = 0;
+      for (std::size_t i = 0; i < single.correct.size(); ++i)
+        differ += single.correct[i] != layer.correct[i];
+      EXPECT_LE(differ, 1) << "sample_correct differs in " << differ << " rows";
+      // The gradients are not zero (the comparison can fail).
+      EXPECT_FALSE(matches(single.grads, std::vector<float>(single.grads.size(), 0.f), {1e-7, 0},
+                           "gradients vs zeros"));
+    }
+  EXPECT_LE(100 * left_out, units) << left_out << " of " << units << " units left out";
+}
+
+// The single-launch split step is its training step: gradients at grad_scale 1 / rows into the
+// Mlp's own buffer, then apply_gradients, give train_step's parameters and losses bit for bit,
+// step after step (momentum 0.9: the velocities carry over), full, ragged and tall, u8 and f32.
+// Half the scale gives exactly half the gradients; a gradient buffer only 4-byte aligned the
+// same bits; no rows, zeros.
+TEST_F(MlpStepPaths, SingleLaunchGradientsThenUpdateAreItsTrainingStep) {
+  struct Seq {
+    int hidden, max_batch;
+    std::vector<int> rows;
+  };
+  for (const Seq& q :
+       {Seq{256, 256, {256, 256, 100}}, Seq{256, 600, {600, 37, 600}}, Seq{1024, 64, {64, 13}}})
+    for (XPlace where : {XPlace::Device, XPlace::U8Offset16}) {
+      SCOPED_TRACE("hidden " + std::to_string(q.hidden) + " max_batch " +
+                   std::to_string(q.max_batch) + " " + name(where));
+      const MlpConfig cfg = mlp_config(q.hidden, q.max_batch, true);
+      std::vector<Batch> batches;
+      for (std::size_t i = 0; i < q.rows.size(); ++i)
+        batches.push_back(make_batch(q.rows[i], seed_of(112, q.hidden, static_cast<int>(i))));
+      const TrainOut trained = train(cfg, batches, where, stream_);
+      Mlp split(cfg, stream_);
+      ASSERT_EQ(split.step_kind(), "single-launch");
+      const std::size_t total = trained.loss.size();
+      DeviceBuffer<float> loss(total);
+      DeviceBuffer<std::int32_t> correct(total);
+      poison(loss.data(), total, stream_);
+      std::int64_t first = 0;
+      for (const Batch& b : batches) {
+        auto p = place(b, where, first, stream_);
+        split.shard_gradients(p->view, 1.f / static_cast<float>(b.rows), split.gradient_buffer(),
+                              loss.data(), correct.data());
+        split.apply_gradients(split.gradient_buffer());
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        first += b.rows;
+      }
+      EXPECT_TRUE(bitwise_equal(split.parameters(), trained.params, "parameters"));
+      EXPECT_TRUE(bitwise_equal(to_host(loss.data(), total, stream_), trained.loss, "loss"));
+      EXPECT_TRUE(
+          bitwise_equal(to_host(correct.data(), total, stream_), trained.correct, "correct"));
+      const TrainOut none = train(cfg, {}, where, stream_);
+      EXPECT_FALSE(bitwise_equal(trained.params, none.params, "the steps moved the parameters"));
+
+      const Batch& b = batches.back();
+      const float scale = 1.f / static_cast<float>(b.rows);
+      const ShardOut g = shard_gradients(cfg, b, where, scale, stream_);
+      const ShardOut half = shard_gradients(cfg, b, where, scale / 2.f, stream_);
+      std::vector<float> doubled = half.grads;
+      for (float& e : doubled) e *= 2.f;
+      EXPECT_TRUE(bitwise_equal(doubled, g.grads, "2 × gradients at grad_scale / 2"));
+      EXPECT_TRUE(bitwise_equal(shard_gradients(cfg, b, where, scale, stream_, 1).grads, g.grads,
+                                "gradients at a 4-byte-aligned address"));
+    }
+  Mlp mlp(mlp_config(256, 256, true), stream_);
+  DeviceBuffer<float> g(mlp.parameter_count()), loss(1);
+  DeviceBuffer<std::int32_t> correct(1);
+  poison(g.data(), g.size(), stream_);
+  const Batch one = make_batch(1, 113);
+  auto p = place(one, XPlace::Device, 0, stream_);
+  BatchView empty = p->view;
+  empty.rows = 0;
+  mlp.shard_gradients(empty, 1.f, g.data(), loss.data(), correct.data());
+  EXPECT_TRUE(bitwise_equal(to_host(g.data(), g.size(), stream_), std::vector<float>(g.size(), 0.f),
+                            "no rows: zero gradients"));
 }
 
 }  // namespace
