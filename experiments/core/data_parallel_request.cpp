@@ -35,9 +35,9 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (c.emulate_gpus > 1 && c.reduce == Reduce::Ring)
     return n + " with --reduce ring: the emulation sums the shards in rank order, the reference "
                "of --reduce exact; ring's order is NCCL's (drop --reduce ring)";
-  if (c.fused == FusedMode::Single || c.fused == FusedMode::Lt)
-    return n + " with --fused " + std::string(to_string(c.fused)) + ": " +
-           kDataParallelStepReason + "; use --fused on or off (the layer-by-layer step)";
+  if (c.fused == FusedMode::Lt)
+    return n + " with --fused lt: " + kDataParallelStepReason +
+           "; use --fused on or single (the single-launch step) or off (the layer-by-layer step)";
   if (c.launch_form != LaunchForm::Auto && c.launch_form != LaunchForm::PerBatch)
     return n + " with --launch-form " + std::string(to_string(c.launch_form)) + ": " +
            kDataParallelFormReason + "; use --launch-form auto or per-batch";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/core/run_config.h"
+#include "experiments/core/step_choice.h"  // kDataParallelStepReason
 
 namespace memstrat {
 
@@ -26,18 +27,15 @@ bool runs_on_several_gpus(std::string_view strategy);
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
-/// always "". Refused besides the step and form: --device-budget with any N > 1 (its hold sits
-/// between one Mlp's and one strategy's allocations); with --gpus N > 1, --replicate K > 1
-/// (each GPU's strategy keeps a host copy) and every scenario but static (so --augment-device
-/// gpu too); with --processes per-gpu, a launcher's process count other than N and the
-/// peer-fanout forms (their set lives in one process's GPU memory). Reads the NCCL_* environment
-/// through nvls_refusal (common/nccl_settings.h).
+/// always "". Refused besides --fused lt (kDataParallelStepReason) and the one-launch forms:
+/// --device-budget with any N > 1 (its hold sits between one Mlp's and one strategy's
+/// allocations); with --gpus N > 1, --replicate K > 1 (each GPU's strategy keeps a host copy)
+/// and every scenario but static (so --augment-device gpu too); with --processes per-gpu, a
+/// launcher's process count other than N and the peer-fanout forms (their set lives in one
+/// process's GPU memory). Reads the NCCL_* environment through nvls_refusal
+/// (common/nccl_settings.h).
 std::string data_parallel_refusal(const RunConfig& c);
 
-/// Why the data-parallel trainer runs the layer-by-layer step and per batch (for the record).
-inline constexpr const char* kDataParallelStepReason =
-    "data-parallel training combines the shards' gradients between the backward pass and the "
-    "update, which the fused steps run in one launch";
 /// Whether the data-parallel step (each shard's gradients; the reduction and the update) replays
 /// CUDA graphs: with --graphs on, on one GPU (the emulation) and with one process per GPU; never
 /// with several GPUs in one process, where NCCL's documentation warns that graph capture may
@@ -47,6 +45,8 @@ inline constexpr const char* kThreadedGraphsReason =
     "several GPUs in one process do not replay NCCL in CUDA graphs (NCCL's documentation: graph "
     "capture with several GPUs per process may deadlock; one GPU per process is the supported "
     "case, --processes per-gpu)";
+/// Why the data-parallel trainer runs per batch (for the record). Which step it runs:
+/// choose_gradient_step (step_choice.h, with kDataParallelStepReason).
 inline constexpr const char* kDataParallelFormReason =
     "data-parallel training enqueues each global batch's shards, reduction and update per batch";
 

@@ -13,11 +13,12 @@
 #include "common/cuda_raii.h"
 #include "common/nccl_comm.h"
 #include "common/nvtx.h"
-#include "experiments/core/data_parallel_request.h"
 #include "experiments/core/captured_step.h"
+#include "experiments/core/data_parallel_request.h"
 #include "experiments/core/gradient_reduction.h"
 #include "experiments/core/process_rank.h"
 #include "experiments/core/test_evaluator.h"
+#include "kernels/single_launch/step_launcher.h"  // step_unsupported_here
 #include "memory_strategies/registry.h"
 #include "memory_strategies/replica_group.h"
 
@@ -92,7 +93,12 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
   }
 #endif
   MlpConfig mc = mlp_config(cfg, data.features(), data.classes);
-  mc.step = StepKind::Layerwise;  // gradients apart from the update (kDataParallelStepReason)
+  // A step whose gradients come apart from its update: --fused's choice, the cuBLASLt fused step
+  // excepted (kDataParallelStepReason). Asked of the first GPU; every replica's Mlp must then
+  // take it.
+  CUDA_CHECK(cudaSetDevice(devices.front()));
+  step_ = choose_gradient_step(mc, kernels::step_unsupported_here);
+  mc.step = step_.kind;
   const std::size_t n_train = static_cast<std::size_t>(data.n_train());
   for (int r = 0; r < n; ++r) {
     auto p = std::make_unique<Replica>();
@@ -103,6 +109,12 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
     p->compute = Stream::create();
     nvtx_name_stream(p->compute, ("compute gpu " + std::to_string(p->device)).c_str());
     p->mlp = std::make_unique<Mlp>(mc, p->compute);
+    if (p->mlp->step() != step_.kind)
+      throw std::runtime_error(
+          "GPU " + std::to_string(p->device) + " runs the " + p->mlp->step_kind() + " step, GPU " +
+          std::to_string(devices.front()) + " the " + std::string(to_string(step_.kind)) +
+          " one (" + p->mlp->single_off_reason() +
+          "); every GPU of data-parallel training runs the same step");
     // Every call below runs with this replica's device current (cudaSetDevice above, and again
     // on each replica's thread): the strategy's streams, events, device buffers and kernels, its
     // host memory's mapping and the device its prefetches and hints name are this GPU's.

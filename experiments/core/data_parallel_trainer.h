@@ -1,8 +1,9 @@
 // data_parallel_trainer.h: DataParallelTrainer, the epoch loop of data-parallel training
 // (--gpus N, --emulate-gpus N). Every global batch of N × --batch rows is cut into N shards
-// (ShardPlan); each shard's gradients are computed by a replica (the Mlp with the
-// layer-by-layer step, whose gradients and update are separate), combined (GradientReduction),
-// and every replica applies the same update.
+// (ShardPlan); each shard's gradients are computed by a replica (an Mlp whose step computes
+// gradients apart from its update: choose_gradient_step, i.e. the single-launch step's
+// gradients-only launch where --fused takes it, else the layer-by-layer step), combined
+// (GradientReduction), and every replica applies the same update.
 //   --gpus N: N replicas, one per GPU (--device .. --device + N - 1), each with its own host
 //     thread, compute stream, memory strategy (created and driven with its GPU current, over
 //     its shard only: the single-GPU batches g·N + r, which it serves as its own epoch of
@@ -64,6 +65,8 @@ class DataParallelTrainer final : public EpochLoop {
   /// rank's (process_device). Throws std::invalid_argument when it cannot see that GPU.
   static int local_device(const RunConfig& cfg);
   int replicas() const { return static_cast<int>(replicas_.size()); }
+  /// The step every replica runs and why the faster ones do not (choose_gradient_step).
+  const StepChoice& step_choice() const { return step_; }
 
  private:
   struct Replica;  // data_parallel_trainer.cu
@@ -86,6 +89,7 @@ class DataParallelTrainer final : public EpochLoop {
   bool per_process_;  // --processes per-gpu: this process holds its own rank's replica only
   bool graphs_;       // the step replays CUDA graphs (data_parallel_graphs)
   std::string off_reason_;
+  StepChoice step_;  // every replica's step (choose_gradient_step)
   /// Several GPUs: what the ranks' strategies share (StrategyOptions::group); null otherwise.
   /// Declared before replicas_: destroyed after every strategy.
   std::unique_ptr<ReplicaGroup> group_;

@@ -42,10 +42,11 @@ class Mlp {
                    std::int32_t* sample_correct, int first = 0) {
     step_->train_steps(views, sample_loss, sample_correct, first);
   }
-  /// Data-parallel training (the layer-by-layer step only, else std::logic_error): forward and
-  /// backward of one shard (1 <= rows <= max_batch), its loss gradient scaled by grad_scale (1 /
-  /// the global batch's rows), the gradients written to `grads` (parameter_count() floats, the
-  /// flat layout of weight_offset / bias_offset); per-row outputs as train_step. No update.
+  /// Data-parallel training (the single-launch and layer-by-layer steps, else std::logic_error:
+  /// choose_gradient_step picks one of them): forward and backward of one shard (1 <= rows <=
+  /// max_batch), its loss gradient scaled by grad_scale (1 / the global batch's rows), the
+  /// gradients written to `grads` (parameter_count() floats, the flat layout of weight_offset /
+  /// bias_offset); per-row outputs as train_step. No update.
   void shard_gradients(const BatchView& b, float grad_scale, float* grads, float* sample_loss,
                        std::int32_t* sample_correct);
   /// The SGD update (with momentum) from the combined gradients `grads` (the flat layout).

@@ -35,6 +35,14 @@ void warn_allocations(std::ostream& err, const WindowCounters& w, int epoch) {
       err << "memstrat: warning: " << w.api.count(fn) << " call(s) to " << fn << " during epoch "
           << epoch << " (allocation after set-up)\n";
 }
+
+/// The record's step: which implementation ran and, for each faster kind that did not, why.
+StepRecord step_record(const Mlp& m, const std::string& single_off, const std::string& fused_off) {
+  StepRecord r{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
+  if (m.step() != StepKind::SingleLaunch) r.single_launch_off_reason = single_off;
+  if (!m.fused()) r.fused_off_reason = fused_off;
+  return r;
+}
 }  // namespace
 
 // Declared in this order so that they are destroyed trainer first, compute stream and the
@@ -151,9 +159,11 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
       // allocations and one strategy's, and the data-parallel trainer builds its replicas whole.
       auto dp = std::make_unique<DataParallelTrainer>(cfg_, data_);
       p.mlp = &dp->model();
+      // The trainer's choice (choose_gradient_step), whose reasons say why the step is not the
+      // one --fused would take on one GPU where it is not.
+      const StepChoice& c = dp->step_choice();
+      rec.step = step_record(*p.mlp, c.single_off_reason, c.fused_off_reason);
       p.trainer = std::move(dp);
-      rec.step = StepRecord{false, p.mlp->step_kind(), kDataParallelStepReason,
-                            kDataParallelStepReason};
     } else {
       p.compute = Stream::create();
       nvtx_name_stream(p.compute, "compute");
@@ -161,9 +171,7 @@ Session::Pipeline Session::set_up(RunRecord& rec, CuptiProfiler& prof) {
           std::make_unique<Mlp>(mlp_config(cfg_, data_.features(), data_.classes), p.compute);
       p.mlp = p.owned_mlp.get();
       const Mlp& m = *p.mlp;
-      rec.step = StepRecord{m.fused(), m.step_kind(), std::nullopt, std::nullopt};
-      if (m.step_kind() != "single-launch") rec.step->single_launch_off_reason = m.single_off_reason();
-      if (!m.fused()) rec.step->fused_off_reason = m.fused_off_reason();
+      rec.step = step_record(m, m.single_off_reason(), m.fused_off_reason());
       if (cfg_.device_budget_gib) {
         // After the model's allocations, before the strategy's: the strategy has the budget only.
         DeviceBudgetRecord b;

@@ -1,4 +1,4 @@
-// step_choice.cpp: choose_step (see step_choice.h) and StepKind's names.
+// step_choice.cpp: choose_step, choose_gradient_step (see step_choice.h) and StepKind's names.
 #include "experiments/core/step_choice.h"
 
 #include <string>
@@ -81,6 +81,15 @@ StepChoice choose_step(const MlpConfig& c, SingleLaunchHere here) {
     r.kind = StepKind::LtFused;
   } else {
     r.kind = StepKind::Layerwise;
+  }
+  return r;
+}
+
+StepChoice choose_gradient_step(const MlpConfig& c, SingleLaunchHere here) {
+  StepChoice r = choose_step(c, here);
+  if (r.kind == StepKind::LtFused) {
+    r.kind = StepKind::Layerwise;
+    r.fused_off_reason = kDataParallelStepReason;
   }
   return r;
 }

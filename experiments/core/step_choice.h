@@ -26,4 +26,18 @@ using SingleLaunchHere = std::string (*)(int hidden, int classes);
 /// when the configuration would take the single-launch step.
 StepChoice choose_step(const MlpConfig& c, SingleLaunchHere here);
 
+/// Why data-parallel training does not run the cuBLASLt fused step (the record's
+/// fused_off_reason where choose_gradient_step falls back from it, and --fused lt's refusal).
+inline constexpr const char* kDataParallelStepReason =
+    "data-parallel training combines the shards' gradients between the backward pass and the "
+    "update; the cuBLASLt fused step computes its last gradients inside its update kernel, so it "
+    "cannot stop before the update (the single-launch and layer-by-layer steps can)";
+
+/// The step of a run that combines gradients between the backward pass and the update
+/// (data-parallel training: TrainStep::gradients, then TrainStep::update): choose_step's choice
+/// where that step computes gradients apart from its update (single-launch, layer-by-layer);
+/// a cuBLASLt fused choice becomes the layer-by-layer step, its fused_off_reason
+/// kDataParallelStepReason.
+StepChoice choose_gradient_step(const MlpConfig& c, SingleLaunchHere here);
+
 }  // namespace memstrat

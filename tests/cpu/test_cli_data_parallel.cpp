@@ -68,8 +68,15 @@ TEST(CliDataParallel, TheEmulationRunsEveryStrategyButNotEveryCombination) {
   expect_accepted({"train", "--emulate-gpus", "2", "--reduce", "exact"});
   expect_accepted({"train", "--emulate-gpus", "2", "--fused", "off", "--launch-form", "per-batch"});
   expect_refused({"train", "--emulate-gpus", "2", "--reduce", "ring"}, "rank order");
-  expect_refused({"train", "--emulate-gpus", "2", "--fused", "single"}, "--fused single");
-  expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"}, "layer-by-layer");
+  // The steps that compute gradients apart from their update run (the single-launch step's
+  // gradients-only launch, the layer-by-layer step); the cuBLASLt step, which cannot stop before
+  // its update, is refused with the steps that run.
+  expect_accepted({"train", "--emulate-gpus", "2", "--fused", "single"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--fused", "on"});
+  expect_accepted({"train", "--emulate-gpus", "2", "--fused", "off"});
+  expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"},
+                 "cannot stop before the update");
+  expect_refused({"train", "--emulate-gpus", "2", "--fused", "lt"}, "use --fused on or single");
   expect_refused({"train", "--emulate-gpus", "2", "--launch-form", "graph"}, "--launch-form graph");
   expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "on"});
   expect_accepted({"train", "--emulate-gpus", "2", "--graphs", "off"});
@@ -97,6 +104,8 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
   ASSERT_FALSE(p.code) << p.err;
   EXPECT_EQ(p.req.run.reduce, Reduce::Ring);
   expect_accepted({"train", "--gpus", "8"});  // the count is checked against the machine later
+  expect_accepted({"train", "--gpus", "2", "--fused", "single"});
+  expect_refused({"train", "--gpus", "2", "--fused", "lt"}, "cannot stop before the update");
   // Every strategy of the registry, each GPU serving its shard (test_data_parallel.cu runs them).
   for (const StrategyEntry& e : strategy_registry()) {
     SCOPED_TRACE(std::string(e.name));

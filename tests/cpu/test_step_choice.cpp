@@ -1,6 +1,8 @@
 // test_step_choice.cpp: choose_step, the rule that picks the Mlp's one step implementation from
 // the configuration (--fused on|single|lt|off) and what the device allows, with the reasons the
-// run record carries. The device query is replaced by a stub, so these run without a GPU.
+// run record carries; and choose_gradient_step, the same rule for data-parallel training, limited
+// to the steps that compute gradients apart from their update. The device query is replaced by a
+// stub, so these run without a GPU.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,7 +12,9 @@
 
 namespace {
 
+using memstrat::choose_gradient_step;
 using memstrat::choose_step;
+using memstrat::kDataParallelStepReason;
 using memstrat::kSingleLaunchMaxWork;
 using memstrat::MlpConfig;
 using memstrat::StepChoice;
@@ -170,6 +174,79 @@ TEST(StepChoice, MlpConfigCarriesWhereTheStrategysBatchesAre) {
       EXPECT_EQ(choose_step(c, device_runs_it).kind, StepKind::SingleLaunch) << name;
     }
   }
+}
+
+// Data-parallel training's step: choose_step's choice where it computes gradients apart from its
+// update (single-launch, layer-by-layer), choose_step's reasons with it; where choose_step takes
+// the cuBLASLt step, the layer-by-layer step, whose fused_off_reason says why.
+TEST(StepChoice, GradientStepIsTheChoiceUnlessItIsTheCublasLtStep) {
+  const StepChoice a = choose_gradient_step(config(StepKind::Auto), device_runs_it);
+  EXPECT_EQ(a.kind, StepKind::SingleLaunch);
+  EXPECT_EQ(a.single_off_reason, "");
+  EXPECT_EQ(a.fused_off_reason, "");
+  EXPECT_EQ(choose_gradient_step(config(StepKind::SingleLaunch, 1024, 1024), device_runs_it).kind,
+            StepKind::SingleLaunch);
+
+  // Past the single-launch work limit --fused on takes cuBLASLt on one GPU: layer by layer here.
+  const int over = static_cast<int>(kSingleLaunchMaxWork / 256) + 1;
+  const StepChoice wide = choose_gradient_step(config(StepKind::Auto, 256, over), device_runs_it);
+  ASSERT_EQ(choose_step(config(StepKind::Auto, 256, over), device_runs_it).kind, StepKind::LtFused);
+  EXPECT_EQ(wide.kind, StepKind::Layerwise);
+  EXPECT_EQ(wide.single_off_reason,
+            choose_step(config(StepKind::Auto, 256, over), device_runs_it).single_off_reason);
+  EXPECT_EQ(wide.fused_off_reason, kDataParallelStepReason);
+  EXPECT_NE(std::string(kDataParallelStepReason).find("cannot stop before the update"),
+            std::string::npos);
+
+  // --fused lt (refused by data_parallel_refusal; the rule alone falls back too), and --fused
+  // single where the device cannot run it (choose_step then takes cuBLASLt).
+  const StepChoice lt = choose_gradient_step(config(StepKind::LtFused), device_runs_it);
+  EXPECT_EQ(lt.kind, StepKind::Layerwise);
+  EXPECT_EQ(lt.fused_off_reason, kDataParallelStepReason);
+  const StepChoice lacks = choose_gradient_step(config(StepKind::SingleLaunch), device_lacks_it);
+  EXPECT_EQ(lacks.kind, StepKind::Layerwise);
+  EXPECT_EQ(lacks.single_off_reason, "this GPU does not support cooperative launches");
+  EXPECT_EQ(lacks.fused_off_reason, kDataParallelStepReason);
+
+  // Where choose_step takes the layer-by-layer step, its reasons stand.
+  const StepChoice off = choose_gradient_step(config(StepKind::Layerwise), device_runs_it);
+  EXPECT_EQ(off.kind, StepKind::Layerwise);
+  EXPECT_EQ(off.single_off_reason, "off in the configuration");
+  EXPECT_EQ(off.fused_off_reason, "off in the configuration");
+  const StepChoice host = choose_gradient_step(in_host_memory(StepKind::Auto), device_runs_it);
+  EXPECT_EQ(host.kind, StepKind::Layerwise);
+  EXPECT_EQ(host.fused_off_reason,
+            choose_step(in_host_memory(StepKind::Auto), device_runs_it).fused_off_reason);
+  MlpConfig deep = config(StepKind::Auto);
+  deep.layers = {784, 128, 64, 10};
+  EXPECT_EQ(choose_gradient_step(deep, device_runs_it).fused_off_reason,
+            "the fused step needs exactly one hidden layer");
+}
+
+// Over every request, shape and device answer: the same kind as choose_step but for cuBLASLt,
+// never the cuBLASLt step.
+TEST(StepChoice, GradientStepNeverTakesTheCublasLtStep) {
+  int lt_seen = 0;
+  for (const StepKind k :
+       {StepKind::Auto, StepKind::SingleLaunch, StepKind::LtFused, StepKind::Layerwise})
+    for (const int hidden : {64, 256, 1024, 8192})
+      for (const int batch : {16, 256, 1024, 4096})
+        for (const bool host : {false, true})
+          for (const auto here : {device_runs_it, device_lacks_it}) {
+            MlpConfig c = config(k, hidden, batch);
+            c.batch_in_host_memory = host;
+            const StepChoice one = choose_step(c, here), dp = choose_gradient_step(c, here);
+            SCOPED_TRACE(std::string(memstrat::to_string(k)) + " hidden " + std::to_string(hidden) +
+                         " batch " + std::to_string(batch));
+            EXPECT_NE(dp.kind, StepKind::LtFused);
+            lt_seen += one.kind == StepKind::LtFused;
+            EXPECT_EQ(dp.kind, one.kind == StepKind::LtFused ? StepKind::Layerwise : one.kind);
+            EXPECT_EQ(dp.single_off_reason, one.single_off_reason);
+            EXPECT_EQ(dp.fused_off_reason, one.kind == StepKind::LtFused
+                                               ? std::string(kDataParallelStepReason)
+                                               : one.fused_off_reason);
+          }
+  EXPECT_GT(lt_seen, 0) << "the sweep reaches the cuBLASLt step";
 }
 
 TEST(StepChoice, KindsHaveTheRecordsNames) {

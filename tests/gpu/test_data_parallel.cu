@@ -1,11 +1,16 @@
 // test_data_parallel.cu: data-parallel training (--emulate-gpus N on one GPU, --gpus N on N).
-//  - the emulation is a data path like any other: every strategy gives the same curve bitwise,
-//    its steps replayed as graphs or enqueued;
+//  - each shard's gradients come from the step --fused takes where it computes gradients apart
+//    from its update: the single-launch step's gradients-only launch by default, the
+//    layer-by-layer step with --fused off, where the batch is read in host memory (zero-copy) or
+//    where --fused on would take the cuBLASLt step; the record says which and why;
+//  - the emulation is a data path like any other: every strategy gives the same curve bitwise
+//    (against resident with the same step), its steps replayed as graphs or enqueued, with no
+//    allocation inside an epoch;
 //  - it computes the gradient of the global batch's mean loss: its curve stays close to one GPU
-//    training at batch N × --batch (same math, another fp32 summation order);
+//    training at batch N × --batch with the same step (same math, another fp32 summation order);
 //  - --gpus 2 --reduce exact equals --emulate-gpus 2 bitwise, on every strategy of the registry
 //    (each GPU's instance serving its shard on its own device), the GPUs together moving what
-//    the emulation moves;
+//    the emulation moves; with either step (resident and pinned also with --fused off);
 //  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
 //    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0,
 //    and never wait on GPU 0's collective (the whole set, run after run);
@@ -22,6 +27,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/nccl_settings.h"
@@ -65,11 +71,22 @@ const HostDataset& subset() {
     setenv("NCCL_NVLS_ENABLE", "0", 1);                                                    \
   } while (0)
 
+// --fused on (the default) takes the single-launch step for every strategy but those whose
+// batches are read in place from host memory (zero-copy), which take the layer-by-layer one, as
+// on one GPU: each strategy is compared with resident on the step it ran.
 TEST(DataParallel, EmulationIsBitwiseTheSameOnEveryStrategy) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  const RunOutput ref = train_run_on(subset(), dp_run("resident", 2, 1));
-  EXPECT_EQ(ref.step, "layer-by-layer");
-  EXPECT_EQ(ref.epoch_form, EpochForm::PerBatch);
+  std::map<std::string, RunOutput> refs;  // resident's run per step
+  refs.emplace("single-launch", train_run_on(subset(), dp_run("resident", 2, 1)));
+  EXPECT_EQ(refs.at("single-launch").step, "single-launch");
+  EXPECT_EQ(refs.at("single-launch").epoch_form, EpochForm::PerBatch);
+  RunConfig off = dp_run("resident", 2, 1);
+  off.fused = FusedMode::Off;
+  refs.emplace("layer-by-layer", train_run_on(subset(), off));
+  EXPECT_EQ(refs.at("layer-by-layer").step, "layer-by-layer");
+  EXPECT_NE(first_difference(refs.at("single-launch"), refs.at("layer-by-layer")), "")
+      << "the two steps sum in different orders: equal bits would mean one step ran twice";
+  int single = 0;
   for (const StrategyEntry& e : strategy_registry()) {
     if (e.name == "resident") continue;
     SCOPED_TRACE(std::string(e.name));
@@ -80,44 +97,111 @@ TEST(DataParallel, EmulationIsBitwiseTheSameOnEveryStrategy) {
       std::cout << "[  WAIVED  ] " << e.name << ": " << w.what() << "\n";
       continue;
     }
+    EXPECT_EQ(got.step == "layer-by-layer", e.batch_in_host_memory) << got.step;
+    single += got.step == "single-launch";
+    const RunOutput& ref = refs.at(got.step);
     EXPECT_EQ(first_difference(got, ref), "");
     EXPECT_EQ(got.test.loss, ref.test.loss);
   }
+  EXPECT_GE(single, 1) << "pinned runs the single-launch step on any GPU";
+}
+
+// Which step a data-parallel run took and why the faster ones did not, in its record: the
+// single-launch step by default and with --fused single; the layer-by-layer step with --fused
+// off ("off in the configuration"), for zero-copy (its batch is read in host memory, as on one
+// GPU) and where --fused on would take the cuBLASLt step (batch × hidden past the single-launch
+// rule), whose record says that step cannot stop before the update (kDataParallelStepReason).
+TEST(DataParallel, TheRecordSaysWhichStepRanAndWhy) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const auto record = [](RunConfig c) {
+    c.epochs = 1;
+    RunRecord rec;
+    train_run_on(subset(), c, &rec);
+    return *rec.step;
+  };
+  for (const FusedMode f : {FusedMode::On, FusedMode::Single}) {
+    RunConfig c = dp_run("resident", 2, 1);
+    c.fused = f;
+    const StepRecord s = record(c);
+    EXPECT_EQ(s.step, "single-launch") << to_string(f);
+    EXPECT_TRUE(s.fused);
+    EXPECT_FALSE(s.single_launch_off_reason.has_value()) << *s.single_launch_off_reason;
+    EXPECT_FALSE(s.fused_off_reason.has_value()) << *s.fused_off_reason;
+  }
+  RunConfig off = dp_run("resident", 2, 1);
+  off.fused = FusedMode::Off;
+  const StepRecord o = record(off);
+  EXPECT_EQ(o.step, "layer-by-layer");
+  EXPECT_FALSE(o.fused);
+  EXPECT_EQ(o.single_launch_off_reason.value_or(""), "off in the configuration");
+  EXPECT_EQ(o.fused_off_reason.value_or(""), "off in the configuration");
+  const StepRecord z = record(dp_run("zero-copy", 2, 1));
+  EXPECT_EQ(z.step, "layer-by-layer");
+  EXPECT_NE(z.fused_off_reason.value_or("").find("mapped host memory"), std::string::npos)
+      << z.fused_off_reason.value_or("(none)");
+  RunConfig wide = dp_run("resident", 2, 1);
+  wide.batch = 512;
+  wide.hidden = {1024};  // 512 × 1024 > kSingleLaunchMaxWork: --fused on takes cuBLASLt
+  const StepRecord w = record(wide);
+  EXPECT_EQ(w.step, "layer-by-layer");
+  EXPECT_FALSE(w.fused);
+  EXPECT_NE(w.single_launch_off_reason.value_or("").find("cuBLASLt is faster"), std::string::npos)
+      << w.single_launch_off_reason.value_or("(none)");
+  EXPECT_EQ(w.fused_off_reason.value_or(""), kDataParallelStepReason);
 }
 
 // --graphs on (the default) replays each shard turn's gradients and each global batch's reduction
 // and update as graphs captured in epoch 1; --graphs off enqueues them: the same kernels, so the
-// same bits, on a strategy whose views stay put (resident) and on one whose slots rotate.
+// same bits, on a strategy whose views stay put (resident) and on one whose slots rotate, with
+// either step. Nothing is allocated inside an epoch (the gradient buffers exist from set-up).
 TEST(DataParallel, EmulationReplaysGraphsBitForBit) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
-  for (const char* s : {"resident", "double-buffer"}) {
-    SCOPED_TRACE(s);
-    RunConfig on = dp_run(s, 2, 1);
-    on.epochs = 3;
-    RunConfig off = on;
-    off.graphs = Graphs::Off;
-    EXPECT_EQ(first_difference(train_run_on(subset(), on), train_run_on(subset(), off)), "");
-  }
+  for (const FusedMode f : {FusedMode::On, FusedMode::Off})
+    for (const char* s : {"resident", "double-buffer"}) {
+      SCOPED_TRACE(std::string(s) + " --fused " + std::string(to_string(f)));
+      RunConfig on = dp_run(s, 2, 1);
+      on.epochs = 3;
+      on.fused = f;
+      on.profile = true;  // counts the allocations per epoch
+      RunConfig off = on;
+      off.graphs = Graphs::Off;
+      RunRecord rec;
+      const RunOutput replayed = train_run_on(subset(), on, &rec);
+      EXPECT_EQ(replayed.step, f == FusedMode::On ? "single-launch" : "layer-by-layer");
+      EXPECT_EQ(first_difference(replayed, train_run_on(subset(), off)), "");
+      for (const EpochRecord& e : rec.epochs)
+        if (e.counters.api_available)
+          for (const char* fn :
+               {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+            EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
+    }
 }
 
 TEST(DataParallel, EmulationFollowsOneGpuAtTheGlobalBatch) {
   MEMSTRAT_REQUIRE_GPU_AND_MNIST();
   // The gradient of the mean over 512 rows, computed as two halves each scaled by 1/512 and
-  // summed, against the step on all 512 rows: equal up to fp32 summation order.
-  RunConfig one = short_run("resident");
-  one.train_samples = kSamples;
-  one.batch = 512;
-  one.fused = FusedMode::Off;
-  const RunOutput whole = train_run_on(subset(), one);
-  const RunOutput halves = train_run_on(subset(), dp_run("resident", 2, 1));
-  ASSERT_EQ(whole.sample_loss.size(), halves.sample_loss.size());
-  for (std::size_t e = 0; e < whole.sample_loss.size(); ++e)
-    for (std::size_t i = 0; i < whole.sample_loss[e].size(); ++i)
-      ASSERT_NEAR(halves.sample_loss[e][i], whole.sample_loss[e][i],
-                  1e-3 + 1e-3 * std::abs(whole.sample_loss[e][i]))
-          << "epoch " << e + 1 << " sample " << i;
-  EXPECT_NE(first_difference(whole, halves), "") << "the orders differ; bitwise equality would "
-                                                    "mean the emulation did not split the batch";
+  // summed, against the step on all 512 rows with the same step: equal up to fp32 summation
+  // order (the single-launch step splits its sums by row count: 512 rows take its tall tiles).
+  for (const FusedMode f : {FusedMode::On, FusedMode::Off}) {
+    SCOPED_TRACE("--fused " + std::string(to_string(f)));
+    RunConfig one = short_run("resident");
+    one.train_samples = kSamples;
+    one.batch = 512;
+    one.fused = f;
+    RunConfig two = dp_run("resident", 2, 1);
+    two.fused = f;
+    const RunOutput whole = train_run_on(subset(), one);
+    const RunOutput halves = train_run_on(subset(), two);
+    ASSERT_EQ(whole.step, halves.step);
+    ASSERT_EQ(whole.sample_loss.size(), halves.sample_loss.size());
+    for (std::size_t e = 0; e < whole.sample_loss.size(); ++e)
+      for (std::size_t i = 0; i < whole.sample_loss[e].size(); ++i)
+        ASSERT_NEAR(halves.sample_loss[e][i], whole.sample_loss[e][i],
+                    1e-3 + 1e-3 * std::abs(whole.sample_loss[e][i]))
+            << "epoch " << e + 1 << " sample " << i;
+    EXPECT_NE(first_difference(whole, halves), "") << "the orders differ; bitwise equality would "
+                                                      "mean the emulation did not split the batch";
+  }
 }
 
 // The emulation drives one strategy on one GPU as a single-GPU run does, so --augment-device gpu
@@ -153,25 +237,35 @@ TEST(DataParallel, EmulationRunsGpuAugmentationAndReplicatedSets) {
   EXPECT_EQ(first_difference(train_run_on(twice, dp_run("pinned", 2, 1)), resident), "");
 }
 
+// Both steps: the single-launch step's gradients-only launch (--fused on) and the layer-by-layer
+// step (--fused off).
 TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwise) {
   REQUIRE_GPUS(2);
-  for (const char* s : {"resident", "pinned"}) {
-    SCOPED_TRACE(s);
-    RunRecord rec;
-    RunConfig two = dp_run(s, 1, 2);
-    two.reduce = Reduce::Exact;
-    two.profile = true;  // counts every GPU's allocations per epoch
-    const RunOutput got = train_run_on(subset(), two, &rec);
-    const RunOutput ref = train_run_on(subset(), dp_run(s, 2, 1));
-    EXPECT_EQ(first_difference(got, ref), "");
-    EXPECT_EQ(got.test.loss, ref.test.loss);
-    ASSERT_TRUE(rec.env.nccl.has_value());
-    EXPECT_EQ(rec.env.nccl->settings.at("NCCL_NVLS_ENABLE"), "0");
-    EXPECT_EQ(rec.env.nccl->version, nccl_version());
-    for (const EpochRecord& e : rec.epochs)
-      if (e.counters.api_available)
-        for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
-          EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
+  for (const FusedMode f : {FusedMode::On, FusedMode::Off}) {
+    for (const char* s : {"resident", "pinned"}) {
+      SCOPED_TRACE(std::string(s) + " --fused " + std::string(to_string(f)));
+      RunRecord rec;
+      RunConfig two = dp_run(s, 1, 2);
+      two.reduce = Reduce::Exact;
+      two.profile = true;  // counts every GPU's allocations per epoch
+      two.fused = f;
+      RunConfig emu = dp_run(s, 2, 1);
+      emu.fused = f;
+      const RunOutput got = train_run_on(subset(), two, &rec);
+      const RunOutput ref = train_run_on(subset(), emu);
+      EXPECT_EQ(got.step, f == FusedMode::On ? "single-launch" : "layer-by-layer");
+      EXPECT_EQ(ref.step, got.step);
+      EXPECT_EQ(first_difference(got, ref), "");
+      EXPECT_EQ(got.test.loss, ref.test.loss);
+      ASSERT_TRUE(rec.env.nccl.has_value());
+      EXPECT_EQ(rec.env.nccl->settings.at("NCCL_NVLS_ENABLE"), "0");
+      EXPECT_EQ(rec.env.nccl->version, nccl_version());
+      for (const EpochRecord& e : rec.epochs)
+        if (e.counters.api_available)
+          for (const char* fn :
+               {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
+            EXPECT_EQ(e.counters.api.count(fn), 0u) << fn << " in epoch " << e.train.epoch;
+    }
   }
 }
 
