@@ -33,7 +33,8 @@ with a warning (analysis/records.py).
 
 Exit status: 0 no regression, 1 at least one regression, 2 usage error (a missing, unreadable
 or invalid input, sets that mix GPUs, no configuration in common, too few processes to judge
-anything, an output file that cannot be written).
+anything, an output file that cannot be written). With no configuration in common it names
+the fields in which the two sets share no value (e.g. epochs: BASE 4; NEW 21).
 """
 from __future__ import annotations
 
@@ -181,6 +182,37 @@ def _load(path: str) -> list[Group]:
     return aggregate(ok)
 
 
+def _field_values(key: GroupKey) -> dict[str, Any]:
+    """The configuration's fields by name: GroupKey's own, and each of `other` (config options)."""
+    fields = {f.name: getattr(key, f.name) for f in dataclasses.fields(key) if f.name != "other"}
+    fields.update(dict(key.other))
+    return fields
+
+
+def _shown(values: set) -> str:
+    text = sorted(str(v) for v in values)
+    return ", ".join(text[:4]) + (f" (+{len(text) - 4} more)" if len(text) > 4 else "")
+
+
+def disjoint_fields(base: Sequence[GroupKey], new: Sequence[GroupKey]) -> list[str]:
+    """Why two sets share no configuration: each field in which no value of BASE's is one of
+    NEW's, as 'name: BASE v1, v2; NEW v3' (e.g. the epochs per process of a results set made
+    with an older matrix). Fields that some keys lack count as None there."""
+    def values(keys: Sequence[GroupKey]) -> dict[str, set]:
+        out: dict[str, set] = {}
+        for k in keys:
+            for name, v in _field_values(k).items():
+                out.setdefault(name, set()).add(v)
+        return out
+    vb, vn = values(base), values(new)
+    names = sorted(set(vb) | set(vn))
+    for name in names:  # a field one side never has is None on that side
+        vb.setdefault(name, {None})
+        vn.setdefault(name, {None})
+    return [f"{name}: BASE {_shown(vb[name])}; NEW {_shown(vn[name])}"
+            for name in names if not vb[name] & vn[name]]
+
+
 def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: str,
             threshold: float) -> tuple[list[Comparison], list[str], list[str]]:
     """(comparisons of the common configurations, labels only in BASE, only in NEW);
@@ -288,9 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, only_base, only_new = compare(base_groups, new_groups, args.metric,
                                             args.threshold)
         if not rows:
-            raise UsageError(f"no configuration with {args.metric} in both {args.base} and "
-                             f"{args.new} ({len(only_base)} only in BASE, {len(only_new)} "
-                             "only in NEW)")
+            key_of = matcher(base_groups, new_groups)
+            apart = disjoint_fields([key_of(g.key) for g in base_groups],
+                                    [key_of(g.key) for g in new_groups])
+            raise UsageError(
+                f"no configuration with {args.metric} in both {args.base} and {args.new} "
+                f"({len(only_base)} only in BASE, {len(only_new)} only in NEW)"
+                + ("; they share no value of " + " | ".join(apart) if apart else ""))
         why = powerless(rows)
         if why:
             print(table(rows, args.metric), file=sys.stderr)

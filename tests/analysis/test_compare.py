@@ -107,6 +107,21 @@ def test_no_common_configuration_exits_2(fixtures_dir, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no configuration with wall_ms in both" in err
     assert "4 only in BASE, 4 only in NEW" in err
+    # and why: the one field in which the two sets share no value
+    assert err.rstrip().endswith("they share no value of hidden: BASE (256,); NEW (512,)"), err
+
+
+def test_disjoint_fields_names_every_field_without_a_common_value():
+    base = [compare.GroupKey("G", "pinned", "static", "u8", 256, (256,), "cublas", None, None, 4,
+                             (("fused", True),)),
+            compare.GroupKey("G", "resident", "static", "u8", 256, (256,), "cublas", None, None,
+                             4, (("fused", True),))]
+    new = [compare.GroupKey("G", "pinned", "static", "u8", 256, (256,), "cublas", None, None, 21,
+                            (("fused", True), ("processes", "per-gpu")))]
+    # strategy overlaps (pinned), epochs does not, processes is absent (None) from BASE
+    assert compare.disjoint_fields(base, new) == ["epochs: BASE 4; NEW 21",
+                                                  "processes: BASE None; NEW per-gpu"]
+    assert compare.disjoint_fields(base, base) == []
 
 
 def test_cli_as_script(fixtures_dir):
