@@ -7,12 +7,15 @@
 
 namespace memstrat {
 
-std::vector<std::uint64_t> HostSharedSet::region_offsets(const std::vector<std::uint64_t>& bytes) {
+std::vector<std::uint64_t> HostSharedSet::region_offsets(const std::vector<std::uint64_t>& bytes,
+                                                         std::uint64_t align) {
   if (bytes.empty()) throw std::invalid_argument("HostSharedSet: no regions");
+  if (align == 0 || (align & (align - 1)) != 0)
+    throw std::invalid_argument("HostSharedSet: the alignment must be a power of two");
   std::vector<std::uint64_t> off{0};
   for (const std::uint64_t b : bytes) {
     if (b == 0) throw std::invalid_argument("HostSharedSet: an empty region");
-    off.push_back(off.back() + (b + kAlign - 1) / kAlign * kAlign);
+    off.push_back(off.back() + (b + align - 1) / align * align);
   }
   off.back() = off[off.size() - 2] + bytes.back();  // no padding after the last region
   return off;

@@ -24,9 +24,11 @@ class HostSharedSet {
  public:
   /// Every region starts at a multiple of this many bytes.
   static constexpr std::uint64_t kAlign = 256;
-  /// Region r's start for regions of `bytes[r]` bytes: bytes.size() + 1 offsets, the last one
-  /// the set's size. Pure: no device needed.
-  static std::vector<std::uint64_t> region_offsets(const std::vector<std::uint64_t>& bytes);
+  /// Region r's start for regions of `bytes[r]` bytes, each at a multiple of `align` (a power
+  /// of two): bytes.size() + 1 offsets, the last one the set's size. Pure: no device needed.
+  /// ManagedSharedSet cuts its managed set the same way, at its own alignment.
+  static std::vector<std::uint64_t> region_offsets(const std::vector<std::uint64_t>& bytes,
+                                                   std::uint64_t align = kAlign);
 
   /// The set for the rank `opt` names, `region_bytes(r)` bytes for rank r: with a group (several
   /// GPUs), the group's one set, allocated by whichever rank asks first, for every rank of the

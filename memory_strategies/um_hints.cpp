@@ -64,11 +64,13 @@ void advise(const void* ptr, std::size_t bytes, UmAdvice advice, int device) {
     case UmAdvice::ReadMostly: a = cudaMemAdviseSetReadMostly; break;
     case UmAdvice::PreferredLocationDevice: a = cudaMemAdviseSetPreferredLocation; break;
     case UmAdvice::AccessedByDevice: a = cudaMemAdviseSetAccessedBy; break;
+    case UmAdvice::PreferredLocationHost: a = cudaMemAdviseSetPreferredLocation; break;
   }
+  const bool host = advice == UmAdvice::PreferredLocationHost;
 #if CUDART_VERSION >= 13000
-  CUDA_CHECK(cudaMemAdvise(ptr, bytes, a, device_location(device)));
+  CUDA_CHECK(cudaMemAdvise(ptr, bytes, a, host ? host_location() : device_location(device)));
 #else
-  CUDA_CHECK(cudaMemAdvise(ptr, bytes, a, device));
+  CUDA_CHECK(cudaMemAdvise(ptr, bytes, a, host ? cudaCpuDeviceId : device));
 #endif
 }
 

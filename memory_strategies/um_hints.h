@@ -19,8 +19,9 @@ void prefetch_to_device(const void* ptr, std::size_t bytes, int device, cudaStre
 /// `stream`: e.g. to put pages back where a fault-driven or prefetch measurement starts from.
 void prefetch_to_host(const void* ptr, std::size_t bytes, cudaStream_t stream);
 
-enum class UmAdvice { ReadMostly, PreferredLocationDevice, AccessedByDevice };
-/// cudaMemAdvise(ptr, bytes, advice, location = device) for one advice.
+enum class UmAdvice { ReadMostly, PreferredLocationDevice, AccessedByDevice, PreferredLocationHost };
+/// cudaMemAdvise(ptr, bytes, advice, location = device) for one advice (PreferredLocationHost:
+/// the location is the host, and `device` is not read).
 void advise(const void* ptr, std::size_t bytes, UmAdvice advice, int device);
 
 }  // namespace memstrat
