@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "common/nvtx.h"
+#include "memory_strategies/epoch_data.h"  // shard_rows, transfer_bytes_per_sample
+#include "memory_strategies/replica_group.h"
 #include "memory_strategies/um_hints.h"
 
 namespace memstrat {
@@ -37,18 +40,24 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   const BatchGeometry& g = source_.geometry();
   const bool stream = opt.scenario == Scenario::Stream;
   static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt);
+  const bool shared = hints_.shared != SharedSet::Off && opt.group != nullptr;
+  if (shared && (opt.scenario != Scenario::Static || gathers_on_gpu(opt)))
+    throw std::logic_error(name_ + ": several GPUs share one managed set in the static scenario "
+                           "only (data_parallel_request.h)");
   if (stream && !gathers_on_gpu(opt)) {
     slots_.attach(data, opt, SlotKind::Managed, name_.c_str());
-  } else {
+  } else if (!shared) {
     check_managed_fits(source_.image_bytes() + source_.label_bytes(), name_.c_str());
     images_ = ManagedBuffer<std::uint8_t>(source_.image_bytes());
     labels_ = ManagedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
+    images_at_ = images_.data();
+    labels_at_ = labels_.data();
   }
   if (hints_.advise) {
     NvtxRange r(Phase::Advise, "advise");
     if (slots_.attached()) {
       advise_range(slots_.memory(), slots_.memory_bytes(), opt.advise);
-    } else {
+    } else if (!shared) {
       advise_range(images_.data(), images_.bytes(), opt.advise);
       advise_range(labels_.data(), labels_.bytes(), opt.advise);
     }
@@ -69,6 +78,10 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
     }
   }
   if (slots_.attached()) return;
+  if (shared) {
+    attach_shared(data, opt);
+    return;
+  }
   if (gathers_on_gpu(opt)) {
     // Written once by the CPU, in data-set order; the GPU gathers batches from it.
     GatherInput::write_set(data, opt.transfer, images_.data(), labels_.data());
@@ -76,7 +89,57 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
     return;
   }
   // The CPU writes the data (first touch on the host): the GPU has to fault or prefetch it in.
-  source_.bind(images_.data(), labels_.data());
+  source_.bind(images_at_, labels_at_);
+}
+
+namespace {
+// Rank r's region of a shared set: its shard's images, then (from the next 256-byte boundary)
+// its labels.
+struct RegionLayout {
+  std::uint64_t image_bytes = 0;
+  std::uint64_t label_offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+RegionLayout region_layout(const HostDataset& data, const StrategyOptions& opt, int rank) {
+  const std::int64_t rows = shard_rows(data.n_train(), opt.batch, rank, opt.shards);
+  RegionLayout l;
+  l.image_bytes = static_cast<std::uint64_t>(rows) *
+                  transfer_bytes_per_sample(data.features(), opt.transfer);
+  l.label_offset = (l.image_bytes + 255) / 256 * 256;
+  l.bytes = l.label_offset + static_cast<std::uint64_t>(rows) * sizeof(std::int32_t);
+  return l;
+}
+}  // namespace
+
+void ManagedStrategy::attach_shared(const HostDataset& data, const StrategyOptions& opt) {
+  set_ = ManagedSharedSet::for_rank(
+      opt, [&](int rank) { return region_layout(data, opt, rank).bytes; }, name_.c_str());
+  const RegionLayout l = region_layout(data, opt, opt.shard);
+  if (l.image_bytes != source_.image_bytes() ||
+      l.bytes - l.label_offset !=
+          static_cast<std::uint64_t>(source_.samples()) * sizeof(std::int32_t))
+    throw std::logic_error(name_ + ": rank " + std::to_string(opt.shard) +
+                           "'s region disagrees with its epoch's size");
+  std::uint8_t* region = set_->region(opt.shard);
+  images_at_ = region;
+  labels_at_ = reinterpret_cast<std::int32_t*>(region + l.label_offset);
+  // The CPU writes the shard (first touch on the host), then the region is placed: the whole
+  // region, alignment padding included, so that its pages carry one placement.
+  source_.bind(images_at_, labels_at_);
+  const std::size_t bytes = static_cast<std::size_t>(set_->region_bytes(opt.shard));
+  NvtxRange r(Phase::Advise, "advise");
+  switch (hints_.shared) {
+    case SharedSet::Off:
+    case SharedSet::NoHint: break;
+    case SharedSet::RankGpu: advise(region, bytes, UmAdvice::PreferredLocationDevice, device_); break;
+    case SharedSet::ReadMostly: advise(region, bytes, UmAdvice::ReadMostly, device_); break;
+    case SharedSet::HostAccessed:
+      advise(region, bytes, UmAdvice::PreferredLocationHost, device_);
+      for (int rank = 0; rank < opt.group->ranks(); ++rank)
+        advise(region, bytes, UmAdvice::AccessedByDevice, opt.group->device(rank));
+      break;
+  }
 }
 
 void ManagedStrategy::begin_epoch(int epoch) {
@@ -99,8 +162,8 @@ void ManagedStrategy::prefetch_chunk(int c) {
   const SplitChunk k = plan_->split_chunk(c);
   NvtxRange r(Phase::Prefetch, "prefetch");
   timeline_.start(c, prefetch_stream_);
-  prefetch_to_device(images_.data() + k.image_offset, k.image_bytes, device_, prefetch_stream_);
-  prefetch_to_device(reinterpret_cast<const std::uint8_t*>(labels_.data()) + k.label_offset,
+  prefetch_to_device(images_at_ + k.image_offset, k.image_bytes, device_, prefetch_stream_);
+  prefetch_to_device(reinterpret_cast<const std::uint8_t*>(labels_at_) + k.label_offset,
                      k.label_bytes, device_, prefetch_stream_);
   timeline_.stop(c, prefetch_stream_, k.bytes());
   CUDA_CHECK(cudaEventRecord(ready_[c], prefetch_stream_));
@@ -174,7 +237,7 @@ BatchView ManagedStrategy::acquire(int b) {
     while (issued_ < last) prefetch_chunk(issued_++);
     if (plan_->starts_chunk(b)) CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[c], 0));
   }
-  return source_.epoch_view(images_.data(), labels_.data(), b);
+  return source_.epoch_view(images_at_, labels_at_, b);
 }
 
 void ManagedStrategy::release(int b) {

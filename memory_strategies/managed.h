@@ -9,6 +9,22 @@
 //                       strategy knows is resident (static data after the first epoch)
 // What is prefetched when is a ChunkPlan (chunk_plan.h): per batch, or coarse chunks.
 //
+// Several GPUs (--gpus N, static): the um-shared forms keep the run's training set in ONE
+// managed allocation (ManagedSharedSet, managed_shared_set.h), a 2 MiB-aligned region per rank
+// that the rank's epoch writer fills, and place each region by the hint of their registry line
+// (Hints::shared), set once at attach after the CPU has written it:
+//   um-shared              none: each GPU faults its region in on first touch
+//   um-shared-prefetch     region r PreferredLocation = GPU r, prefetched there as
+//                          um-prefetch-coarse prefetches (chunks, the first epoch only)
+//   um-shared-read-mostly  ReadMostly, prefetched the same way: GPU r holds a read-only
+//                          duplicate of region r and the host copy stays valid
+//   um-shared-host         PreferredLocation = host, AccessedBy every GPU of the run: nothing
+//                          migrates; each GPU's kernels read its batch from host memory over
+//                          the bus through that mapping (zero-copy's path, in managed memory)
+// One GPU and the emulation (no ReplicaGroup): no shared set and no such hint, the strategy's
+// own buffers: um's path (um-shared, um-shared-host) or um-prefetch-coarse's (the prefetching
+// forms) exactly, the registry's one_gpu_as.
+//
 // Stream scenario, host workers: managed slots (stream_slots.h) that the workers write while
 // kernels run (hence concurrentManagedAccess); the step reads batch b's slot in place, the
 // prefetching forms first prefetch that slot to the GPU on the side stream (um-prefetch /
@@ -21,6 +37,7 @@
 // the whole set in chunks before the first batch, and never again (it stays resident).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +47,7 @@
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/gather_input.h"
 #include "memory_strategies/host_epoch_source.h"
+#include "memory_strategies/managed_shared_set.h"
 #include "memory_strategies/row_runs.h"
 #include "memory_strategies/stream_slots.h"
 
@@ -37,6 +55,8 @@ namespace memstrat {
 
 class ManagedStrategy final : public MemoryStrategy {
  public:
+  /// Several GPUs: the run's one managed set and where each region is placed (see above).
+  enum class SharedSet { Off, NoHint, RankGpu, ReadMostly, HostAccessed };
   struct Hints {
     bool prefetch = false;  // cudaMemPrefetchAsync, one chunk (default: one batch) ahead
     bool advise = false;    // cudaMemAdvise (the set in StrategyOptions::advise) at attach
@@ -47,6 +67,9 @@ class ManagedStrategy final : public MemoryStrategy {
     /// does not fit in free device memory with a margin (check_managed_fits), and if pages were
     /// evicted anyway the GPU would fault them back in: slower, never wrong.
     bool skip_resident = false;
+    /// Off: every rank its own managed buffers. Else, with a ReplicaGroup (several GPUs), its
+    /// region of the run's ManagedSharedSet, placed so; without one, Off.
+    SharedSet shared = SharedSet::Off;
   };
   ManagedStrategy(std::string_view name, Hints hints) : name_(name), hints_(hints) {}
 
@@ -78,14 +101,20 @@ class ManagedStrategy final : public MemoryStrategy {
   void prefetch_slot(int b, int slot);  // stream, host workers
   void prefetch_rows(int b);            // stream, GPU gather
   void advise_range(const void* ptr, std::size_t bytes, const AdviseSet& a);
+  /// Several GPUs, a shared form: this rank's region of the run's set (allocated by the first
+  /// rank to ask), its images and labels pointers, written by the CPU, then placed.
+  void attach_shared(const HostDataset& data, const StrategyOptions& opt);
   /// Make the compute stream wait for what the side stream enqueued up to now (event `e`).
   void compute_waits(int e);
   std::string name_;
   Hints hints_;
   int device_ = 0;
   HostEpochSource source_;
-  ManagedBuffer<std::uint8_t> images_;
+  ManagedBuffer<std::uint8_t> images_;  // own buffers (no shared set)
   ManagedBuffer<std::int32_t> labels_;
+  std::shared_ptr<ManagedSharedSet> set_;  // a shared form on several GPUs
+  std::uint8_t* images_at_ = nullptr;      // the set's images and labels, own or the region's
+  std::int32_t* labels_at_ = nullptr;
   std::optional<ChunkPlan> plan_;  // with prefetch
   Stream prefetch_stream_;
   std::vector<Event> ready_;  // per chunk: its prefetch is done

@@ -59,6 +59,8 @@ std::string data_parallel_refusal(const RunConfig& c) {
              ": its data set lives once, in one process's memory (" +
              (c.strategy->name.rfind("peer-fanout", 0) == 0
                   ? "GPU memory, which the other GPUs read over peer access"
+              : c.strategy->name.rfind("um-shared", 0) == 0
+                  ? "one managed allocation, whose regions every GPU's hints place"
                   : "one page-locked host allocation, which every GPU copies from") +
              "); that needs every GPU in that process (--processes one)";
   }

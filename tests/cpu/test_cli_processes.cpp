@@ -116,7 +116,13 @@ TEST(CliProcesses, TheSharedSetFormsNeedOneProcess) {
     expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", s},
                    "one page-locked host allocation, which every GPU copies from); that needs "
                    "every GPU in that process (--processes one)");
-  for (const char* s : {"peer-fanout", "host-shared", "host-shared-ring"}) {
+  for (const char* s : {"um-shared", "um-shared-host", "um-shared-prefetch",
+                        "um-shared-read-mostly"})
+    expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", s},
+                   "one managed allocation, whose regions every GPU's hints place); that needs "
+                   "every GPU in that process (--processes one)");
+  for (const char* s : {"peer-fanout", "host-shared", "host-shared-ring", "um-shared",
+                        "um-shared-prefetch"}) {
     const auto p = parse({"train", "--gpus", "2", "--strategy", s});
     EXPECT_FALSE(p.code) << s << ": " << p.err;  // one process: every GPU's in it
   }

@@ -69,6 +69,11 @@ TEST(DeviceFootprint, StaticAndRefreshByHand) {
       {"peer-fanout-ring", kSetU8},
       {"host-shared", kBatchU8},  // the set is in host memory: pinned's one batch
       {"host-shared-ring", 3 * 5 * kBatchU8},
+      // one GPU (where --device-budget runs): um's and um-prefetch-coarse's own managed set
+      {"um-shared", kSetU8},
+      {"um-shared-host", kSetU8},
+      {"um-shared-prefetch", kSetU8},
+      {"um-shared-read-mostly", kSetU8},
   };
   ASSERT_EQ(want.size(), strategy_registry().size()) << "a strategy without a hand value";
   for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {

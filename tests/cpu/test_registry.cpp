@@ -20,8 +20,9 @@ TEST(Registry, HasTheDesignStrategiesInOrderNaiveFormsFirst) {
   const std::vector<std::string> want = {
       "resident",         "pageable",           "pinned",       "double-buffer",
       "zero-copy",        "um",                 "um-prefetch",  "um-advise",
-      "peer-fanout",      "host-shared",        "zero-copy-staged", "um-prefetch-coarse",
-      "pinned-graph",     "double-buffer-graph", "peer-fanout-ring", "host-shared-ring"};
+      "peer-fanout",      "host-shared",        "um-shared",        "um-shared-host",
+      "zero-copy-staged", "um-prefetch-coarse", "pinned-graph",     "double-buffer-graph",
+      "peer-fanout-ring", "host-shared-ring",   "um-shared-prefetch", "um-shared-read-mostly"};
   EXPECT_EQ(names, want);
 }
 
@@ -33,7 +34,9 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
                                                    {"pinned-graph", "pinned"},
                                                    {"double-buffer-graph", "double-buffer"},
                                                    {"peer-fanout-ring", "peer-fanout"},
-                                                   {"host-shared-ring", "host-shared"}};
+                                                   {"host-shared-ring", "host-shared"},
+                                                   {"um-shared-prefetch", "um-shared"},
+                                                   {"um-shared-read-mostly", "um-shared"}};
   std::map<std::string, std::string> got;
   std::set<std::string_view> seen;
   for (const auto& e : strategy_registry()) {
@@ -58,6 +61,9 @@ TEST(Registry, BestFormsNameTheNaiveFormTheyImprove) {
   EXPECT_EQ(best_forms_of("peer-fanout")[0]->name, "peer-fanout-ring");
   ASSERT_EQ(best_forms_of("host-shared").size(), 1u);
   EXPECT_EQ(best_forms_of("host-shared")[0]->name, "host-shared-ring");
+  ASSERT_EQ(best_forms_of("um-shared").size(), 2u);  // two placements, one naive form
+  EXPECT_EQ(best_forms_of("um-shared")[0]->name, "um-shared-prefetch");
+  EXPECT_EQ(best_forms_of("um-shared")[1]->name, "um-shared-read-mostly");
   EXPECT_TRUE(best_forms_of("resident").empty());
   EXPECT_TRUE(best_forms_of("").empty()) << "a naive form's empty `improves` pairs with nothing";
 }
@@ -159,7 +165,9 @@ TEST(StrategyOptionDecl, EachStrategyDeclaresTheOptionsItReads) {
       {"zero-copy-staged", {"depth", "stage-blocks", "copy-chunk"}},
       {"um-prefetch-coarse", {"prefetch-chunk"}},
       {"peer-fanout-ring", {"depth", "copy-streams", "copy-chunk"}},
-      {"host-shared-ring", {"depth", "copy-streams", "copy-chunk"}}};
+      {"host-shared-ring", {"depth", "copy-streams", "copy-chunk"}},
+      {"um-shared-prefetch", {"prefetch-chunk"}},
+      {"um-shared-read-mostly", {"prefetch-chunk"}}};
   for (const auto& e : strategy_registry()) {
     std::vector<std::string> got;
     for (const auto& o : strategy_options(e.name)) got.emplace_back(o.name);
@@ -349,6 +357,10 @@ TEST(Registry, LaunchFormDeclarations) {
       {"peer-fanout-ring", every},
       {"host-shared", {F::PerBatch, F::Graph}},  // pinned's and double-buffer-graph's on one GPU
       {"host-shared-ring", chunks},
+      {"um-shared", every},  // um's and um-prefetch-coarse's on one GPU
+      {"um-shared-host", every},
+      {"um-shared-prefetch", no_graph},
+      {"um-shared-read-mostly", no_graph},
   };
   for (const auto& e : strategy_registry()) {
     ASSERT_TRUE(want.count(e.name)) << e.name;
@@ -413,10 +425,11 @@ TEST(Registry, EpochFormNames) {
   EXPECT_FALSE(is_kernel_form(EpochForm::Graph));
 }
 
-// Only the peer-fanout forms (resident's data path on one GPU: the set read in place) and the
-// host-shared forms (pinned's and double-buffer-graph's: one region of their own) are another
-// strategy's data path on one GPU, which `memstrat describe` says as one_gpu_as and the matrix
-// runner's "all" reads.
+// Only the peer-fanout forms (resident's data path on one GPU: the set read in place), the
+// host-shared forms (pinned's and double-buffer-graph's: one region of their own) and the
+// um-shared forms (um's and um-prefetch-coarse's: their own managed buffers, no cross-GPU hint)
+// are another strategy's data path on one GPU, which `memstrat describe` says as one_gpu_as and
+// the matrix runner's "all" reads.
 TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
   std::map<std::string_view, std::string_view> as;
   for (const auto& e : strategy_registry())
@@ -429,5 +442,11 @@ TEST(Registry, OneGpuAsNamesARegisteredStrategy) {
                                                                 {"peer-fanout-ring", "resident"},
                                                                 {"host-shared", "pinned"},
                                                                 {"host-shared-ring",
-                                                                 "double-buffer-graph"}}));
+                                                                 "double-buffer-graph"},
+                                                                {"um-shared", "um"},
+                                                                {"um-shared-host", "um"},
+                                                                {"um-shared-prefetch",
+                                                                 "um-prefetch-coarse"},
+                                                                {"um-shared-read-mostly",
+                                                                 "um-prefetch-coarse"}}));
 }

@@ -125,7 +125,7 @@ def test_strategies_are_those_the_registry_lets_run_host_produced_batches():
     entries whose scenario check is not_in_stream, stream_needs_gather or static_only (the
     peer-fanout forms); every other strategy runs it (tests/cpu/test_registry.cpp), and the
     benchmark runs them all but a data path across GPUs that is another strategy's on one GPU
-    (one_gpu_as: host-shared is pinned there)."""
+    (one_gpu_as: host-shared is pinned there, um-shared um)."""
     src = (REPO / "memory_strategies" / "registry.cpp").read_text()
     entries = re.findall(r'^\s*\{"([a-z-]+)", "(.*)$', src, flags=re.M)
     assert len(entries) >= 12
@@ -134,7 +134,8 @@ def test_strategies_are_those_the_registry_lets_run_host_produced_batches():
     assert refused == {"resident", "zero-copy-staged", "pinned-graph", "double-buffer-graph",
                        "peer-fanout", "peer-fanout-ring", "host-shared-ring"}
     same = {n for n, rest in entries if re.search(r'one_gpu_as=\*/"[a-z-]+"', rest)}
-    assert same == {"peer-fanout", "peer-fanout-ring", "host-shared", "host-shared-ring"}
+    assert same == {"peer-fanout", "peer-fanout-ring", "host-shared", "host-shared-ring",
+                    "um-shared", "um-shared-host", "um-shared-prefetch", "um-shared-read-mostly"}
     assert set(bs.STRATEGIES) == {n for n, _ in entries} - refused - same
     assert set(bs.REPRODUCE["strategies"]) <= set(bs.STRATEGIES)
 

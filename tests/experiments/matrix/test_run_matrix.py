@@ -542,13 +542,16 @@ cpus = {json.dumps(value)}
 def test_all_leaves_out_a_data_path_that_is_another_strategys_on_one_gpu(run_matrix, describe,
                                                                            tmp_path):
     """describe's one_gpu_as (the peer-fanout forms: resident's data path on one GPU; the
-    host-shared forms: pinned's and double-buffer-graph's): "all" leaves them out, since their
+    host-shared forms: pinned's and double-buffer-graph's; the um-shared forms: um's and
+    um-prefetch-coarse's): "all" leaves them out, since their
     cells would repeat those strategies'; named, they run."""
     same = {s["name"] for s in describe["strategies"] if s.get("one_gpu_as")}
-    assert same == {"peer-fanout", "peer-fanout-ring", "host-shared", "host-shared-ring"}
+    assert same == {"peer-fanout", "peer-fanout-ring", "host-shared", "host-shared-ring",
+                    "um-shared", "um-shared-host", "um-shared-prefetch", "um-shared-read-mostly"}
     assert {s["name"]: s["one_gpu_as"] for s in describe["strategies"] if s["name"] in same} == {
         "peer-fanout": "resident", "peer-fanout-ring": "resident", "host-shared": "pinned",
-        "host-shared-ring": "double-buffer-graph"}
+        "host-shared-ring": "double-buffer-graph", "um-shared": "um", "um-shared-host": "um",
+        "um-shared-prefetch": "um-prefetch-coarse", "um-shared-read-mostly": "um-prefetch-coarse"}
     m = run_matrix.load_matrix(write(tmp_path, '[axes]\nstrategy = "all"\n'), describe)
     assert {c.strategy for c in m.cells} == {s["name"] for s in describe["strategies"]} - same
     named = run_matrix.load_matrix(write(tmp_path, '[axes]\nstrategy = ["all", "peer-fanout"]\n'),
