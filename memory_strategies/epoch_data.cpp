@@ -26,7 +26,7 @@ void write_rows(const EpochRows& e, std::int64_t first, std::int64_t count, void
   const HostDataset& d = *e.data;
   const int F = d.features();
   for (std::int64_t r = 0; r < count; ++r) {
-    const std::int64_t row = first + r;
+    const std::int64_t row = e.whole_row(first + r);
     const std::int32_t sample = e.order[row];
     const std::uint8_t* src = d.train_images.data() + static_cast<std::size_t>(sample) * F;
     const AugmentKey key{e.seed, e.epoch, row};
@@ -60,11 +60,12 @@ EpochWriter::EpochWriter(const HostDataset& data, const StrategyOptions& opt)
   if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards || opt.batch < 1)
     throw std::invalid_argument("EpochWriter: shard " + std::to_string(opt.shard) + " of " +
                                 std::to_string(opt.shards) + " does not exist");
-  // A shard's rows are numbered from 0 in its own epoch: the augmentation keys (seed, epoch, row)
-  // and a reshuffle per epoch would differ from the whole epoch's. Static data has neither.
-  if (opt.scenario != Scenario::Static)
-    throw std::invalid_argument("EpochWriter: a shard of the epoch is served in the static "
-                                "scenario only, not in " + std::string(to_string(opt.scenario)));
+  // A shard's rows take the whole epoch's order and augmentation keys (EpochRows::whole_row), so
+  // static and refresh epochs shard. The stream scenario's producers cut the whole epoch into
+  // batches of their own (batch_producer.h): not per shard.
+  if (opt.scenario == Scenario::Stream)
+    throw std::invalid_argument("EpochWriter: a shard of the epoch is served in the static and "
+                                "refresh scenarios only, not in stream");
   samples_ = shard_rows(data.n_train(), opt.batch, opt.shard, opt.shards);
 }
 
@@ -73,9 +74,7 @@ std::size_t EpochWriter::image_bytes_per_sample() const {
 }
 
 std::vector<std::int32_t> EpochWriter::order(int epoch) const {
-  // static: one fixed shuffle; refresh and stream: a new shuffle every epoch.
-  std::vector<std::int32_t> whole =
-      shuffled_order(data_->n_train(), epoch_order_seed(opt_.seed, reshuffles() ? epoch : 0));
+  std::vector<std::int32_t> whole = whole_order(epoch);
   if (opt_.shards == 1) return whole;
   std::vector<std::int32_t> mine;
   mine.reserve(static_cast<std::size_t>(samples_));
@@ -110,13 +109,18 @@ void parallel_rows(std::int64_t n, std::int64_t grain, int features, Work work) 
 }
 }  // namespace
 
-EpochRows EpochWriter::rows_of(int epoch, const std::vector<std::int32_t>& ord) const {
-  return EpochRows{data_, ord.data(), refreshes() ? Augment::Light : Augment::None,
-                   opt_.transfer, opt_.seed, epoch};
+EpochRows EpochWriter::rows_of(int epoch, const std::vector<std::int32_t>& whole) const {
+  return EpochRows{data_,       whole.data(), refreshes() ? Augment::Light : Augment::None,
+                   opt_.transfer, opt_.seed,  epoch,
+                   opt_.shard,  opt_.shards, opt_.batch};
+}
+
+std::vector<std::int32_t> EpochWriter::whole_order(int epoch) const {
+  return shuffled_order(data_->n_train(), epoch_order_seed(opt_.seed, reshuffles() ? epoch : 0));
 }
 
 void EpochWriter::write(int epoch, void* images, std::int32_t* labels) const {
-  const std::vector<std::int32_t> ord = order(epoch);
+  const std::vector<std::int32_t> ord = whole_order(epoch);
   const EpochRows rows = rows_of(epoch, ord);
   const std::size_t row_bytes = image_bytes_per_sample();
   parallel_rows(samples(), 4096, features(),
@@ -130,7 +134,7 @@ void EpochWriter::write_packed(int epoch, void* blocks, const PackedLayout& layo
   const BatchGeometry& g = layout.geom;
   if (g.samples != samples() || g.image_bytes_per_sample != image_bytes_per_sample())
     throw std::invalid_argument("EpochWriter::write_packed: the layout describes other data");
-  const std::vector<std::int32_t> ord = order(epoch);
+  const std::vector<std::int32_t> ord = whole_order(epoch);
   const EpochRows rows = rows_of(epoch, ord);
   auto* base = static_cast<std::uint8_t*>(blocks);
   // A batch's rows are contiguous inside its block: one write_rows per batch.

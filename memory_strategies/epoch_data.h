@@ -21,14 +21,25 @@ namespace memstrat {
 std::vector<std::int32_t> shuffled_order(std::int64_t n, std::uint64_t seed);
 
 /// What rows of one epoch are made of: which samples (order), how they are augmented (keyed by
-/// (seed, epoch, row)), and the transfer format they are written in.
+/// (seed, epoch, row)), and the transfer format they are written in. With shards > 1 the rows
+/// are those of shard `shard`: its row i is the whole epoch's row whole_row(i) (the single-GPU
+/// batches g·shards + shard of `batch` rows, in order), and that row's sample and augmentation
+/// key are the whole epoch's, so that the shards together are the whole epoch's bytes.
 struct EpochRows {
   const HostDataset* data = nullptr;
-  const std::int32_t* order = nullptr;  // the epoch's order: row i is sample order[i]
+  const std::int32_t* order = nullptr;  // the whole epoch's order: row i is sample order[i]
   Augment augment = Augment::None;
   Transfer transfer = Transfer::U8;
   std::uint64_t seed = 0;
   int epoch = 0;
+  int shard = 0;
+  int shards = 1;
+  int batch = 0;  // the single-GPU batch (shards > 1 only)
+  /// The whole epoch's row of this shard's row i.
+  std::int64_t whole_row(std::int64_t i) const {
+    if (shards == 1) return i;
+    return (i / batch) * shards * batch + static_cast<std::int64_t>(shard) * batch + i % batch;
+  }
 };
 
 /// Bytes per sample image in the transfer format (features, or 4 * features for f32).
@@ -58,7 +69,8 @@ class EpochWriter {
   std::size_t label_bytes() const { return sizeof(std::int32_t) * samples(); }
 
   /// Write epoch `epoch`'s images (transfer format) and labels into host-writable memory.
-  /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch.
+  /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch. A
+  /// shard: its rows of the whole epoch's, the same bytes the whole epoch has there.
   /// Multi-threaded over samples; deterministic regardless of thread count.
   void write(int epoch, void* images, std::int32_t* labels) const;
   /// The same bytes in the packed layout: sample i of batch b goes to block b of `blocks`
@@ -72,8 +84,12 @@ class EpochWriter {
   std::vector<std::int32_t> order(int epoch) const;
 
  private:
-  /// The rows of epoch `epoch` over the order `ord` (which must outlive the result).
-  EpochRows rows_of(int epoch, const std::vector<std::int32_t>& ord) const;
+  /// The whole epoch's order (static: one fixed shuffle; refresh and stream: a new shuffle
+  /// every epoch), whatever the shard.
+  std::vector<std::int32_t> whole_order(int epoch) const;
+  /// This instance's rows of epoch `epoch` over the whole epoch's order `whole` (which must
+  /// outlive the result).
+  EpochRows rows_of(int epoch, const std::vector<std::int32_t>& whole) const;
   const HostDataset* data_;
   StrategyOptions opt_;
   std::int64_t samples_ = 0;

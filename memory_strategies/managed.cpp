@@ -41,9 +41,9 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   const bool stream = opt.scenario == Scenario::Stream;
   static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt);
   const bool shared = hints_.shared != SharedSet::Off && opt.group != nullptr;
-  if (shared && (opt.scenario != Scenario::Static || gathers_on_gpu(opt)))
-    throw std::logic_error(name_ + ": several GPUs share one managed set in the static scenario "
-                           "only (data_parallel_request.h)");
+  if (shared && (opt.scenario == Scenario::Stream || gathers_on_gpu(opt)))
+    throw std::logic_error(name_ + ": several GPUs share one managed set in the static and "
+                           "refresh scenarios only (data_parallel_request.h)");
   if (stream && !gathers_on_gpu(opt)) {
     slots_.attach(data, opt, SlotKind::Managed, name_.c_str());
   } else if (!shared) {

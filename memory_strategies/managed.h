@@ -9,10 +9,10 @@
 //                       strategy knows is resident (static data after the first epoch)
 // What is prefetched when is a ChunkPlan (chunk_plan.h): per batch, or coarse chunks.
 //
-// Several GPUs (--gpus N, static): the um-shared forms keep the run's training set in ONE
-// managed allocation (ManagedSharedSet, managed_shared_set.h), a 2 MiB-aligned region per rank
-// that the rank's epoch writer fills, and place each region by the hint of their registry line
-// (Hints::shared), set once at attach after the CPU has written it:
+// Several GPUs (--gpus N, static and refresh): the um-shared forms keep the run's training set
+// in ONE managed allocation (ManagedSharedSet, managed_shared_set.h), a 2 MiB-aligned region
+// per rank that the rank's epoch writer fills, and place each region by the hint of their
+// registry line (Hints::shared), set once at attach after the CPU has written it:
 //   um-shared              none: each GPU faults its region in on first touch
 //   um-shared-prefetch     region r PreferredLocation = GPU r, prefetched there as
 //                          um-prefetch-coarse prefetches (chunks, the first epoch only)

@@ -339,6 +339,9 @@ class _Runnable:
             return (f"{cell.strategy} runs on several GPUs "
                     + (f"in {', '.join(several)} only" if several else "in no scenario yet")
                     + f", not in {cell.scenario} (--emulate-gpus runs every strategy on one GPU)")
+        if cell.several_gpus and cell.augment_device == "gpu":
+            return ("several GPUs augment on the host (--gpus N with --augment-device gpu is "
+                    "refused; --emulate-gpus runs it on one GPU)")
         forms = (entry.get("launch_forms") or {}).get(cell.scenario)
         if forms is None:
             return None

@@ -110,12 +110,24 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
   for (const StrategyEntry& e : strategy_registry()) {
     SCOPED_TRACE(std::string(e.name));
     EXPECT_TRUE(runs_on_several_gpus(e.name));
-    EXPECT_EQ(several_gpu_scenarios(e.name), std::vector<Scenario>{Scenario::Static});
     const std::string name(e.name);
+    // Static and refresh (each shard's rows keyed as the whole epoch's); the peer-fanout forms,
+    // whose set is written once on rank 0's GPU, static only.
+    const bool once = name.rfind("peer-fanout", 0) == 0;
+    const std::vector<Scenario> want =
+        once ? std::vector<Scenario>{Scenario::Static}
+             : std::vector<Scenario>{Scenario::Static, Scenario::Refresh};
+    EXPECT_EQ(several_gpu_scenarios(e.name), want);
     expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str()});
+    if (!once)
+      expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str(), "--scenario", "refresh"});
   }
   EXPECT_FALSE(runs_on_several_gpus("teleport"));
-  expect_refused({"train", "--gpus", "2", "--scenario", "refresh"}, "static scenario");
+  expect_refused({"train", "--gpus", "2", "--scenario", "stream"},
+                 "several GPUs run the static and refresh scenarios so far");
+  expect_refused({"train", "--gpus", "2", "--scenario", "stream", "--strategy", "pinned"},
+                 "--emulate-gpus runs stream on one GPU");
+
 }
 
 TEST(CliDataParallel, OtherBranchesOptionsEitherRunOnTheShardsOrAreRefused) {
@@ -133,7 +145,7 @@ TEST(CliDataParallel, OtherBranchesOptionsEitherRunOnTheShardsOrAreRefused) {
   if (!kHaveNccl) return;  // the build's missing NCCL is said first otherwise
   expect_refused({"train", "--gpus", "2", "--strategy", "resident", "--scenario", "refresh",
                   "--augment-device", "gpu"},
-                 "static scenario");
+                 "several GPUs augment on the host so far");
   expect_refused({"train", "--gpus", "2", "--strategy", "resident", "--augment-device", "gpu"},
                  "augments nothing");
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -127,7 +128,7 @@ TEST(CliRefusals, PeerFanoutRunsTheStaticScenarioOnly) {
 
 // The host-shared forms are pinned's and double-buffer-graph's data paths on one GPU, so they
 // run the scenarios those run there (host-shared-ring, as double-buffer-graph, no stream: it
-// stages from a fixed layout); with several GPUs, the static scenario (every strategy so far).
+// stages from a fixed layout); with several GPUs, the static and refresh scenarios.
 // host-shared-ring reads the ring options, host-shared none.
 TEST(CliRefusals, HostSharedRunsWhatItsOneGpuStrategyRuns) {
   for (const char* s : {"host-shared", "host-shared-ring"})
@@ -145,9 +146,17 @@ TEST(CliRefusals, HostSharedRunsWhatItsOneGpuStrategyRuns) {
   EXPECT_EQ(p.req.run.copy_streams, 2);
   EXPECT_EQ(p.req.run.copy_chunk_mib, 4);
   expect_refused({"train", "--strategy", "host-shared", "--depth", "3"}, "host-shared-ring");
-  if (kHaveNccl)
-    expect_refused({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario", "refresh"},
-                   "several GPUs run the static scenario so far");
+  if (kHaveNccl) {
+    const char* had = std::getenv("NCCL_NVLS_ENABLE");  // several GPUs need multicast off
+    const std::string before = had ? had : "";
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    const auto r = parse({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario",
+                          "refresh"});
+    if (had) setenv("NCCL_NVLS_ENABLE", before.c_str(), 1); else unsetenv("NCCL_NVLS_ENABLE");
+    EXPECT_FALSE(r.code) << r.err;
+    expect_refused({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario", "stream"},
+                   "several GPUs run the static and refresh scenarios so far");
+  }
 }
 
 // A launch form the strategy's data path does not allow in the scenario is refused with the

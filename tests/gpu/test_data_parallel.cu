@@ -25,6 +25,8 @@
 // NCCL_NVLS_ENABLE=0 for this process (the run refuses to start without it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -309,6 +311,40 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
       if (er.counters.api_available)
         for (const char* fn : {"cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged"})
           EXPECT_EQ(er.counters.api.count(fn), 0u) << fn << " in epoch " << er.train.epoch;
+  }
+  EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
+}
+
+// The refresh scenario on two GPUs: every epoch each GPU's strategy rewrites its shard of the
+// epoch, reshuffled and shifted as the whole epoch is (EpochRows::whole_row), so the curve is the
+// emulation's bitwise for every strategy that runs refresh there (the peer-fanout forms write
+// their set once: static only), and the GPUs together move the emulation's bytes.
+TEST(DataParallel, TwoGpusRefreshEqualsTheEmulationBitwiseOnEveryStrategy) {
+  REQUIRE_GPUS(2);
+  int ran = 0;
+  for (const StrategyEntry& e : strategy_registry()) {
+    SCOPED_TRACE(std::string(e.name));
+    const std::vector<Scenario> sc = several_gpu_scenarios(e.name);
+    if (std::find(sc.begin(), sc.end(), Scenario::Refresh) == sc.end()) continue;
+    RunConfig two = dp_run(e.name, 1, 2), one = dp_run(e.name, 2, 1);
+    two.scenario = one.scenario = Scenario::Refresh;
+    two.epochs = one.epochs = 3;  // three reshuffles and shifts
+    two.reduce = Reduce::Exact;
+    RunOutput got, ref;
+    try {
+      got = train_run_on(subset(), two);
+    } catch (const DeviceUnavailable& w) {
+      std::cout << "[  WAIVED  ] " << e.name << ": " << w.what() << "\n";
+      continue;
+    }
+    ref = train_run_on(subset(), one);
+    ++ran;
+    EXPECT_EQ(first_difference(got, ref), "");
+    EXPECT_EQ(got.test.loss, ref.test.loss);
+    ASSERT_EQ(got.epochs.size(), ref.epochs.size());
+    for (std::size_t i = 0; i < got.epochs.size(); ++i)
+      EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes)
+          << "epoch " << i + 1;
   }
   EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
 }

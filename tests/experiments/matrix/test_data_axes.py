@@ -87,14 +87,11 @@ gpus = [1, 2]
     assert "pinned takes --augment-device gpu in no scenario, not in refresh" in why.values()
     assert any("resident takes --augment-device gpu in refresh, stream only, not in static"
                in w for w in why.values())
-    # --gpus 2: every strategy in static only, by describe
-    assert {(s, sc) for s, sc, _, g in run if g == 2} == {("resident", "static"),
-                                                           ("pinned", "static"),
-                                                           ("double-buffer", "static")}
-    assert any(w.startswith("double-buffer runs on several GPUs in static only, not in refresh")
-               for w in why.values())
-    assert any(w.startswith("pinned runs on several GPUs in static only, not in refresh")
-               for w in why.values())
+    # --gpus 2: every strategy in static and refresh, by describe, augmented on the host only
+    assert {(s, sc, a) for s, sc, a, g in run if g == 2} == {
+        (s, sc, None) for s in ("resident", "pinned", "double-buffer")
+        for sc in ("static", "refresh")}
+    assert any(w.startswith("several GPUs augment on the host") for w in why.values())
 
 
 @pytest.mark.parametrize("value, message", [
