@@ -25,8 +25,14 @@ BatchProducer::BatchProducer(const HostDataset& data, const ProducerConfig& cfg,
     : data_(&data),
       cfg_(cfg),
       slots_(std::move(slot_memory)),
-      geom_{data.n_train(), cfg.batch, transfer_bytes_per_sample(data.features(), cfg.transfer)},
+      geom_{cfg.shards > 1 && cfg.batch > 0 && cfg.shard >= 0 && cfg.shard < cfg.shards
+                ? shard_rows(data.n_train(), cfg.batch, cfg.shard, cfg.shards)
+                : data.n_train(),
+            cfg.batch, transfer_bytes_per_sample(data.features(), cfg.transfer)},
       order_(data.n_train(), cfg.seed) {
+  if (cfg.shards < 1 || cfg.shard < 0 || cfg.shard >= cfg.shards)
+    throw std::invalid_argument("BatchProducer: shard " + std::to_string(cfg.shard) + " of " +
+                                std::to_string(cfg.shards) + " does not exist");
   if (cfg.workers < 1)
     throw std::invalid_argument("BatchProducer: workers must be >= 1, got " +
                                 std::to_string(cfg.workers));
@@ -157,7 +163,8 @@ void BatchProducer::fill(int worker, int epoch, int b, int s) {
   char name[32];
   std::snprintf(name, sizeof name, "produce batch %d", b);
   NvtxRange range(Phase::Produce, name);
-  const EpochRows rows{data_, order_.order(), cfg_.augment, cfg_.transfer, cfg_.seed, epoch};
+  const EpochRows rows{data_,      order_.order(), cfg_.augment, cfg_.transfer, cfg_.seed,
+                       epoch,      cfg_.shard,     cfg_.shards,  cfg_.batch};
   const SlotMemory& m = slots_[static_cast<std::size_t>(s)];
   write_rows(rows, geom_.first(b), geom_.rows(b), m.images, m.labels,
              scratch_[static_cast<std::size_t>(worker)].data());

@@ -32,7 +32,8 @@
 //   stream nothing and the wait lands on the worker, which has nothing else to do.
 //
 // Determinism: batch b's bytes are write_rows(rows [b*batch, ...) of epoch e) - a function of
-// (data, seed, epoch, b) only - whatever the worker count or schedule.
+// (data, seed, epoch, b) only - whatever the worker count or schedule. A shard's batch b is the
+// whole epoch's batch b·shards + shard, byte for byte.
 // Errors: an exception in a worker (augmentation, a CUDA error of an event) stops all workers
 // and is rethrown by the consumer's next wait_ready / begin_epoch. Misuse that would deadlock
 // (waiting for a batch whose slot the consumer still holds) throws std::logic_error at once.
@@ -70,6 +71,11 @@ struct ProducerConfig {
   Augment augment = Augment::Light;
   Transfer transfer = Transfer::U8;
   std::uint64_t seed = 1;
+  /// Several GPUs: this producer serves shard `shard` of `shards`, the single-GPU batches
+  /// g·shards + shard of the whole epoch, as its batches 0, 1, 2 ... (the whole epoch's order
+  /// and augmentation keys: EpochRows::whole_row), so the shards' bytes are the whole epoch's.
+  int shard = 0;
+  int shards = 1;
   /// Create one event per slot so that release_after works (needs a CUDA device). Off: only
   /// release() (CPU consumers, tests without a GPU).
   bool gpu_release = false;

@@ -60,12 +60,8 @@ EpochWriter::EpochWriter(const HostDataset& data, const StrategyOptions& opt)
   if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards || opt.batch < 1)
     throw std::invalid_argument("EpochWriter: shard " + std::to_string(opt.shard) + " of " +
                                 std::to_string(opt.shards) + " does not exist");
-  // A shard's rows take the whole epoch's order and augmentation keys (EpochRows::whole_row), so
-  // static and refresh epochs shard. The stream scenario's producers cut the whole epoch into
-  // batches of their own (batch_producer.h): not per shard.
-  if (opt.scenario == Scenario::Stream)
-    throw std::invalid_argument("EpochWriter: a shard of the epoch is served in the static and "
-                                "refresh scenarios only, not in stream");
+  // A shard's rows take the whole epoch's order and augmentation keys (EpochRows::whole_row), in
+  // every scenario (the stream scenario's producers shard the same way: batch_producer.h).
   samples_ = shard_rows(data.n_train(), opt.batch, opt.shard, opt.shards);
 }
 

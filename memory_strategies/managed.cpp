@@ -40,10 +40,11 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   const BatchGeometry& g = source_.geometry();
   const bool stream = opt.scenario == Scenario::Stream;
   static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt);
-  const bool shared = hints_.shared != SharedSet::Off && opt.group != nullptr;
-  if (shared && (opt.scenario == Scenario::Stream || gathers_on_gpu(opt)))
-    throw std::logic_error(name_ + ": several GPUs share one managed set in the static and "
-                           "refresh scenarios only (data_parallel_request.h)");
+  // The stream scenario's batches come from host workers into each rank's own managed slots
+  // (there is no set to share); several GPUs never gather on the GPU (data_parallel_request.h).
+  const bool shared = hints_.shared != SharedSet::Off && opt.group != nullptr && !stream;
+  if (shared && gathers_on_gpu(opt))
+    throw std::logic_error(name_ + ": several GPUs do not gather batches on the GPU");
   if (stream && !gathers_on_gpu(opt)) {
     slots_.attach(data, opt, SlotKind::Managed, name_.c_str());
   } else if (!shared) {

@@ -21,9 +21,10 @@
 //   um-shared-host         PreferredLocation = host, AccessedBy every GPU of the run: nothing
 //                          migrates; each GPU's kernels read its batch from host memory over
 //                          the bus through that mapping (zero-copy's path, in managed memory)
-// One GPU and the emulation (no ReplicaGroup): no shared set and no such hint, the strategy's
-// own buffers: um's path (um-shared, um-shared-host) or um-prefetch-coarse's (the prefetching
-// forms) exactly, the registry's one_gpu_as.
+// The stream scenario has no set to share: each rank's host workers fill its own managed slots,
+// as um's (um-prefetch-coarse's) do. One GPU and the emulation (no ReplicaGroup): no shared set
+// and no such hint, the strategy's own buffers: um's path (um-shared, um-shared-host) or
+// um-prefetch-coarse's (the prefetching forms) exactly, the registry's one_gpu_as.
 //
 // Stream scenario, host workers: managed slots (stream_slots.h) that the workers write while
 // kernels run (hence concurrentManagedAccess); the step reads batch b's slot in place, the

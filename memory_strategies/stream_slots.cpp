@@ -75,6 +75,8 @@ void StreamSlots::attach(const HostDataset& data, const StrategyOptions& opt, Sl
   cfg.augment = opt.augment;
   cfg.transfer = opt.transfer;
   cfg.seed = opt.seed;
+  cfg.shard = opt.shard;
+  cfg.shards = opt.shards;
   cfg.gpu_release = true;
   producer_ = std::make_unique<BatchProducer>(data, cfg, std::move(memory));
 }

@@ -17,8 +17,8 @@ std::vector<Scenario> several_gpu_scenarios(std::string_view strategy) {
   const StrategyEntry* e = find_strategy(strategy);
   if (e == nullptr || !runs_on_several_gpus(strategy)) return {};
   std::vector<Scenario> r;
-  for (const Scenario s : {Scenario::Static, Scenario::Refresh}) {
-    StrategyOptions o;
+  for (const Scenario s : {Scenario::Static, Scenario::Refresh, Scenario::Stream}) {
+    StrategyOptions o;  // stream: host workers augment (the default, --augment light)
     o.scenario = s;
     if (refusal_reason(*e, o).empty()) r.push_back(s);  // the peer-fanout forms: static only
   }
@@ -80,11 +80,12 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (!runs_on_several_gpus(c.strategy->name))
     return n + " with --strategy " + std::string(c.strategy->name) +
            ": not a strategy of the registry (memstrat list)";
-  if (c.scenario == Scenario::Stream)
-    return n + " with --scenario stream: the stream scenario's host workers cut the whole epoch "
-               "into batches of their own, not into the GPUs' shards; several GPUs run the "
-               "static and refresh scenarios so far (--emulate-gpus runs stream on one GPU)";
-  if (c.augment_device == AugmentDevice::Gpu && c.scenario == Scenario::Refresh)
+  if (c.scenario == Scenario::Stream && c.augment == Augment::None)
+    return n + " with --scenario stream --augment none: the GPU would gather each batch from a "
+               "whole set of its own on every GPU; several GPUs run the stream scenario with "
+               "host workers (--augment light or heavy) so far (--emulate-gpus runs it on one "
+               "GPU)";
+  if (c.augment_device == AugmentDevice::Gpu && c.scenario != Scenario::Static)
     return n + " with --augment-device gpu: each GPU's strategy would augment its shard from a "
                "set of its own on that GPU; several GPUs augment on the host so far "
                "(--emulate-gpus runs it on one GPU)";
@@ -92,7 +93,8 @@ std::string data_parallel_refusal(const RunConfig& c) {
   if (std::find(scenarios.begin(), scenarios.end(), c.scenario) == scenarios.end())
     return n + " with --scenario " + std::string(to_string(c.scenario)) + " and --strategy " +
            std::string(c.strategy->name) + ": several GPUs run it in the " +
-           (scenarios.size() == 1 ? "static scenario only" : "static and refresh scenarios");
+           (scenarios.size() == 1 ? "static scenario only" : "static and refresh scenarios" +
+            std::string(scenarios.size() == 3 ? " and, with host workers, stream" : ""));
   if (const std::string why = nvls_refusal(nccl_settings()); !why.empty()) return n + ": " + why;
   return "";
 }

@@ -21,17 +21,19 @@ inline constexpr int kMaxShards = 8;
 bool runs_on_several_gpus(std::string_view strategy);
 
 /// The scenarios in which `strategy` runs with --gpus N > 1 (`memstrat describe`'s
-/// several_gpus): static and refresh for the strategies runs_on_several_gpus names where the
-/// registry runs them (the peer-fanout forms: static only), none for the others. A shard served
-/// as its own epoch takes the whole epoch's order and augmentation keys (EpochRows::whole_row);
-/// the stream scenario's producers cut the whole epoch into batches of their own, so no stream.
+/// several_gpus): static, refresh and stream (host workers: each GPU's strategy runs its own
+/// producers over its shard) for the strategies runs_on_several_gpus names, where the registry
+/// runs them (the peer-fanout forms: static only; stream needs host workers, so not resident's
+/// GPU gather), none for the others. A shard served as its own epoch takes the whole epoch's
+/// order and augmentation keys (EpochRows::whole_row).
 std::vector<Scenario> several_gpu_scenarios(std::string_view strategy);
 
 /// "" when `c` can run; else what is wrong and what to do. Single-GPU runs (shards() == 1) are
 /// always "". Refused besides --fused lt (kDataParallelStepReason) and the one-launch forms:
 /// --device-budget with any N > 1 (its hold sits between one Mlp's and one strategy's
 /// allocations); with --gpus N > 1, --replicate K > 1 (each GPU's strategy keeps a host copy)
-/// the stream scenario and --augment-device gpu; with --processes per-gpu, a
+/// the stream scenario's GPU gather (--augment none) and --augment-device gpu; with
+/// --processes per-gpu, a
 /// launcher's process count other than N and the peer-fanout forms (their set lives in one
 /// process's GPU memory). Reads the NCCL_* environment through nvls_refusal
 /// (common/nccl_settings.h).

@@ -331,10 +331,14 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
 namespace {
 // One rank's epoch figures, as gathered between the processes of --processes per-gpu.
 enum Figure { kWall, kHost, kGpu, kStall, kCompute, kIdle, kH2d, kPeer, kStrategyHost, kCopy,
-              kHasCopy };
+              kHasCopy,
+              // the stream scenario's producers (ProducerStats), kHasProducer 1 where there are
+              kHasProducer, kPWorkers, kPSlots, kPBatches, kPSamples, kPBusy, kPBusyMax,
+              kPSlotWait, kPConsumerWait, kPFirstWait, kPConsumerWaits, kPSpan, kFigureCount };
 }  // namespace
 
 std::vector<double> DataParallelTrainer::gather_figures(Replica& p, const double* mine) {
+  static_assert(static_cast<std::size_t>(kFigureCount) == kFigures, "every figure is gathered");
   const std::size_t world = static_cast<std::size_t>(plan_.shards());
   std::copy(mine, mine + kFigures, p.host_figures.data());
 #if MEMSTRAT_HAVE_NCCL
@@ -368,10 +372,16 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     const Times& t = times[i];
     const StrategyStats s = replicas_[i]->strategy->stats();
+    const ProducerStats ps = s.producer.value_or(ProducerStats{});
     const double row[kFigures] = {wall_ms, t.host_ms, t.gpu_ms, t.stall_ms, t.compute_ms,
                                   t.idle_ms, static_cast<double>(s.h2d_bytes),
                                   static_cast<double>(s.peer_bytes), s.host_ms,
-                                  s.copy_ms.value_or(0.0), s.copy_ms ? 1.0 : 0.0};
+                                  s.copy_ms.value_or(0.0), s.copy_ms ? 1.0 : 0.0,
+                                  s.producer ? 1.0 : 0.0, static_cast<double>(ps.workers),
+                                  static_cast<double>(ps.slots), static_cast<double>(ps.batches),
+                                  static_cast<double>(ps.samples), ps.busy_ms, ps.busy_max_ms,
+                                  ps.slot_wait_ms, ps.consumer_wait_ms, ps.first_wait_ms,
+                                  static_cast<double>(ps.consumer_waits), ps.span_ms};
     f.insert(f.end(), row, row + kFigures);
   }
   if (per_process_) f = gather_figures(*replicas_.front(), f.data());
@@ -397,7 +407,31 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
   r.stall_ms = at(slowest, kStall);
   r.compute_ms = at(slowest, kCompute);
   r.idle_ms = at(slowest, kIdle);
-  if (!sharded_) r.strategy.producer = replicas_.front()->strategy->stats().producer;
+  if (!sharded_) {
+    r.strategy.producer = replicas_.front()->strategy->stats().producer;
+  } else if (at(0, kHasProducer) != 0.0) {
+    // Every GPU's producers together: workers, slots, batches, samples, busy and slot-wait time
+    // summed over the ranks; the starvation (consumer wait, first wait, waits), the production
+    // span and the busiest worker the worst rank's, since every global step waits for the
+    // slowest GPU.
+    ProducerStats ps;
+    for (std::size_t i = 0; i < ranks; ++i) {
+      ps.workers += static_cast<int>(at(i, kPWorkers));
+      ps.slots += static_cast<int>(at(i, kPSlots));
+      ps.batches += static_cast<std::int64_t>(at(i, kPBatches));
+      ps.samples += static_cast<std::int64_t>(at(i, kPSamples));
+      ps.busy_ms += at(i, kPBusy);
+      ps.slot_wait_ms += at(i, kPSlotWait);
+      ps.busy_max_ms = std::max(ps.busy_max_ms, at(i, kPBusyMax));
+      if (at(i, kPConsumerWait) >= ps.consumer_wait_ms) {
+        ps.consumer_wait_ms = at(i, kPConsumerWait);
+        ps.first_wait_ms = at(i, kPFirstWait);
+        ps.consumer_waits = static_cast<std::int64_t>(at(i, kPConsumerWaits));
+      }
+      ps.span_ms = std::max(ps.span_ms, at(i, kPSpan));
+    }
+    r.strategy.producer = ps;
+  }
   // Each row's loss from the replica that computed it (one process per GPU: every row is in this
   // process's sums).
   double loss = 0, correct = 0;

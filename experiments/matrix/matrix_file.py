@@ -342,6 +342,9 @@ class _Runnable:
         if cell.several_gpus and cell.augment_device == "gpu":
             return ("several GPUs augment on the host (--gpus N with --augment-device gpu is "
                     "refused; --emulate-gpus runs it on one GPU)")
+        if cell.several_gpus and cell.scenario == "stream" and cell.augment == "none":
+            return ("several GPUs run the stream scenario with host workers (--gpus N with "
+                    "--augment none is refused; --emulate-gpus runs it on one GPU)")
         forms = (entry.get("launch_forms") or {}).get(cell.scenario)
         if forms is None:
             return None

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -205,6 +206,62 @@ TEST(BatchProducer, StressTinyRingRandomDelaysBothSides) {
     }
     EXPECT_TRUE(ring.guards_intact());
   }
+}
+
+// Several GPUs: the producer of shard r of N serves the whole epoch's batches g·N + r as its
+// batches g, byte for byte (the whole epoch's order and augmentation keys), and the shards'
+// batches together are the whole epoch's, at every epoch (each reshuffled). Heavy and light, u8
+// and f32; 700 rows in batches of 64 leave a partial last batch in one shard.
+TEST(BatchProducer, AShardServesTheWholeEpochsBatchesOfItsRank) {
+  const HostDataset d = synthetic_dataset(700);
+  const int batch = 64;  // 11 batches: 10 of 64 and one of 60
+  for (const Augment a : {Augment::Light, Augment::Heavy})
+    for (const Transfer t : {Transfer::U8, Transfer::F32})
+      for (const int shards : {2, 3}) {
+        SCOPED_TRACE(std::to_string(shards) + " shards");
+        Ring whole_ring(2, batch, 784 * (t == Transfer::F32 ? 4 : 1));
+        BatchProducer whole(d, config(3, batch, a, t), whole_ring.memory());
+        std::vector<std::unique_ptr<Ring>> rings;
+        std::vector<std::unique_ptr<BatchProducer>> mine;
+        for (int r = 0; r < shards; ++r) {
+          ProducerConfig c = config(2, batch, a, t);
+          c.shard = r;
+          c.shards = shards;
+          rings.push_back(std::make_unique<Ring>(3, batch, 784 * (t == Transfer::F32 ? 4 : 1)));
+          mine.push_back(std::make_unique<BatchProducer>(d, c, rings.back()->memory()));
+        }
+        const std::size_t row = whole.geometry().image_bytes_per_sample;
+        for (int epoch = 1; epoch <= 2; ++epoch) {
+          const Epoch w = consume(whole, epoch);
+          std::int64_t rows = 0;
+          for (int r = 0; r < shards; ++r) {
+            BatchProducer& p = *mine[static_cast<std::size_t>(r)];
+            const Epoch got = consume(p, epoch);
+            rows += p.geometry().samples;
+            ASSERT_EQ(p.batches(), (whole.batches() - r + shards - 1) / shards) << r;
+            std::int64_t at = 0;
+            for (int g = 0; g < p.batches(); ++g) {
+              const int b = g * shards + r;
+              ASSERT_EQ(p.rows(g), whole.rows(b)) << r << " " << g;
+              const std::int64_t first = whole.geometry().first(b);
+              EXPECT_TRUE(std::equal(got.images.begin() + at * static_cast<std::int64_t>(row),
+                                     got.images.begin() + (at + p.rows(g)) * static_cast<std::int64_t>(row),
+                                     w.images.begin() + first * static_cast<std::int64_t>(row)))
+                  << "shard " << r << " batch " << g << " epoch " << epoch;
+              EXPECT_TRUE(std::equal(got.labels.begin() + at, got.labels.begin() + at + p.rows(g),
+                                     w.labels.begin() + first));
+              at += p.rows(g);
+            }
+          }
+          EXPECT_EQ(rows, 700);
+        }
+        for (const auto& ring : rings) EXPECT_TRUE(ring->guards_intact());
+      }
+  ProducerConfig bad = config(1, batch, Augment::Light);
+  bad.shard = 2;
+  bad.shards = 2;
+  Ring ring(1, batch, 784);
+  EXPECT_THROW(BatchProducer(d, bad, ring.memory()), std::invalid_argument);
 }
 
 // Batch b of every epoch lives in slot b mod K, also when K does not divide the batches of an

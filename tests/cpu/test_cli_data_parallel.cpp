@@ -111,22 +111,32 @@ TEST(CliDataParallel, SeveralGpusNeedNcclAndNvlinkMulticastOff) {
     SCOPED_TRACE(std::string(e.name));
     EXPECT_TRUE(runs_on_several_gpus(e.name));
     const std::string name(e.name);
-    // Static and refresh (each shard's rows keyed as the whole epoch's); the peer-fanout forms,
-    // whose set is written once on rank 0's GPU, static only.
+    // Static and refresh (each shard's rows keyed as the whole epoch's) and, where the registry
+    // runs it with host workers, stream (each GPU's strategy its own producers over its shard);
+    // the peer-fanout forms, whose set is written once on rank 0's GPU, static only.
     const bool once = name.rfind("peer-fanout", 0) == 0;
-    const std::vector<Scenario> want =
-        once ? std::vector<Scenario>{Scenario::Static}
-             : std::vector<Scenario>{Scenario::Static, Scenario::Refresh};
+    StrategyOptions st;
+    st.scenario = Scenario::Stream;
+    const bool stream = !once && refusal_reason(e, st).empty();
+    std::vector<Scenario> want{Scenario::Static};
+    if (!once) want.push_back(Scenario::Refresh);
+    if (stream) want.push_back(Scenario::Stream);
     EXPECT_EQ(several_gpu_scenarios(e.name), want);
     expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str()});
     if (!once)
       expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str(), "--scenario", "refresh"});
+    if (stream)
+      expect_accepted({"train", "--gpus", "2", "--strategy", name.c_str(), "--scenario", "stream",
+                       "--augment", "heavy", "--workers", "2"});
   }
   EXPECT_FALSE(runs_on_several_gpus("teleport"));
-  expect_refused({"train", "--gpus", "2", "--scenario", "stream"},
-                 "several GPUs run the static and refresh scenarios so far");
-  expect_refused({"train", "--gpus", "2", "--scenario", "stream", "--strategy", "pinned"},
-                 "--emulate-gpus runs stream on one GPU");
+  EXPECT_EQ(several_gpu_scenarios("pinned"),
+            (std::vector<Scenario>{Scenario::Static, Scenario::Refresh, Scenario::Stream}));
+  EXPECT_EQ(several_gpu_scenarios("resident"),  // its stream scenario gathers on the GPU
+            (std::vector<Scenario>{Scenario::Static, Scenario::Refresh}));
+  expect_refused({"train", "--gpus", "2", "--scenario", "stream", "--augment", "none",
+                  "--strategy", "pinned"},
+                 "several GPUs run the stream scenario with host workers");
 
 }
 

@@ -73,8 +73,9 @@ TEST(CliProcesses, WithNoLauncherMemstratStartsTheRanks) {
   EXPECT_EQ(p.req.run.json, "r.jsonl") << "the ranks decide who writes";
   expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--strategy", "peer-fanout"},
                  "(--processes one)");
-  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--scenario", "stream"},
-                 "static and refresh scenarios");
+  expect_refused({"train", "--gpus", "2", "--processes", "per-gpu", "--scenario", "stream",
+                  "--augment", "none"},
+                 "with host workers");
   const auto refresh = parse({"train", "--gpus", "2", "--processes", "per-gpu", "--scenario",
                               "refresh"});
   EXPECT_FALSE(refresh.code) << refresh.err;

@@ -154,8 +154,9 @@ TEST(CliRefusals, HostSharedRunsWhatItsOneGpuStrategyRuns) {
                           "refresh"});
     if (had) setenv("NCCL_NVLS_ENABLE", before.c_str(), 1); else unsetenv("NCCL_NVLS_ENABLE");
     EXPECT_FALSE(r.code) << r.err;
-    expect_refused({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario", "stream"},
-                   "several GPUs run the static and refresh scenarios so far");
+    expect_refused({"train", "--gpus", "2", "--strategy", "host-shared", "--scenario", "stream",
+                    "--augment", "none"},
+                   "several GPUs run the stream scenario with host workers");
   }
 }
 

@@ -207,13 +207,8 @@ TEST(EpochData, AShardIsTheWholeEpochsBatchesOfItsRankInOrder) {
     }
 }
 
-// The stream scenario's producers cut the whole epoch into batches of their own: no shard.
-TEST(EpochData, AShardIsRefusedInTheStreamScenarioAndPastTheLastRank) {
+TEST(EpochData, AShardPastTheLastRankIsRefused) {
   const HostDataset d = synthetic(1000);
-  StrategyOptions st = opts(Transfer::U8, Scenario::Stream);
-  st.shard = 1;
-  st.shards = 2;
-  EXPECT_THROW(EpochWriter(d, st), std::invalid_argument);
   StrategyOptions o = opts(Transfer::U8, Scenario::Static);
   o.shard = 2;
   o.shards = 2;

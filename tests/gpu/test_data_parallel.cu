@@ -315,20 +315,27 @@ TEST(DataParallel, TwoGpusExactEqualTheEmulationBitwiseOnEveryStrategy) {
   EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
 }
 
-// The refresh scenario on two GPUs: every epoch each GPU's strategy rewrites its shard of the
-// epoch, reshuffled and shifted as the whole epoch is (EpochRows::whole_row), so the curve is the
-// emulation's bitwise for every strategy that runs refresh there (the peer-fanout forms write
-// their set once: static only), and the GPUs together move the emulation's bytes.
-TEST(DataParallel, TwoGpusRefreshEqualsTheEmulationBitwiseOnEveryStrategy) {
+// The refresh and stream scenarios on two GPUs: every epoch each GPU's strategy rewrites its
+// shard of the epoch (refresh), or its own host workers produce its shard's batches (stream,
+// heavy augmentation), reshuffled and augmented as the whole epoch is (EpochRows::whole_row), so
+// the curve is the emulation's bitwise for every strategy that runs the scenario there (the
+// peer-fanout forms write their set once: static only; resident's stream gathers on the GPU),
+// and the GPUs together move the emulation's bytes and produce its batches.
+TEST(DataParallel, TwoGpusRefreshAndStreamEqualTheEmulationBitwiseOnEveryStrategy) {
   REQUIRE_GPUS(2);
   int ran = 0;
+  for (const Scenario scenario : {Scenario::Refresh, Scenario::Stream})
   for (const StrategyEntry& e : strategy_registry()) {
-    SCOPED_TRACE(std::string(e.name));
+    SCOPED_TRACE(std::string(e.name) + " " + std::string(to_string(scenario)));
     const std::vector<Scenario> sc = several_gpu_scenarios(e.name);
-    if (std::find(sc.begin(), sc.end(), Scenario::Refresh) == sc.end()) continue;
+    if (std::find(sc.begin(), sc.end(), scenario) == sc.end()) continue;
     RunConfig two = dp_run(e.name, 1, 2), one = dp_run(e.name, 2, 1);
-    two.scenario = one.scenario = Scenario::Refresh;
-    two.epochs = one.epochs = 3;  // three reshuffles and shifts
+    two.scenario = one.scenario = scenario;
+    if (scenario == Scenario::Stream) {  // the workers' affine warp, two of them per GPU
+      two.augment = one.augment = Augment::Heavy;
+      two.workers = one.workers = 2;
+    }
+    two.epochs = one.epochs = 3;  // three reshuffles and augmentations
     two.reduce = Reduce::Exact;
     RunOutput got, ref;
     try {
@@ -342,11 +349,21 @@ TEST(DataParallel, TwoGpusRefreshEqualsTheEmulationBitwiseOnEveryStrategy) {
     EXPECT_EQ(first_difference(got, ref), "");
     EXPECT_EQ(got.test.loss, ref.test.loss);
     ASSERT_EQ(got.epochs.size(), ref.epochs.size());
-    for (std::size_t i = 0; i < got.epochs.size(); ++i)
+    for (std::size_t i = 0; i < got.epochs.size(); ++i) {
       EXPECT_EQ(got.epochs[i].strategy.h2d_bytes, ref.epochs[i].strategy.h2d_bytes)
           << "epoch " << i + 1;
+      const auto& gp = got.epochs[i].strategy.producer;
+      const auto& rp = ref.epochs[i].strategy.producer;
+      ASSERT_EQ(gp.has_value(), scenario == Scenario::Stream) << "epoch " << i + 1;
+      ASSERT_EQ(rp.has_value(), gp.has_value());
+      if (gp) {  // every GPU's producers together made the epoch's batches, once each
+        EXPECT_EQ(gp->samples, rp->samples) << "epoch " << i + 1;
+        EXPECT_EQ(gp->batches, rp->batches) << "epoch " << i + 1;
+        EXPECT_EQ(gp->workers, 2 * rp->workers) << "two GPUs, each its own workers";
+      }
+    }
   }
-  EXPECT_GE(ran, 2) << "resident and pinned run on any GPU";
+  EXPECT_GE(ran, 4) << "pinned in both scenarios and resident in refresh run on any GPU";
 }
 
 // The peer-fanout forms hold the set once, on GPU 0; GPU 1 pulls the batches of its shard from
