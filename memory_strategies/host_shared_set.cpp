@@ -3,9 +3,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "memory_strategies/epoch_data.h"  // shard_rows, transfer_bytes_per_sample
 #include "memory_strategies/replica_group.h"
 
 namespace memstrat {
+
+ShardRegion shard_region(const HostDataset& data, const StrategyOptions& opt, int rank) {
+  const std::int64_t rows = shard_rows(data.n_train(), opt.batch, rank, opt.shards);
+  ShardRegion l;
+  l.image_bytes = static_cast<std::uint64_t>(rows) *
+                  transfer_bytes_per_sample(data.features(), opt.transfer);
+  l.label_offset = (l.image_bytes + HostSharedSet::kAlign - 1) / HostSharedSet::kAlign *
+                   HostSharedSet::kAlign;
+  l.bytes = l.label_offset + static_cast<std::uint64_t>(rows) * sizeof(std::int32_t);
+  return l;
+}
 
 std::vector<std::uint64_t> HostSharedSet::region_offsets(const std::vector<std::uint64_t>& bytes,
                                                          std::uint64_t align) {

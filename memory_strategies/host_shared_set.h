@@ -16,9 +16,19 @@
 #include <vector>
 
 #include "common/cuda_raii.h"
+#include "common/host_dataset.h"
 #include "memory_strategies/memory_strategy.h"
 
 namespace memstrat {
+
+/// Rank `rank`'s region of a shared set (the host-shared and um-shared forms): its shard's images
+/// in the transfer format, then, from the next HostSharedSet::kAlign boundary, its labels.
+struct ShardRegion {
+  std::uint64_t image_bytes = 0;
+  std::uint64_t label_offset = 0;
+  std::uint64_t bytes = 0;
+};
+ShardRegion shard_region(const HostDataset& data, const StrategyOptions& opt, int rank);
 
 class HostSharedSet {
  public:

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "common/nvtx.h"
-#include "memory_strategies/epoch_data.h"  // shard_rows, transfer_bytes_per_sample
+#include "memory_strategies/host_shared_set.h"  // shard_region
 #include "memory_strategies/replica_group.h"
 #include "memory_strategies/um_hints.h"
 
@@ -93,30 +93,10 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   source_.bind(images_at_, labels_at_);
 }
 
-namespace {
-// Rank r's region of a shared set: its shard's images, then (from the next 256-byte boundary)
-// its labels.
-struct RegionLayout {
-  std::uint64_t image_bytes = 0;
-  std::uint64_t label_offset = 0;
-  std::uint64_t bytes = 0;
-};
-
-RegionLayout region_layout(const HostDataset& data, const StrategyOptions& opt, int rank) {
-  const std::int64_t rows = shard_rows(data.n_train(), opt.batch, rank, opt.shards);
-  RegionLayout l;
-  l.image_bytes = static_cast<std::uint64_t>(rows) *
-                  transfer_bytes_per_sample(data.features(), opt.transfer);
-  l.label_offset = (l.image_bytes + 255) / 256 * 256;
-  l.bytes = l.label_offset + static_cast<std::uint64_t>(rows) * sizeof(std::int32_t);
-  return l;
-}
-}  // namespace
-
 void ManagedStrategy::attach_shared(const HostDataset& data, const StrategyOptions& opt) {
   set_ = ManagedSharedSet::for_rank(
-      opt, [&](int rank) { return region_layout(data, opt, rank).bytes; }, name_.c_str());
-  const RegionLayout l = region_layout(data, opt, opt.shard);
+      opt, [&](int rank) { return shard_region(data, opt, rank).bytes; }, name_.c_str());
+  const ShardRegion l = shard_region(data, opt, opt.shard);
   if (l.image_bytes != source_.image_bytes() ||
       l.bytes - l.label_offset !=
           static_cast<std::uint64_t>(source_.samples()) * sizeof(std::int32_t))
