@@ -55,7 +55,8 @@ BUDGET_TODO = (f"{NOT_HERE} — `memstrat train --replicate K --device-budget Gi
                "`experiments/scripts/reproduce.sh --stages budget` sweeps it (budget.toml), not "
                "yet run for this set; `analysis/advise.py --budget-gib` gives the model's answer "
                "(strategies holding the whole set do not fit)")
-GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (every strategy; static); on a "
+GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (every strategy; static, "
+             "refresh, stream with host workers); on a "
              "machine of N >= 2 GPUs `experiments/scripts/reproduce.sh` measures it into a set of "
              "its own, `docs/results/<gpu>-x<N>/` (the scaling stage: scaling.toml, memstrat "
              "beside DDP and JAX, scaling_check.md)")
