@@ -3,7 +3,8 @@
 processes of 20 steady epochs and one profiled process, runs every strategy at every launch form
 its data path allows there (each once) with resident at the same form and step beside it, keeps
 batch 64 and 1024 at each strategy's own form; guard.toml is a subset of it with its settings;
-the counts the files' comments state are what they expand to."""
+spread.toml gives its conditions 10 processes of 20 steady epochs; the counts the files'
+comments state are what they expand to."""
 import collections
 import dataclasses
 import importlib.util
@@ -284,3 +285,33 @@ def test_scaling_states_its_size(scaling):
     text = (MATRICES / "scaling.toml").read_text()
     n = len(timing(scaling))
     assert f"= {n} configurations" in text and f"{len(scaling.cells)} processes" in text
+
+
+# --------------------------------------------------------------------------------------
+# spread.toml: the run-to-run spread docs/strategies.md explains
+@pytest.fixture(scope="module")
+def spread(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "spread.toml", describe)
+
+
+def test_spread_gives_each_configuration_10_processes_of_20_steady_epochs(spread):
+    # 20 steady epochs: analysis/spread.py's level-shift test needs MIN_HALF in each half
+    assert {c.epochs for c in spread.cells} == {21}
+    configs = collections.Counter(dataclasses.replace(c, repeat=0) for c in spread.cells)
+    assert set(configs.values()) == {10}
+    assert not spread.not_runnable
+
+
+def test_spread_runs_um_advise_at_each_hint_alone_and_with_none(spread):
+    hints = {c.advise for c in spread.cells if c.strategy == "um-advise" and c.profile is False
+             and c.cpus is None}
+    assert hints == {None, "none", "read-mostly", "preferred-device", "accessed-by"}
+    assert {c.advise for c in spread.cells if c.strategy != "um-advise"} == {None}
+
+
+def test_spread_states_its_size(spread):
+    text = (MATRICES / "spread.toml").read_text()
+    n = len({dataclasses.replace(c, repeat=0) for c in spread.cells})
+    assert f"# {n} configurations x 10 processes = {len(spread.cells)}," in text
+    assert f"{len(spread.cells)} processes" in (REPO / "experiments" / "scripts" /
+                                                "reproduce.sh").read_text()
