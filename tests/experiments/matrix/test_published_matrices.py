@@ -128,17 +128,33 @@ def test_results_states_its_size(results):
     assert re.search(rf"^#   total\s+{len(results.cells):,}$", text, re.M)
 
 
-def test_guard_is_a_subset_of_results_with_its_settings(run_matrix, describe, results):
+def test_guard_is_a_subset_of_the_results_set_with_its_settings(run_matrix, describe, results,
+                                                                all_strategies):
     guard = run_matrix.load_matrix(MATRICES / "guard.toml", describe)
-    published = set(timing(results))
+    stream = run_matrix.load_matrix(MATRICES / "stream.toml", describe)
+    published = set(timing(results)) | set(timing(stream))
     counts = timing(guard)
     for k, (unprofiled, profiled) in counts.items():
         assert k in published, k.key
         assert (unprofiled, profiled) == (7, 0), k.key
-        assert (k.scenario, k.batch) == ("static", 256)
+        assert k.batch == 256
+    by_scenario = collections.defaultdict(set)
+    for k in counts:
+        by_scenario[k.scenario].add((k.strategy, k.transfer))
+    # every strategy in static, both transfers; the paths of each kind of buffer in the others
+    assert by_scenario["static"] == {(s["name"], t) for s in all_strategies
+                                     for t in ("u8", "f32")}
+    assert by_scenario["refresh"] == {(s, "u8") for s in ("resident", "pinned-graph",
+                                                           "double-buffer-graph",
+                                                           "zero-copy-staged",
+                                                           "um-prefetch-coarse")}
+    assert by_scenario["stream"] == {(s, "u8") for s in ("pinned", "double-buffer", "zero-copy")}
     text = (MATRICES / "guard.toml").read_text()
     assert f"{len(guard.cells)} processes" in text and f"({len(guard.cells)} runs)" in text
-    assert f"{len(counts) // 2} configurations x 2" in text
+    static = sum(1 for k in counts if k.scenario == "static")
+    assert f"{static // 2} configurations x 2 transfers = {static}" in text
+    assert f"{len(counts)} configurations, each as 7 processes" in text
+    assert f"over the {len(counts)} configurations" in text
 
 
 # --------------------------------------------------------------------------------------
