@@ -412,7 +412,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
               "is between processes (each steady, at different levels) or inside them (a "
               "process changes level during its run). " + spread.RULE + " Within-process IQR: "
               "the median over processes of the interquartile range of its steady epochs, as a "
-              "share of its median.")
+              "share of its median. " + spread.PARTS_NOTE)
         doc.table(spread.HEADERS, spread_rows)
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}

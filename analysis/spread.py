@@ -17,6 +17,9 @@ cases apart:
 
 The rule is pre-declared and applied alike to every unstable configuration: ALPHA for both tests,
 halves of the steady epochs (at least MIN_HALF epochs each, else the process is not tested).
+Each part of the epoch a record times (copy, stall, compute, host) is spread over processes too:
+the part whose range of process medians is near the epoch's carries the spread.
+
 Spikes (single slow epochs) move neither a process's median nor, much, a half's: they are not
 what makes a configuration unstable and are not reported here.
 """
@@ -122,8 +125,51 @@ def steady_values(record: dict, metric: str = "wall_ms") -> list[float]:
     return [float(e[metric]) for e in eps if e.get(metric) is not None]
 
 
+# The parts of an epoch a record times (docs/methodology.md, "Timing"): which of them carries an
+# unstable configuration's spread says where to look (the strategy's own copies or prefetches,
+# the step waiting for them, the step itself, the host's work).
+PARTS = (("copy_ms", "copy"), ("stall_ms", "stall"), ("compute_ms", "compute"),
+         ("host_ms", "host"))
+
+
+@dataclasses.dataclass(frozen=True)
+class PartSpread:
+    label: str
+    low: float                    # the lowest and highest process medians of the part, ms
+    high: float
+
+    @property
+    def span(self) -> float:
+        return self.high - self.low
+
+
+def part_spreads(records: Sequence[dict]) -> list[PartSpread]:
+    """Per part of the epoch that every one of `records` times: the range of the processes'
+    medians of its steady epochs, the widest first (ties in PARTS order)."""
+    out = []
+    for metric, label in PARTS:
+        per_process = [steady_values(r, metric) for r in records]
+        if len(per_process) < 2 or not all(per_process):
+            continue
+        medians = [_median(v) for v in per_process]
+        out.append(PartSpread(label, min(medians), max(medians)))
+    return sorted(out, key=lambda p: -p.span)
+
+
+def format_parts(parts: Sequence[PartSpread]) -> str:
+    """"copy 6.1-17.6; stall 0.8-12.3; ..."; a part below 0.01 ms in every process as "<0.01"."""
+    return "; ".join(f"{p.label} <0.01" if p.high < 0.01 else f"{p.label} {p.low:.3g}-{p.high:.3g}"
+                     for p in parts) or "not timed"
+
+
+PARTS_NOTE = ("By part: the lowest and highest process medians of each part of the epoch the "
+              "records time, the widest first (copy: the GPU time of the strategy's own copies "
+              "or prefetches; stall: the step waiting for its data; compute: the step; host: "
+              "the host's work within the epoch; docs/methodology.md, \"Timing\"). The part "
+              "whose range is near the epoch's is the one that carries the spread.")
+
 HEADERS = ("configuration", "processes", "process medians, ms", "within-process IQR",
-           "level shifts", "the spread lies")
+           "level shifts", "the spread lies", "by part, ms")
 
 
 def table_rows(groups: Sequence) -> list[list[str]]:
@@ -140,5 +186,6 @@ def table_rows(groups: Sequence) -> list[list[str]]:
         k = g.key
         rows.append([f"{k.variant_label} {k.scenario}/{k.transfer}/b{k.batch}", str(d.processes),
                      f"{d.process_min:.4g}-{d.process_max:.4g}", f"{d.within_iqr:.1%}",
-                     f"{d.shifted} of {d.tested}", d.where])
+                     f"{d.shifted} of {d.tested}", d.where,
+                     format_parts(part_spreads(g.timing_records))])
     return sorted(rows)

@@ -22,10 +22,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
-from train_args import check_train_args, in_range, train_arg_values
+from train_args import check_train_args, in_range, train_arg_values, value_problem
 
-# depth and copy_streams are strategies' own options: `memstrat describe` lists which strategy
-# reads which; for a strategy that does not read one, the axis collapses to a single cell.
+# depth, copy_streams and advise are strategies' own options: `memstrat describe` lists which
+# strategy reads which; for a strategy that does not read one, the axis collapses to a single
+# cell.
+OWN_AXES = {"depth": "--depth", "copy_streams": "--copy-streams", "advise": "--advise"}
 # The stream scenario's options: in the other scenarios these axes collapse to a single cell
 # that does not pass them (memstrat refuses them there).
 STREAM_SCENARIO = "stream"
@@ -36,9 +38,10 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # from `memstrat describe --json` (see describe()).
 # The data-path and scale options: where refresh and stream augment, the copies of the training
 # set, the device memory the data path may use, and data-parallel training (GPUs, how their
-# gradients are combined, or the shards emulated on one GPU).
+# gradients are combined, or the shards emulated on one GPU); and um-advise's hints (--advise:
+# a comma-separated subset of its hints, or none).
 DATA_AXES = ("augment_device", "replicate", "device_budget", "gpus", "reduce", "emulate_gpus",
-             "processes")
+             "processes", "advise")
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
         "depth", "copy_streams", "epoch_launch", "launch_form", "profile", "fused") \
     + STREAM_AXES + ("cpus",) + DATA_AXES
@@ -62,7 +65,7 @@ EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --la
 # DATA_AXES -> the cell key's part where the axis is not memstrat's default
 DATA_KEY_PARTS = {"augment_device": "aug-{}", "replicate": "rep{}", "device_budget": "budget{:g}g",
                   "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}",
-                  "processes": "procs-{}"}
+                  "processes": "procs-{}", "advise": "advise-{}"}
 # DATA_AXES -> the record's config key (config_stub of a cell that wrote no record): the axis's
 # own name but for the budget
 DATA_RECORD_KEYS = {**{a: a for a in DATA_AXES}, "device_budget": "device_budget_gib"}
@@ -129,6 +132,7 @@ class Cell:
     reduce: str | None = None            # --reduce
     emulate_gpus: int | None = None      # --emulate-gpus N
     processes: str | None = None         # --processes (per-gpu: memstrat starts one per GPU)
+    advise: str | None = None            # --advise HINTS (um-advise's own option)
 
     @property
     def key(self) -> str:
@@ -155,8 +159,9 @@ class Cell:
             parts.append(f"fused-{self.fused}")
         if self.cpus is not None:
             parts.append("cpus" + self.cpus.replace(",", "+"))
-        parts += [DATA_KEY_PARTS[axis].format(getattr(self, axis)) for axis in DATA_AXES
-                  if getattr(self, axis) is not None]
+        # (a list of hints is comma-separated: "+" keeps the key one word, as for cpus)
+        parts += [DATA_KEY_PARTS[axis].format(getattr(self, axis)).replace(",", "+")
+                  for axis in DATA_AXES if getattr(self, axis) is not None]
         parts += [f"seed{self.seed}", f"r{self.repeat}"]
         if self.extra_args:
             digest = hashlib.sha1("\0".join(self.extra_args).encode()).hexdigest()[:8]
@@ -436,6 +441,10 @@ def _axis_values(axis: str, raw: Any, where: str, strategies: Sequence[str],
                 if problem:
                     raise MatrixError(f"{where}: {v!r} {problem} ({option['name']})")
                 v = float(v)
+        elif option["kind"] == "hints":
+            problem = value_problem(option, v) if isinstance(v, str) else "not a string"
+            if problem:
+                raise MatrixError(f"{where}: {v!r}: {problem} ({option['name']})")
         elif axis == "cpus":
             if not isinstance(v, str) or not (v == "all" or re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v)):
                 raise MatrixError(f"{where}: cpus is \"all\" or a CPU list for taskset -c "
@@ -473,9 +482,7 @@ def _cell_count(axes: dict[str, list[Any]], strategy_options: dict[str, set[str]
         for scenario in axes["scenario"]:
             n = 1
             for axis in AXES[2:]:
-                if (axis == "depth" and "--depth" not in strategy_options[strategy]) or \
-                        (axis == "copy_streams" and
-                         "--copy-streams" not in strategy_options[strategy]) or \
+                if (axis in OWN_AXES and OWN_AXES[axis] not in strategy_options[strategy]) or \
                         (axis in STREAM_AXES and scenario != STREAM_SCENARIO):
                     continue
                 n *= len(axes[axis])
@@ -647,7 +654,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
              epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus,
              augment_device, replicate, device_budget, gpus, reduce, emulate_gpus,
-             processes) in \
+             processes, advise) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -666,7 +673,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         # process: reduce and processes collapse there
                         reduce=reduce if gpus is not None else None,
                         emulate_gpus=emulate_gpus,
-                        processes=processes if gpus is not None else None)
+                        processes=processes if gpus is not None else None,
+                        advise=advise if "--advise" in reads else None)
             if cell in seen:
                 collapsed += 1
                 continue

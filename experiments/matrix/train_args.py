@@ -63,7 +63,7 @@ def train_arg_values(args: Sequence[str], description: dict[str, Any]) -> dict[s
                     raise ValueError(f"{name} needs a value")
                 i += 1
                 value = args[i]
-            problem = _value_problem(opt, value)
+            problem = value_problem(opt, value)
             if problem:
                 raise ValueError(f"{name} {value}: {problem}")
         if long in given:
@@ -85,7 +85,7 @@ def in_range(opt: dict[str, Any], v: float) -> str | None:
     return None
 
 
-def _value_problem(opt: dict[str, Any], value: str) -> str | None:
+def value_problem(opt: dict[str, Any], value: str) -> str | None:
     """What is wrong with `value` for `opt` by its description; None when nothing is."""
     kind = opt["kind"]
     if kind == "choice":
@@ -110,6 +110,8 @@ def _value_problem(opt: dict[str, Any], value: str) -> str | None:
             "sizes must be positive" if any(s <= 0 for s in sizes) else None)
     if kind == "hints":
         hints = [h for h in value.split(",") if h]
+        if not hints:
+            return f"no hint: a comma-separated subset of {','.join(opt['choices'])}, or none"
         unknown = [h for h in hints if h not in opt["choices"]]
         if value != "none" and unknown:
             return (f"unknown {', '.join(unknown)}; a comma-separated subset of "

@@ -23,6 +23,12 @@
 #   sanitize  compute-sanitizer memcheck/racecheck/synccheck/initcheck on every strategy (short runs;
 #             SAN_SCENARIO=stream: 4 workers, 2 slots, SAN_AUGMENT (default light); resident is
 #             refused there, exit 2)
+#   sanitizegpus compute-sanitizer (SAN_TOOLS, default memcheck racecheck synccheck initcheck) on
+#             one configuration per several-GPU family at --gpus 2, static, short runs: the per-GPU
+#             copies (double-buffer, also with --reduce ring), the portable pinned set
+#             (host-shared), the peer pull (peer-fanout), the set on every GPU (resident), the
+#             managed set (um-shared-prefetch, where this memstrat has it), one process per GPU
+#             (resident --processes per-gpu); says so and does nothing below 2 GPUs
 #   stream    every strategy in the stream scenario: light/heavy/none x 1 and 8 workers
 #   streammatrix experiments/matrix/matrices/stream.toml + report
 #   streambench experiments/baselines/benchmark_stream.py (memstrat vs PyTorch's DataLoader;
@@ -273,6 +279,38 @@ stage_sanitize() {
       if [ $rc -ne 0 ]; then echo "$r" | grep -E "=========" | head -20 >>"$OUT/sanitize_findings.txt"; fi
     done
   done
+}
+
+stage_sanitizegpus() {
+  log "sanitizegpus"
+  local gpus; gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  if [ "$gpus" -lt 2 ]; then
+    echo "sanitizegpus: needs 2 GPUs, this machine shows $gpus; nothing run"
+    return 0
+  fi
+  local args="--data $DATA --train-samples 1024 --test-samples 256 --epochs 2 --batch 256 --quiet --gpus 2 --no-profile"
+  local have=" $($MS list | awk '{print $1}' | tr '\n' ' ') " rc=0 tool c code r summary
+  local families=("double-buffer" "double-buffer --reduce ring" "host-shared" "peer-fanout" "resident"
+                  "um-shared-prefetch" "resident --processes per-gpu")
+  : >"$OUT/sanitize_gpus.txt"
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    for c in "${families[@]}"; do
+      local parts; read -r -a parts <<<"$c"
+      case "$have" in *" ${parts[0]} "*) ;; *)
+        echo "$tool $c: not a strategy of this memstrat; not run" | tee -a "$OUT/sanitize_gpus.txt"; continue ;;
+      esac
+      r=$(compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+          $MS train --strategy "${parts[@]}" $args 2>&1)
+      code=$?
+      summary=$(echo "$r" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
+      echo "$tool $c rc=$code $summary" | tee -a "$OUT/sanitize_gpus.txt"
+      if [ $code -ne 0 ]; then
+        rc=1
+        { echo "== $tool $c"; echo "$r" | grep -E "=========|memstrat:" | head -30; } >>"$OUT/sanitize_gpus_findings.txt"
+      fi
+    done
+  done
+  return $rc
 }
 
 stage_matrix() {

@@ -7,8 +7,9 @@
 #   bash experiments/scripts/guard.sh --out results/guard --memstrat build/memstrat
 #   bash experiments/scripts/guard.sh --matrix M.toml ...  # another matrix (tests use a small one)
 #
-# Runs experiments/matrix/matrices/guard.toml (the results set's static batch-256
-# configurations, each as several processes in a seeded shuffled order) with MEMSTRAT into
+# Runs experiments/matrix/matrices/guard.toml (the results set's batch-256 configurations in
+# static, and in refresh and stream those that cover each kind of buffer, each as several
+# processes in a seeded shuffled order) with MEMSTRAT into
 # OUT/new, then `analysis/compare.py BASE OUT/new`. BASE is the committed results set of this
 # GPU model (docs/results/<gpu-slug>/, the default), or, with --base-memstrat, the same matrix
 # run on this machine with another build (the commit a change starts from) into OUT/base: the

@@ -42,7 +42,9 @@
 #               references, 10 processes of 11 epochs: 660 processes, about 30 minutes;
 #               records/budget.jsonl
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
-#               spread docs/strategies.md explains, with the conditions that change it
+#               spread docs/strategies.md explains, with the conditions that change it (and
+#               um-advise at each of its hints), 10 processes of 21 epochs per configuration:
+#               230 processes, about 6 minutes; spread/records/spread.jsonl
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers),
 #               10 processes of 21 epochs per configuration: 500 processes, about 52 minutes
 #   timelines   one traced run per strategy family (batch 256, u8, static, 3 epochs, the launch

@@ -59,3 +59,32 @@ def test_short_processes_are_not_tested_and_too_few_processes_give_nothing():
 def test_steady_values_leave_epoch_one_and_nulls_out():
     rec = {"epochs": [{"wall_ms": 50.0}, {"wall_ms": 7.0}, {"wall_ms": None}, {"wall_ms": 8.0}]}
     assert spread.steady_values(rec) == [7.0, 8.0]
+
+
+def record(copy, compute, stall=None, n=20):
+    """A process's record: epoch 1 then n steady epochs with these parts."""
+    eps = [{"copy_ms": 99.0, "compute_ms": 99.0, "stall_ms": 99.0, "host_ms": None}]
+    eps += [{"copy_ms": copy, "compute_ms": compute, "stall_ms": stall, "host_ms": None}] * n
+    return {"epochs": eps}
+
+
+def test_the_part_that_carries_the_spread_comes_first():
+    # um-prefetch's case: the prefetch stream's time moves, the step stays
+    recs = [record(6.1, 5.7, 0.8), record(6.3, 5.8, 0.9), record(17.6, 5.7, 12.3)]
+    parts = spread.part_spreads(recs)
+    assert [p.label for p in parts] == ["copy", "stall", "compute"]   # host is never timed here
+    assert (parts[0].low, parts[0].high) == (6.1, 17.6)
+    assert parts[2].span == pytest.approx(0.1)
+    assert spread.format_parts(parts) == "copy 6.1-17.6; stall 0.8-12.3; compute 5.7-5.8"
+
+
+def test_a_part_some_process_does_not_time_is_left_out():
+    recs = [record(6.1, 5.7, 0.8), record(6.3, 5.8, None)]
+    assert [p.label for p in spread.part_spreads(recs)] == ["copy", "compute"]
+    assert spread.part_spreads([record(6.1, 5.7)]) == []                # one process: no range
+    assert spread.format_parts([]) == "not timed"
+
+
+def test_a_part_that_is_nothing_in_every_process_says_so():
+    parts = [spread.PartSpread("host", 0.00024, 0.00077), spread.PartSpread("copy", 6.1, 12.3)]
+    assert spread.format_parts(parts) == "host <0.01; copy 6.1-12.3"

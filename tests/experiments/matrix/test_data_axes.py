@@ -1,9 +1,9 @@
 """run_matrix.py's data-path and scale axes (augment_device, replicate, device_budget, gpus,
-reduce, emulate_gpus, processes): values checked against `memstrat describe`, passed only where
-they differ from memstrat's default (keys of other matrices unchanged), reduce and processes only
-on several GPUs, cells
-memstrat declares it cannot run listed apart, and several-GPU cells refused where they cannot
-run (a worker per GPU, a Slurm task per GPU, NVLink multicast not off)."""
+reduce, emulate_gpus, processes) and um-advise's advise: values checked against `memstrat
+describe`, passed only where they differ from memstrat's default (keys of other matrices
+unchanged), reduce and processes only on several GPUs, advise only for the strategy that reads
+it, cells memstrat declares it cannot run listed apart, and several-GPU cells refused where they
+cannot run (a worker per GPU, a Slurm task per GPU, NVLink multicast not off)."""
 import json
 import os
 import subprocess
@@ -168,3 +168,40 @@ def test_records_carry_the_axes(tmp_path, fake_memstrat):
     got = sorted((r["config"]["gpus"], r["config"]["replicate"], r["config"]["reduce"])
                  for r in recs)
     assert got == [(1, 1, None), (1, 3, None), (2, 1, "exact"), (2, 3, "exact")]
+
+
+def test_the_advise_axis_is_um_advises_own_and_collapses_elsewhere(run_matrix, describe,
+                                                                    tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = ["um-advise", "um-prefetch"]
+advise = ["read-mostly,preferred-device,accessed-by", "none", "read-mostly,accessed-by"]
+"""), describe)
+    keys = {c.key: c for c in m.cells}
+    # um-advise: one cell per hint set; um-prefetch does not read --advise: one cell, no flag
+    assert sorted(keys) == [
+        "um-advise_static_u8_b256_h256_e10_cublas_advise-none_seed1_r0",
+        "um-advise_static_u8_b256_h256_e10_cublas_advise-read-mostly+accessed-by_seed1_r0",
+        "um-advise_static_u8_b256_h256_e10_cublas_seed1_r0",
+        "um-prefetch_static_u8_b256_h256_e10_cublas_seed1_r0"]
+    assert m.collapsed == 2
+    default = keys["um-advise_static_u8_b256_h256_e10_cublas_seed1_r0"]
+    assert default.advise is None and "--advise" not in default.train_args()
+    assert "advise" not in default.config_stub()
+    pair = keys["um-advise_static_u8_b256_h256_e10_cublas_advise-read-mostly+accessed-by_seed1_r0"]
+    args = pair.train_args()
+    assert args[args.index("--advise") + 1] == "read-mostly,accessed-by"
+    assert pair.config_stub()["advise"] == "read-mostly,accessed-by"
+    assert "--advise" not in keys["um-prefetch_static_u8_b256_h256_e10_cublas_seed1_r0"].train_args()
+
+
+@pytest.mark.parametrize("value, says", [("read-mostly,sideways", "unknown sideways"),
+                                         ("", "no hint"), (3, "not a string")])
+def test_an_advise_value_memstrat_would_refuse_is_refused_with_the_axis(run_matrix, describe,
+                                                                        tmp_path, value, says):
+    with pytest.raises(run_matrix.MatrixError, match=f"axes.advise.*{says}"):
+        run_matrix.load_matrix(write(tmp_path, f"""
+[axes]
+strategy = "um-advise"
+advise = [{json.dumps(value)}]
+"""), describe)

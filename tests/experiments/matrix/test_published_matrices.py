@@ -3,7 +3,8 @@
 processes of 20 steady epochs and one profiled process, runs every strategy at every launch form
 its data path allows there (each once) with resident at the same form and step beside it, keeps
 batch 64 and 1024 at each strategy's own form; guard.toml is a subset of it with its settings;
-the counts the files' comments state are what they expand to."""
+spread.toml gives its conditions 10 processes of 20 steady epochs; the counts the files'
+comments state are what they expand to."""
 import collections
 import dataclasses
 import importlib.util
@@ -127,17 +128,33 @@ def test_results_states_its_size(results):
     assert re.search(rf"^#   total\s+{len(results.cells):,}$", text, re.M)
 
 
-def test_guard_is_a_subset_of_results_with_its_settings(run_matrix, describe, results):
+def test_guard_is_a_subset_of_the_results_set_with_its_settings(run_matrix, describe, results,
+                                                                all_strategies):
     guard = run_matrix.load_matrix(MATRICES / "guard.toml", describe)
-    published = set(timing(results))
+    stream = run_matrix.load_matrix(MATRICES / "stream.toml", describe)
+    published = set(timing(results)) | set(timing(stream))
     counts = timing(guard)
     for k, (unprofiled, profiled) in counts.items():
         assert k in published, k.key
         assert (unprofiled, profiled) == (7, 0), k.key
-        assert (k.scenario, k.batch) == ("static", 256)
+        assert k.batch == 256
+    by_scenario = collections.defaultdict(set)
+    for k in counts:
+        by_scenario[k.scenario].add((k.strategy, k.transfer))
+    # every strategy in static, both transfers; the paths of each kind of buffer in the others
+    assert by_scenario["static"] == {(s["name"], t) for s in all_strategies
+                                     for t in ("u8", "f32")}
+    assert by_scenario["refresh"] == {(s, "u8") for s in ("resident", "pinned-graph",
+                                                           "double-buffer-graph",
+                                                           "zero-copy-staged",
+                                                           "um-prefetch-coarse")}
+    assert by_scenario["stream"] == {(s, "u8") for s in ("pinned", "double-buffer", "zero-copy")}
     text = (MATRICES / "guard.toml").read_text()
     assert f"{len(guard.cells)} processes" in text and f"({len(guard.cells)} runs)" in text
-    assert f"{len(counts) // 2} configurations x 2" in text
+    static = sum(1 for k in counts if k.scenario == "static")
+    assert f"{static // 2} configurations x 2 transfers = {static}" in text
+    assert f"{len(counts)} configurations, each as 7 processes" in text
+    assert f"over the {len(counts)} configurations" in text
 
 
 # --------------------------------------------------------------------------------------
@@ -284,3 +301,33 @@ def test_scaling_states_its_size(scaling):
     text = (MATRICES / "scaling.toml").read_text()
     n = len(timing(scaling))
     assert f"= {n} configurations" in text and f"{len(scaling.cells)} processes" in text
+
+
+# --------------------------------------------------------------------------------------
+# spread.toml: the run-to-run spread docs/strategies.md explains
+@pytest.fixture(scope="module")
+def spread(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "spread.toml", describe)
+
+
+def test_spread_gives_each_configuration_10_processes_of_20_steady_epochs(spread):
+    # 20 steady epochs: analysis/spread.py's level-shift test needs MIN_HALF in each half
+    assert {c.epochs for c in spread.cells} == {21}
+    configs = collections.Counter(dataclasses.replace(c, repeat=0) for c in spread.cells)
+    assert set(configs.values()) == {10}
+    assert not spread.not_runnable
+
+
+def test_spread_runs_um_advise_at_each_hint_alone_and_with_none(spread):
+    hints = {c.advise for c in spread.cells if c.strategy == "um-advise" and c.profile is False
+             and c.cpus is None}
+    assert hints == {None, "none", "read-mostly", "preferred-device", "accessed-by"}
+    assert {c.advise for c in spread.cells if c.strategy != "um-advise"} == {None}
+
+
+def test_spread_states_its_size(spread):
+    text = (MATRICES / "spread.toml").read_text()
+    n = len({dataclasses.replace(c, repeat=0) for c in spread.cells})
+    assert f"# {n} configurations x 10 processes = {len(spread.cells)}," in text
+    assert f"{len(spread.cells)} processes" in (REPO / "experiments" / "scripts" /
+                                                "reproduce.sh").read_text()
