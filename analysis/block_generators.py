@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from analysis.aggregate import Group, GroupKey, aggregate, representative, variant_rank
 from analysis.document import Doc, fmt_num
+from analysis import spread as spread_rules
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, interval_text,
                             rank_by_tests, ratio, stability_label)
@@ -325,19 +326,26 @@ def split_by(g: Group, key: str | None) -> list[tuple[str, Group]]:
     return [(v, aggregate(recs)[0]) for v, recs in sorted(parts.items())]
 
 
-@generator("spread", names=True, options=("variant",))
+@generator("spread", names=True, options=("variant", "parts"))
 def spread(rs: ResultsSet, a: BlockArgs) -> str:
     """Per listed strategy, each configuration's process values: min..max, relative IQR,
-    interval half-width, stability; with variant=KEY one row per value of that key."""
+    interval half-width, stability; with variant=KEY one row per value of that key; with
+    parts=on also where the spread lies (analysis/spread.py: level shifts within processes,
+    and each part of the epoch's range of process medians)."""
     if not a.names:
         raise BlockError("spread needs strategy names, e.g. `spread um-prefetch pinned b256`")
     key = a.options.get("variant")
+    by_part = a.options.get("parts", "off")
+    if by_part not in ("on", "off"):
+        raise BlockError(f"parts is on or off, not {by_part!r}")
+    by_part = by_part == "on"
     groups = select(rs, a)
     rows, parts = [], []
     for name in a.names:
         mine = [g for g in groups if g.key.strategy == name]
         if not mine:
-            rows.append([name, *([""] if key else []), NOT_MEASURED, "", "", "", "", ""])
+            rows.append([name, *([""] if key else []), NOT_MEASURED, "", "", "", "", "",
+                         *(["", ""] if by_part else [])])
         for g in mine:
             for v, part in split_by(g, key):
                 parts.append(part)
@@ -347,11 +355,12 @@ def spread(rs: ResultsSet, a: BlockArgs) -> str:
                              group_value(part),
                              "n/a" if s.rel_iqr is None or s.n < 2 else f"{s.rel_iqr * 100:.1f}%",
                              "n/a" if s.half_width_pct is None else f"±{s.half_width_pct:.1f}%",
-                             stability_label(s)])
+                             stability_label(s), *(located(part) if by_part else [])])
     doc = Doc()
     doc.table(["configuration", *([key] if key else []), "n", "process values (min..max)",
-               "median [interval]", "rel. IQR", "interval half-width", "stability"], rows,
-              align="l" + ("l" if key else "") + "rllrrl")
+               "median [interval]", "rel. IQR", "interval half-width", "stability",
+               *(["level shifts", "by part, ms"] if by_part else [])], rows,
+              align="l" + ("l" if key else "") + "rllrrl" + ("rl" if by_part else ""))
     notes = ["Process value: the median of one process's steady epochs (2..N); rel. IQR: "
              "(p75 - p25) / median over processes; interval half-width in % of the median; "
              f"UNSTABLE: a 95% interval wider than ±{UNSTABLE_HALF_WIDTH:.0%} (not assessed "
@@ -359,8 +368,22 @@ def spread(rs: ResultsSet, a: BlockArgs) -> str:
     if key:
         notes.append(f"One row per value of {key}: processes that the configuration key "
                      "alone would pool are split by it.")
+    if by_part:
+        notes.append("Level shifts: the processes whose steady epochs change level during the "
+                     "run, of those with enough epochs to test. " + spread_rules.RULE + " "
+                     + spread_rules.PARTS_NOTE)
     doc.ul(notes + pooling_notes(parts, key))
     return doc.markdown()
+
+
+def located(g: Group) -> list[str]:
+    """[level shifts, by part] of one configuration's timing processes (analysis/spread.py)."""
+    recs = g.timing_records
+    d = spread_rules.diagnose([spread_rules.steady_values(r) for r in recs])
+    shifts = ("n/a" if d is None else
+              f"not tested (< {2 * spread_rules.MIN_HALF} steady epochs)" if d.tested == 0 else
+              f"{d.shifted} of {d.tested}")
+    return [shifts, spread_rules.format_parts(spread_rules.part_spreads(recs))]
 
 
 @generator("stream", defaults={"batch": 256, "transfer": "u8"})

@@ -660,8 +660,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
             stream = scenario == STREAM_SCENARIO
             cell = Cell(strategy=strategy, scenario=scenario, transfer=transfer, batch=batch,
                         hidden=hidden, epochs=epochs, gemm=gemm,
-                        depth=depth if "--depth" in reads else None,
-                        copy_streams=streams if "--copy-streams" in reads else None,
+                        depth=depth if OWN_AXES["depth"] in reads else None,
+                        copy_streams=streams if OWN_AXES["copy_streams"] in reads else None,
                         seed=seed, repeat=rep, extra_args=all_extra, nsys=nsys,
                         epoch_launch=epoch_launch, launch_form=launch_form, profile=profile,
                         workers=workers if stream else None,
@@ -674,7 +674,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         reduce=reduce if gpus is not None else None,
                         emulate_gpus=emulate_gpus,
                         processes=processes if gpus is not None else None,
-                        advise=advise if "--advise" in reads else None)
+                        advise=advise if OWN_AXES["advise"] in reads else None)
             if cell in seen:
                 collapsed += 1
                 continue

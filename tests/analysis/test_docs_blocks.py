@@ -478,3 +478,36 @@ def test_a_markdown_file_that_is_not_utf8_exits_2(root, capsys):
     assert run(root) == 2
     err = capsys.readouterr().err
     assert "error: README.md: not UTF-8 text (byte 0xe9" in err and "Traceback" not in err
+
+
+def test_spread_with_parts_says_which_part_of_the_epoch_carries_the_spread(root):
+    # planted: in the one-core processes of um-prefetch at b1024 the copy part grows from process
+    # to process and the step's wait with it, while the step itself stays
+    runs = root / SET / "records" / "runs.jsonl"
+    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    k = 0
+    for r in recs:
+        cfg = r.get("config") or {}
+        if cfg.get("strategy") == "um-prefetch" and cfg.get("batch") == 1024 and \
+                cfg.get("cpus") == 1:
+            for e in r["epochs"]:
+                e.update(copy_ms=5.0 + k, stall_ms=0.5 * k, compute_ms=2.0, host_ms=0.0)
+            k += 1
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    md = write(root, block("spread um-prefetch b1024 variant=cpus parts=on", "spread")
+               + block("spread um-prefetch b1024 variant=cpus", "spread"))
+    assert run(root) == 0
+    text = md.read_text()
+    parts = body(text, "spread um-prefetch b1024 variant=cpus parts=on")
+    one = row(parts, "um-prefetch (static, u8, b1024) | 1")
+    # the fixture's processes are too short for the level-shift test (spread.MIN_HALF a half)
+    assert one.endswith(f"| not tested (< 8 steady epochs) | copy 5-{5 + k - 1:g}; "
+                        f"stall 0-{0.5 * (k - 1):g}; compute 2-2; host <0.01 |")
+    assert "| by part, ms |" in parts and "Level shifts:" in parts
+    plain = body(text, "spread um-prefetch b1024 variant=cpus from")
+    assert "by part" not in plain and "Level shifts" not in plain
+
+
+def test_spread_parts_is_on_or_off(root):
+    write(root, block("spread um-prefetch b1024 parts=yes", "spread"))
+    assert run(root) != 0

@@ -12,3 +12,8 @@ def nsys_counts():
 @pytest.fixture(scope="session")
 def check_requirements():
     return load_script("check_requirements")
+
+
+@pytest.fixture(scope="session")
+def sanitizer_findings():
+    return load_script("sanitizer_findings")
