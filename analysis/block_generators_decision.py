@@ -59,7 +59,8 @@ GPUS_TODO = (f"{NOT_HERE} — `memstrat train --gpus N` runs it (every strategy;
              "refresh, stream with host workers); on a "
              "machine of N >= 2 GPUs `experiments/scripts/reproduce.sh` measures it into a set of "
              "its own, `docs/results/<gpu>-x<N>/` (the scaling stage: scaling.toml, memstrat "
-             "beside DDP and JAX, scaling_check.md)")
+             "beside DDP and JAX, scaling_check.md; the gpus stage: every data path on 2 GPUs, "
+             "gpus.toml)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,6 +52,8 @@ DESCRIPTIONS = {
                                       "for the scaling check",
     "records/scaling.jsonl": "data-parallel training on one GPU and two, one record per process "
                              "(experiments/matrix/matrices/scaling.toml)",
+    "records/gpus.jsonl": "every data path on 2 GPUs in one process, one record per process "
+                          "(experiments/matrix/matrices/gpus.toml)",
     "baselines/records/multi_gpu_primitives.jsonl": "PyTorch's multi-GPU primitives beside "
                                                     "memstrat's (experiments/baselines/"
                                                     "pytorch_multi_gpu_primitives.py)",
@@ -183,7 +185,8 @@ def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
         lines += ["", f"Generated from the records: {listed}."]
     # the matrix's records (the one-GPU set's) are what the regression guard compares
     matrix = "records/results.jsonl" in m["records"]
-    where = "your GPU" if matrix or "records/scaling.jsonl" not in m["records"] else \
+    several = {"records/scaling.jsonl", "records/gpus.jsonl"} & set(m["records"])
+    where = "your GPU" if matrix or not several else \
         "a machine of as many GPUs"
     lines += ["", "## Use", "", "```bash",
               "bash experiments/scripts/reproduce.sh                       "
@@ -194,8 +197,9 @@ def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
     lines += ["```", ""]
     if matrix:
         lines += ["`analysis/compare.py` is the regression guard: it flags a configuration that "
-                  "is more than 10% slower with non-overlapping 95% intervals "
-                  "(docs/methodology.md).", ""]
+                  "is more than 10% slower (Hodges-Lehmann ratio over processes) and significantly "
+                  "different (two-sided Mann-Whitney U, Holm-corrected over the configurations "
+                  "compared; docs/methodology.md).", ""]
     return "\n".join(lines)
 
 

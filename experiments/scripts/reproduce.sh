@@ -9,7 +9,7 @@
 # docs/results/<gpu>/ (e.g. docs/results/nvidia-h200/), and its default stages are all but
 # scaling. A machine of N >= 2 GPUs writes the multi-GPU set, docs/results/<gpu>-x<N>/ (e.g.
 # docs/results/nvidia-h100-80gb-hbm3-x2/), and its default stages are build, data, primitives,
-# scaling and report: the one-GPU stages belong to the one-GPU set, measured on a machine of one
+# scaling, gpus and report: the one-GPU stages belong to the one-GPU set, measured on a machine of one
 # GPU. Stages named with --stages run on any machine; there the one-GPU stages run on GPU 0 and
 # write into the -x<N> set too (--out DIR writes anywhere else).
 #
@@ -78,6 +78,12 @@
 #               scaling_check.md, with the primitives at 2 GPUs, where the matrix trains: the
 #               primitives stage's records/primitives_gpus.jsonl on a machine of 2, measured here
 #               into records/primitives_gpus2.jsonl on more. Needs torch, like baselines
+#   gpus        only on a machine of N >= 2 GPUs (on one it says so and does nothing):
+#               experiments/matrix/matrices/gpus.toml, every data path on 2 GPUs in one
+#               process (each strategy's per-GPU copies, host-shared, peer-fanout, um-shared and
+#               its hints, resident on every GPU as the upper bound), u8, static and refresh,
+#               ring all-reduce, 10 processes of 21 epochs: 418 processes, about 20 minutes on
+#               two H200s; records/gpus.jsonl (the gpus-table doc block reads it)
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model) where the set
 #               holds the matrix stage's records/results.jsonl (a multi-GPU set does not: left
 #               out, and said so), the results set's README.md and manifest.json, and the
@@ -86,7 +92,7 @@
 # Every stage can be rerun on its own and resumes: the matrix runner skips the processes that
 # already have a record, so a run stopped half-way (or split over several sittings) continues
 # where it was. The results set holds records/*.jsonl (the matrix, the stream scenario, the
-# primitives, the scaling matrix), spread/records/ and baselines/records/ (kept apart: their
+# primitives, the scaling and gpus matrices), spread/records/ and baselines/records/ (kept apart: their
 # processes repeat configurations of the matrix under other conditions), the report and plots
 # generated from the records, README.md and manifest.json (commit, GPU, driver, dates, command,
 # the time each stage took). The work directory (logs, temporary files) is
@@ -111,11 +117,11 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
-ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines scaling report"
+ALL_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines scaling gpus report"
 # The defaults (the header's "Results sets"), picked once the GPUs are counted; both begin with
 # build, so until then STAGES holds every stage, which asks what either default asks (torch).
 ONE_GPU_STAGES="build data primitives matrix compute budget spread stream timelines baselines pipelines report"
-MULTI_GPU_STAGES="build data primitives scaling report"
+MULTI_GPU_STAGES="build data primitives scaling gpus report"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 STAGES="$ALL_STAGES"
@@ -206,7 +212,7 @@ log "stages: $STAGES${NCCL_NVLS_ENABLE:+; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE}"
 # (results_readme.py refuses such a set only after the runs). Checked before any run.
 VERSION="$("$MS" --version)"
 COMMIT="$(printf '%s\n' "$VERSION" | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
-for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling; do
+for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling gpus; do
   if has_stage "$s"; then
     $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" || exit 2
     break
@@ -374,6 +380,16 @@ stage_scaling() {
   [ "$rc" = 0 ] || log "scaling: the model disagrees with at least one configuration ($OUT_DIR/scaling_check.md says which)"
 }
 
+stage_gpus() {
+  if [ "$GPUS" -lt 2 ]; then
+    log "gpus: this machine has $GPUS GPU; the gpus stage trains on 2 (and writes the" \
+      "multi-GPU set): run it on a machine of 2 or more"
+    STAGE_SKIPPED=1
+    return 0
+  fi
+  run_matrix gpus "$RECORDS"
+}
+
 stage_report() {
   local inputs=("$RECORDS/results.jsonl") extra=()
   [ -f "$RECORDS/stream.jsonl" ] && inputs+=("$RECORDS/stream.jsonl")
@@ -394,7 +410,7 @@ stage_report() {
   $PY analysis/docs_blocks.py
 }
 
-for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling report; do
+for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling gpus report; do
   has_stage "$s" && timed "$s" "stage_$s"
 done
 log "all stages done in $(( $(date +%s) - T0 )) s: $OUT_DIR"

@@ -304,6 +304,37 @@ def test_scaling_states_its_size(scaling):
 
 
 # --------------------------------------------------------------------------------------
+# gpus.toml: every data path on 2 GPUs in one process, like with like
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gpus(run_matrix, describe):
+    return run_matrix.load_matrix(MATRICES / "gpus.toml", describe)
+
+
+def test_gpus_runs_every_strategy_on_two_gpus_in_one_process(gpus, describe):
+    configs = timing(gpus)
+    # 10 unprofiled processes (a table of 20 can be ordered after Holm) and 1 profiled
+    assert set(map(tuple, configs.values())) == {(10, 1)}
+    # processes "one" is memstrat's default: not passed, None in the cell
+    assert {(k.gpus, k.reduce, k.processes) for k in configs} == {(2, "ring", None)}
+    strategies = {s["name"] for s in describe["strategies"]}
+    assert {k.strategy for k in configs if k.scenario == "static"} == strategies
+    several_refresh = {s["name"] for s in describe["strategies"]
+                       if "refresh" in s["several_gpus"]}
+    assert {k.strategy for k in configs if k.scenario == "refresh"} == several_refresh
+    assert {c.strategy for c, _ in gpus.not_runnable} == strategies - several_refresh
+    assert {(k.transfer, k.batch, k.epochs) for k in configs} == {("u8", 256, 21)}
+
+
+def test_gpus_states_its_size(gpus):
+    text = (MATRICES / "gpus.toml").read_text()
+    static = sum(1 for k in timing(gpus) if k.scenario == "static")
+    refresh = len(timing(gpus)) - static
+    assert f"{static} strategies x static + {refresh} x refresh = {len(timing(gpus))} configurations" in text
+    assert f"{len(gpus.cells)} processes" in text
+
+
+# --------------------------------------------------------------------------------------
 # spread.toml: the run-to-run spread docs/strategies.md explains
 @pytest.fixture(scope="module")
 def spread(run_matrix, describe):

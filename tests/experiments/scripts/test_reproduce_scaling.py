@@ -102,7 +102,8 @@ def test_the_help_lists_every_stage_in_the_order_they_run(tree):
                        text=True, check=False)
     assert r.returncode == 2
     stages = r.stderr.split("stages: ", 1)[1].split()
-    assert stages.index("pipelines") + 1 == stages.index("scaling") == stages.index("report") - 1
+    assert (stages.index("pipelines") + 1 == stages.index("scaling") == stages.index("gpus") - 1
+            == stages.index("report") - 2)
     help_text = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True,
                                check=True).stdout
     listed = re.findall(r"^  ([a-z]+) {2,}", help_text.split("Stages, in order", 1)[1],
@@ -119,12 +120,13 @@ def test_two_gpus_default_to_the_multi_gpu_set_and_its_stages(tree):
     assert r.returncode == 0, r.stdout + r.stderr
     out = repo / "docs/results/nvidia-test-gpu-x2"
     assert "results set: docs/results/nvidia-test-gpu-x2;" in r.stdout
-    assert "stages: build data primitives scaling report; NCCL_NVLS_ENABLE=0" in r.stdout
+    assert "stages: build data primitives scaling gpus report; NCCL_NVLS_ENABLE=0" in r.stdout
     # in order: the primitives (one GPU, then both), the matrix, the benchmark, the check
     order = [index(commands, p) for p in (
         r" build", r"get_mnist\.py", r"memstrat primitives --json",
         r"memstrat primitives --gpus 2 --max-size 1GiB", r"run_matrix\.py .*scaling\.toml",
-        r"benchmark_data_parallel\.py", r"scaling_check\.py", r"results_readme\.py .*--command",
+        r"benchmark_data_parallel\.py", r"scaling_check\.py", r"run_matrix\.py .*gpus\.toml",
+        r"results_readme\.py .*--command",
         r"docs_blocks\.py")]
     assert order == sorted(order), commands
     for stage in ("matrix", "compute", "budget", "spread", "stream", "timelines", "baselines",
@@ -142,6 +144,7 @@ def test_two_gpus_default_to_the_multi_gpu_set_and_its_stages(tree):
     # the set's files
     assert (out / "records/scaling.jsonl").read_text() == '{"matrix": "scaling"}\n'
     assert (out / "records/scaling.order.json").is_file()
+    assert (out / "records/gpus.jsonl").read_text() == '{"matrix": "gpus"}\n'
     assert (out / "baselines/records/data_parallel.jsonl").read_text() == '{"gpus_list": "2"}\n'
     assert (out / "baselines/vs_data_parallel.md").read_text().startswith("# memstrat beside")
     md = (out / "scaling_check.md").read_text()
@@ -152,7 +155,8 @@ def test_two_gpus_default_to_the_multi_gpu_set_and_its_stages(tree):
     assert not any("report.py" in c for c in commands), commands
     assert "report.py is left out" in r.stdout
     readme = commands[index(commands, r"results_readme\.py .*--command")]
-    assert re.search(r"--stage-seconds build=\d+,data=\d+,primitives=\d+,scaling=\d+,$", readme)
+    assert re.search(r"--stage-seconds build=\d+,data=\d+,primitives=\d+,scaling=\d+,gpus=\d+,$",
+                     readme)
 
 
 @pytest.mark.parametrize("gpus, counts", [(4, "2,3,4"), (10, "2,3,4,5,6,7,8")])
@@ -179,23 +183,25 @@ def test_two_gpus_without_the_primitives_at_two_stop_before_any_run(tree):
     assert not any("run_matrix" in c or "benchmark_data_parallel" in c for c in commands), commands
 
 
-def test_one_gpu_skips_the_scaling_stage_and_keeps_its_set(tree):
+def test_one_gpu_skips_the_several_gpu_stages_and_keeps_its_set(tree):
     repo = tree[0]
-    r, commands = run(tree, 1, "scaling,report")
+    r, commands = run(tree, 1, "scaling,gpus,report")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "results set: docs/results/nvidia-test-gpu;" in r.stdout
     assert "this machine has 1 GPU; the scaling stage trains on 2 GPUs" in r.stdout
     assert "stage scaling skipped" in r.stdout
+    assert "this machine has 1 GPU; the gpus stage trains on 2" in r.stdout
+    assert "stage gpus skipped" in r.stdout
     assert not any(re.search("run_matrix|benchmark_data_parallel|scaling_check|memstrat", c)
                    for c in commands), commands
     assert all(c.startswith("nvls=unset ") for c in commands), commands
     # a stage that measured nothing has no time in the set's README
     readme = commands[index(commands, r"results_readme\.py .*--command")]
-    assert "scaling=" not in readme, readme
+    assert "scaling=" not in readme and "gpus=" not in readme, readme
     assert not (repo / "docs/results/nvidia-test-gpu/scaling_check.md").exists()
 
 
-def test_one_gpu_defaults_to_every_stage_but_scaling(tree):
+def test_one_gpu_defaults_to_every_stage_but_the_several_gpu_ones(tree):
     r, _ = run(tree, 1)      # stops at the first matrix stage's missing parts: the list is enough
     assert ("stages: build data primitives matrix compute budget spread stream timelines "
             "baselines pipelines report\n") in r.stdout, r.stdout + r.stderr
