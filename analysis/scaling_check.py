@@ -23,8 +23,16 @@ and strategy options; only gpus, reduce and processes differ), like with like:
   says a cost the model leaves out.
 
 A configuration without a one-GPU counterpart, or without the primitives at its N, is listed as
-not checked, with why. Exit status 0 when every checked configuration agrees, 1 when one does
-not, 2 on bad input.
+not checked, with why.
+
+Strong scaling, measured only (no prediction): for every data-parallel configuration at B rows per
+GPU whose one-GPU counterpart ran at the same global batch, N x B rows (the same configuration
+otherwise), the epochs have the same steps, so the speedup is epoch(1) / epoch(N) over processes,
+wall time of the whole epoch: the inverse of stats.ratio's Hodges-Lehmann estimate of epoch(N) /
+epoch(1) with its Moses interval, and the strong-scaling efficiency is the speedup over N.
+
+Exit status 0 when every checked configuration agrees, 1 when one does not, 2 on bad input (the
+strong-scaling lines never change it).
 """
 from __future__ import annotations
 
@@ -82,6 +90,67 @@ def one_gpu_key(key: GroupKey) -> GroupKey:
     """The key of the same configuration on one GPU: the data-parallel entries dropped."""
     return dataclasses.replace(
         key, other=tuple((k, v) for k, v in key.other if k not in _DATA_PARALLEL))
+
+
+@dataclasses.dataclass(frozen=True)
+class Strong:
+    """One data-parallel configuration against one GPU at the same global batch."""
+    key: GroupKey                    # the N-GPU configuration (batch: rows per GPU)
+    gpus: int
+    reduce: str
+    processes: str
+    epoch_n: stats.Summary | None     # ms, over processes
+    epoch_1: stats.Summary | None     # ms, over processes, at N x batch rows on one GPU
+    speedup: float | None
+    speedup_ci: stats.Interval | None
+
+    @property
+    def efficiency(self) -> float | None:
+        return None if self.speedup is None else self.speedup / self.gpus
+
+
+def strong_scaling(records: Sequence[dict[str, Any]]) -> list[Strong]:
+    """Every N-GPU configuration whose one-GPU counterpart at N x its batch ran."""
+    groups = aggregate(records)
+    by_key = {g.key: g for g in groups}
+    out = []
+    for g in groups:
+        o = _other(g.key)
+        gpus = int(o.get("gpus") or 1)
+        if gpus < 2 or int(o.get("emulate_gpus") or 1) > 1:
+            continue
+        one = by_key.get(dataclasses.replace(one_gpu_key(g.key), batch=gpus * g.key.batch))
+        if one is None:
+            continue
+        n_ms, one_ms = g.process_values("wall_ms"), one.process_values("wall_ms")
+        r = stats.ratio(one_ms, n_ms)  # epoch(N) / epoch(1)
+        out.append(Strong(
+            g.key, gpus, str(o.get("reduce") or "exact"), str(o.get("processes") or "one"),
+            stats.summarize(n_ms), stats.summarize(one_ms),
+            None if r is None else 1.0 / r.estimate,
+            None if r is None else stats.Interval(1.0 / r.ci.high, 1.0 / r.ci.low,
+                                                  r.ci.coverage, r.ci.method)))
+    return out
+
+
+def strong_lines(rows: Sequence[Strong]) -> list[str]:
+    out = []
+    for c in rows:
+        k = c.key
+        if c.speedup is None:
+            tail = (f"speedup not computed (fewer than {stats.MIN_PROCESSES} timed processes on "
+                    "a side)")
+        else:
+            ci = c.speedup_ci
+            tail = (f"speedup {c.speedup:.3f} [{ci.low:.3f}, {ci.high:.3f}], efficiency "
+                    f"{c.efficiency:.3f} [{ci.low / c.gpus:.3f}, {ci.high / c.gpus:.3f}]")
+        out.append(
+            f"strong scaling, {k.gpu}: {k.strategy} x{c.gpus} ({c.processes} process"
+            f"{'es' if c.processes == 'per-gpu' else ''}, --reduce {c.reduce}), {k.scenario}/"
+            f"{k.transfer}/global batch {c.gpus * k.batch}/h{k.hidden_label}: epoch, ms: one GPU "
+            f"{stats.median_with_interval(c.epoch_1, '{:.3f}'.format)}, {c.gpus} GPUs "
+            f"{stats.median_with_interval(c.epoch_n, '{:.3f}'.format)}; {tail}")
+    return out
 
 
 def process_steps_us(g: Group, gpus: int) -> list[float | None]:
@@ -191,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("scaling_check.py: no data-parallel run (config.gpus > 1) in the records",
               file=sys.stderr)
         return 2
-    for ln in lines(checks):
+    for ln in lines(checks) + strong_lines(strong_scaling(recs)):
         print(ln)
     done = [c for c in checks if c.agrees is not None]
     agree = sum(1 for c in done if c.agrees)

@@ -66,15 +66,18 @@
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
 #   scaling     only on a machine of N >= 2 GPUs (on one it says so and does nothing):
-#               experiments/matrix/matrices/scaling.toml (six strategies x u8/f32 on one GPU and
-#               on two with --reduce exact and ring, one process per GPU, 7 processes of 21
-#               epochs each: 252 processes, about 15 minutes on two H100s) into
+#               experiments/matrix/matrices/scaling.toml (weak scaling: six strategies x u8/f32
+#               at 256 rows per GPU on one GPU and on two with --reduce exact and ring; strong
+#               scaling: one GPU at the same global batch, 512; weak at 1024 rows per GPU with
+#               --hidden 1024, three strategies; one process per GPU, 7 processes of 21 epochs
+#               each: 399 processes, about 25 minutes on two H100s) into
 #               records/scaling.jsonl; memstrat --gpus N beside PyTorch DDP and JAX for every N
 #               from 2 to the machine's GPUs (at most 8), 10 processes each, resumed where
 #               stopped (experiments/baselines/benchmark_data_parallel.py --resume: about 12
 #               minutes per N, its estimate on two H100s) into
 #               baselines/records/data_parallel.jsonl and baselines/vs_data_parallel.md; then the
-#               N-GPU scaling model held to the matrix's runs (analysis/scaling_check.py) into
+#               N-GPU scaling model held to the matrix's runs, and the strong-scaling speedups
+#               (analysis/scaling_check.py) into
 #               scaling_check.md, with the primitives at 2 GPUs, where the matrix trains: the
 #               primitives stage's records/primitives_gpus.jsonl on a machine of 2, measured here
 #               into records/primitives_gpus2.jsonl on more. Needs torch, like baselines

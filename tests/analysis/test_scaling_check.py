@@ -118,3 +118,45 @@ def test_command_exit_status_and_refusals(tmp_path, capsys, monkeypatch):
     assert sc.main(["runs.jsonl", "--primitives", str(tmp_path / "missing.jsonl")]) == 2
     with pytest.raises(SystemExit):
         sc.main(["runs.jsonl"])   # --primitives is required
+
+
+def strong_runs(one_ms, two_ms, n=5, one_batch=512, **kw):
+    """One GPU at a global batch of `one_batch` rows beside two GPUs at 256 rows each."""
+    return ([run(wall_ms=one_ms + 0.01 * i, seed=i, batch=one_batch, **kw) for i in range(n)]
+            + [run(gpus=2, wall_ms=two_ms + 0.01 * i, seed=i, **kw) for i in range(n)])
+
+
+def test_strong_scaling_pairs_n_gpus_with_one_gpu_at_the_same_global_batch():
+    # 6000 samples: 12 steps of 512 rows on one GPU, 12 global steps of 2 x 256 on two
+    rows = sc.strong_scaling(strong_runs(3.0, 2.0))
+    assert len(rows) == 1
+    c = rows[0]
+    assert (c.gpus, c.key.batch, c.reduce) == (2, 256, "exact")
+    assert c.epoch_1.median == pytest.approx(3.02) and c.epoch_n.median == pytest.approx(2.02)
+    assert c.speedup == pytest.approx(3.0 / 2.0, rel=0.01)
+    assert c.efficiency == pytest.approx(0.75, rel=0.01)
+    assert c.speedup_ci.low <= c.speedup <= c.speedup_ci.high
+    line = sc.strong_lines(rows)[0]
+    assert "global batch 512" in line and "efficiency 0.748" in line   # 3.02 / 2.02 / 2
+
+
+def test_strong_scaling_needs_the_one_gpu_run_at_n_times_the_batch():
+    # one GPU at 256 rows is weak scaling's counterpart, not strong scaling's
+    assert sc.strong_scaling(one_and_two(2.4, 2.4)) == []
+    # at 1024 rows it is neither
+    assert sc.strong_scaling(strong_runs(3.0, 2.0, one_batch=1024)) == []
+    # too few processes: listed, no speedup
+    rows = sc.strong_scaling(strong_runs(3.0, 2.0, n=2))
+    assert rows[0].speedup is None and "not computed" in sc.strong_lines(rows)[0]
+
+
+def test_the_command_prints_strong_scaling_without_changing_its_status(tmp_path, capsys,
+                                                                        monkeypatch):
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in prims()) + "\n")
+    monkeypatch.setattr("analysis.records.load_records",
+                        lambda inputs, notes=None: one_and_two(2.4, 2.4) + strong_runs(3.0, 2.4)[:5])
+    assert sc.main(["runs.jsonl", "--primitives", str(p)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(ln.startswith("strong scaling, ") for ln in out)
+    assert out[-1].startswith("1/1 checked configurations agree")

@@ -289,9 +289,19 @@ def test_scaling_pairs_every_two_gpu_configuration_with_its_one_gpu_run(scaling,
     assert set(v[1] for v in configs.values()) == {0} and set(v[0] for v in configs.values()) == {7}
     assert not scaling.not_runnable
     two = [k for k in configs if k.gpus == 2]
-    one = {dataclasses.replace(k, gpus=None, reduce=None, processes=None) for k in two}
-    assert one == {k for k in configs if k.gpus is None}, "every 2-GPU configuration has its 1"
+    one = {k for k in configs if k.gpus is None}
+    weak = {dataclasses.replace(k, gpus=None, reduce=None, processes=None) for k in two}
+    assert weak <= one, "every 2-GPU configuration has its 1 at the same rows per GPU"
+    # strong scaling: the 2-GPU runs at 256 rows have one GPU at the same global batch, 512
+    strong = {dataclasses.replace(k, gpus=None, reduce=None, processes=None, batch=512)
+              for k in two if k.batch == 256}
+    assert strong <= one and one == weak | strong
     assert {k.processes for k in two} == {"per-gpu"} and {k.reduce for k in two} == {None, "ring"}
+    # the heavier step: 1024 rows per GPU at hidden 1024, u8
+    heavy = {k for k in configs if k.batch == 1024}
+    assert {(k.hidden, k.transfer) for k in heavy} == {((1024,), "u8")}
+    assert {k.strategy for k in heavy} == {"resident", "pinned", "double-buffer"}
+    assert all(k.hidden == (256,) for k in configs if k.batch != 1024)
     for c in scaling.cells:  # the same launch form and step on both sides
         assert ran(fake, c) == ("per-batch", "layer-by-layer"), c.key
         assert c.train_args()[-2:] == ["--graphs", "on"]
