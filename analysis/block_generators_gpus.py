@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from analysis.aggregate import REFERENCE_STRATEGY, Group
+import statistics
+
+from analysis.aggregate import REFERENCE_STRATEGY, Group, steady_epochs
 from analysis.block_generators import (MIN_PROCESSES, NOT_MEASURED, RANK_RULE, BlockArgs,
                                        BlockError, data_as_marked, effect_text, generator,
                                        group_value, key_fields, ordered, pooling_notes, wall,
                                        FILTERS)
 from analysis.document import Doc
 from analysis.results_set import ResultsSet
-from analysis.stats import family_can_order, holm, ratio, stability_label
+from analysis.stats import (Summary, family_can_order, holm, median_with_interval, ratio,
+                            stability_label, summarize)
 
 # The criterion a data path on several GPUs is held to: its epoch within this factor of the set
 # held on every GPU (the upper bound), the whole interval of the ratio below it.
@@ -78,6 +81,22 @@ def row_label(g: Group) -> str:
         f" ({g.key.option('gpus')} GPUs, {g.key.option('reduce')} reduction)", "")
 
 
+def gpu_spread(g: Group) -> Summary | None:
+    """The spread of the GPUs' own GPU time (epochs[].per_gpu[].gpu_ms): per steady epoch the
+    slowest GPU's over the fastest's, per process the median over its steady epochs, summarized
+    over processes; None where the records carry no per-GPU figures."""
+    values = []
+    for rec in g.timing_records:
+        ratios = []
+        for ep in steady_epochs(rec):
+            times = [r.get("gpu_ms") for r in ep.get("per_gpu") or []]
+            if len(times) >= 2 and all(isinstance(t, (int, float)) and t > 0 for t in times):
+                ratios.append(max(times) / min(times))
+        if ratios:
+            values.append(statistics.median(ratios))
+    return summarize(values) if values else None
+
+
 def reference_for(groups: Sequence[Group], g: Group) -> Group | None:
     """Resident among `groups` (one scenario, N, reduction) at g's step; of several, the one
     with the most processes."""
@@ -124,12 +143,16 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
                        "faster" if e.estimate < 1 else "slower") + f" (Holm p={p:.2g})"
             against = effect_text(e)
             within = "yes" if e.ci.high <= WITHIN_RESIDENT else "no"
+        spread = gpu_spread(g)
         rows.append([row_label(g), rank, group_value(g), stability_label(wall(g)),
-                     against, verdict, within])
+                     against, verdict, within,
+                     "not recorded" if spread is None else
+                     median_with_interval(spread, "{:.3f}".format)])
     doc = Doc()
     doc.table(["strategy", "rank", "ms/epoch [interval], n", "stability",
-               "against resident on every GPU", "test", f"within {WITHIN_RESIDENT:.2f}x"],
-              rows, align="lllllll")
+               "against resident on every GPU", "test", f"within {WITHIN_RESIDENT:.2f}x",
+               "slowest/fastest GPU"],
+              rows, align="llllllll")
     notes = [RANK_RULE[0].upper() + RANK_RULE[1:] + "."]
     if not family_can_order([wall(g).n for _, g in ranked if wall(g)]):
         notes.append("With these process counts no pair of this table can be significant after "
@@ -142,6 +165,10 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
                  "Hodges-Lehmann ratio "
                  "over processes with its Moses interval (95%); test: two-sided Mann-Whitney U, "
                  "Holm-corrected over the rows compared. "
-                 f"Within {WITHIN_RESIDENT:.2f}x: the whole interval at or below it.")
+                 f"Within {WITHIN_RESIDENT:.2f}x: the whole interval at or below it. "
+                 "Slowest/fastest GPU: each steady epoch's largest GPU time (events, first batch "
+                 "ready to last batch done) over its smallest among the GPUs, the median over a "
+                 "process's epochs, then over processes with its interval; the epoch's own GPU "
+                 "time is the slowest GPU's.")
     doc.ul(notes + pooling_notes(groups))
     return doc.markdown()

@@ -403,6 +403,20 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
     if (at(i, kHasCopy) != 0.0)
       r.strategy.copy_ms = r.strategy.copy_ms.value_or(0.0) + at(i, kCopy);
   }
+  if (sharded_) {
+    for (std::size_t i = 0; i < ranks; ++i) {
+      RankTimes rt;
+      rt.rank = static_cast<int>(i);
+      rt.gpu_ms = at(i, kGpu);
+      rt.stall_ms = at(i, kStall);
+      rt.compute_ms = at(i, kCompute);
+      rt.idle_ms = at(i, kIdle);
+      if (at(i, kHasCopy) != 0.0) rt.copy_ms = at(i, kCopy);
+      rt.h2d_bytes = static_cast<std::uint64_t>(at(i, kH2d));
+      rt.peer_bytes = static_cast<std::uint64_t>(at(i, kPeer));
+      r.ranks.push_back(rt);
+    }
+  }
   r.gpu_ms = at(slowest, kGpu);
   r.stall_ms = at(slowest, kStall);
   r.compute_ms = at(slowest, kCompute);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "memory_strategies/memory_strategy.h"  // StrategyStats
 
 namespace memstrat {
+
+/// One GPU's own figures of a data-parallel epoch on several GPUs (EpochResult::ranks).
+struct RankTimes {
+  int rank = 0;
+  double gpu_ms = 0, stall_ms = 0, compute_ms = 0, idle_ms = 0;  // as EpochResult's, its events
+  std::optional<double> copy_ms;  // its strategy's copies; none if it issues none
+  std::uint64_t h2d_bytes = 0, peer_bytes = 0;
+};
 
 struct EpochResult {
   int epoch = 0;
@@ -25,6 +34,10 @@ struct EpochResult {
   StrategyStats strategy;
   double train_loss = 0;
   double train_acc = 0;
+  /// Several GPUs (--gpus N > 1): every rank's own figures, rank order; the epoch's gpu_ms,
+  /// stall_ms, compute_ms and idle_ms above are the slowest rank's. Empty on one GPU and with
+  /// --emulate-gpus (one GPU computes every shard).
+  std::vector<RankTimes> ranks;
 };
 
 class EpochLoop {

@@ -109,6 +109,16 @@ json epoch_json(const EpochRecord& e) {
   j["producer_busy_ms"] = p ? json(p->busy_ms) : json(nullptr);
   j["producer_samples_per_s"] = p ? json(p->samples_per_s()) : json(nullptr);
   j["producer_worker_samples_per_s"] = p ? json(p->worker_samples_per_s()) : json(nullptr);
+  // Several GPUs: every rank's own figures (the fields above are the slowest rank's)
+  if (!t.ranks.empty()) {
+    json ranks = json::array();
+    for (const RankTimes& rt : t.ranks)
+      ranks.push_back(json{{"rank", rt.rank}, {"gpu_ms", rt.gpu_ms}, {"stall_ms", rt.stall_ms},
+                           {"compute_ms", rt.compute_ms}, {"idle_ms", rt.idle_ms},
+                           {"copy_ms", or_null(rt.copy_ms)}, {"h2d_bytes", rt.h2d_bytes},
+                           {"peer_bytes", rt.peer_bytes}});
+    j["per_gpu"] = std::move(ranks);
+  }
   j["train_loss"] = t.train_loss;
   j["train_acc"] = t.train_acc;
   j["test_loss"] = e.test.loss;

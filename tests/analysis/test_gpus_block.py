@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = json.loads((REPO / "tests/experiments/fixtures/run_record_ok.json").read_text())
 
 
-def run_record(strategy, wall, process, gpus=2, reduce="ring", processes=None, scenario="static"):
+def run_record(strategy, wall, process, gpus=2, reduce="ring", processes=None, scenario="static",
+               per_gpu=None):
     rec = copy.deepcopy(TEMPLATE)
     rec["run_id"] = f"{strategy}-{scenario}-g{gpus}-{reduce}-{processes}-{process}"
     cfg = rec["config"]
@@ -26,6 +27,10 @@ def run_record(strategy, wall, process, gpus=2, reduce="ring", processes=None, s
         cfg.update(depth=2, streams=1)
     for e in rec["epochs"]:
         e.update(wall_ms=wall * (1 + 0.002 * process), gpu_ms=wall * (1 + 0.002 * process))
+        if per_gpu:  # the GPUs' GPU times as shares of the epoch's (the slowest's)
+            e["per_gpu"] = [{"rank": i, "gpu_ms": e["gpu_ms"] * share, "stall_ms": 0.0,
+                             "compute_ms": e["gpu_ms"] * share, "idle_ms": 0.0, "copy_ms": None,
+                             "h2d_bytes": 0, "peer_bytes": 0} for i, share in enumerate(per_gpu)]
     return rec
 
 
@@ -117,3 +122,18 @@ def test_refresh_says_what_resident_moves_there(tmp_path):
     text = render("gpus-table", ["b256", "u8", "refresh"], rs)
     assert "uploaded whole, once per epoch, to every GPU" in text
     assert table(text)["pinned"][4].startswith("1.33")
+
+
+# Each GPU's own GPU time (epochs[].per_gpu): the slowest over the fastest, per process, over processes
+def test_the_spread_over_gpus_from_each_gpus_figures(tmp_path):
+    rs = load_results_set(write_set(tmp_path, [
+        ("resident", 5.0, {"per_gpu": [1.0, 1.0]}),
+        ("peer-fanout", 5.5, {"per_gpu": [0.8, 1.0]}),   # GPU 1 pulls, GPU 0 waits for it
+        ("pinned", 9.0),                                 # records without per-GPU figures
+    ]), "set")
+    text = render("gpus-table", ["b256", "u8", "static"], rs)
+    rows = table(text)
+    assert rows["resident"][7].startswith("1.000 ")
+    assert rows["peer-fanout"][7].startswith("1.250 ")   # 1.0 / 0.8
+    assert rows["pinned"][7] == "not recorded"
+    assert "Slowest/fastest GPU" in text

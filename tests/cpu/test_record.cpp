@@ -229,6 +229,43 @@ TEST(Record, AStrategysOwnOptionsAreRecordedWhereItReadsThem) {
   EXPECT_TRUE(p["depth"].is_null());
 }
 
+// Several GPUs: every rank's own figures beside the epoch's (the slowest rank's); one GPU has none.
+TEST(Record, SeveralGpusRecordEveryRanksFigures) {
+  RunRecord r = finished_record();
+  r.config.gpus = 2;
+  for (EpochRecord& e : r.epochs) {
+    RankTimes a, b;
+    a.rank = 0;
+    a.gpu_ms = 7.5;
+    a.stall_ms = 1.25;
+    a.compute_ms = 6.0;
+    a.idle_ms = 0.25;
+    a.copy_ms = 0.5;
+    a.h2d_bytes = 1000;
+    b = a;
+    b.rank = 1;
+    b.gpu_ms = 8.0;
+    b.copy_ms.reset();
+    b.peer_bytes = 24;
+    e.train.ranks = {a, b};
+  }
+  const json j = r.to_json();
+  ASSERT_EQ(j["config"]["gpus"], 2);
+  for (const json& e : j["epochs"]) {
+    ASSERT_TRUE(e.contains("per_gpu"));
+    ASSERT_EQ(e["per_gpu"].size(), 2u);
+    EXPECT_EQ(e["per_gpu"][0], (json{{"rank", 0}, {"gpu_ms", 7.5}, {"stall_ms", 1.25},
+                                     {"compute_ms", 6.0}, {"idle_ms", 0.25}, {"copy_ms", 0.5},
+                                     {"h2d_bytes", 1000}, {"peer_bytes", 0}}));
+    EXPECT_EQ(e["per_gpu"][1]["rank"], 1);
+    EXPECT_EQ(e["per_gpu"][1]["gpu_ms"], 8.0);
+    EXPECT_TRUE(e["per_gpu"][1]["copy_ms"].is_null()) << "no copies: null, not 0";
+    EXPECT_EQ(e["per_gpu"][1]["peer_bytes"], 24);
+  }
+  for (const json& e : finished_record().to_json()["epochs"])
+    EXPECT_FALSE(e.contains("per_gpu")) << "one GPU: no per-GPU figures";
+}
+
 TEST(Record, StreamRunIsTheCommittedExample) {
   const json j = stream_record().to_json();
   EXPECT_EQ(j, read_fixture("run_record_stream.json", j)) << regenerate("run_record_stream.json", j);

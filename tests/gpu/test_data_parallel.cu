@@ -12,7 +12,8 @@
 //    (each GPU's instance serving its shard on its own device), the GPUs together moving what
 //    the emulation moves; with either step (resident and pinned also with --fused off);
 //  - the peer-fanout forms (the set once on GPU 0, GPU 1 pulling its shard over peer access)
-//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0,
+//    equal the emulation bitwise, GPU 1 copying exactly its shard's bytes per epoch from GPU 0
+//    (each GPU's own figures in the epoch say so; the epoch's GPU time is the slowest GPU's),
 //    and never wait on GPU 0's collective (the whole set, run after run);
 //  - the host-shared forms (the set once in one page-locked host allocation, each GPU copying its
 //    region) are pinned's and double-buffer-graph's data paths on one GPU and equal the
@@ -417,6 +418,23 @@ TEST(DataParallel, TwoGpusPeerFanoutEqualTheEmulationAndPullOnlyTheOtherShard) {
       EXPECT_TRUE(got.epochs[i].strategy.copy_ms.has_value()) << "GPU 1's copies are timed";
       EXPECT_EQ(ref.epochs[i].strategy.peer_bytes, 0u);
       EXPECT_FALSE(ref.epochs[i].strategy.copy_ms.has_value()) << "read in place: no copy";
+      // Each GPU's own figures: GPU 0 reads its set in place, GPU 1 pulls the other shard; the
+      // epoch's GPU time is the slowest GPU's. The emulation (one GPU) has none.
+      const std::vector<RankTimes>& ranks = got.epochs[i].ranks;
+      ASSERT_EQ(ranks.size(), 2u);
+      EXPECT_EQ(ranks[0].rank, 0);
+      EXPECT_EQ(ranks[1].rank, 1);
+      EXPECT_EQ(ranks[0].peer_bytes, 0u);
+      EXPECT_FALSE(ranks[0].copy_ms.has_value());
+      EXPECT_EQ(ranks[1].peer_bytes, shard1);
+      EXPECT_TRUE(ranks[1].copy_ms.has_value());
+      EXPECT_EQ(std::max(ranks[0].gpu_ms, ranks[1].gpu_ms), got.epochs[i].gpu_ms);
+      for (const RankTimes& rt : ranks) {
+        EXPECT_GT(rt.gpu_ms, 0.0);
+        EXPECT_GE(rt.stall_ms, 0.0);
+        EXPECT_GE(rt.idle_ms, 0.0);
+      }
+      EXPECT_TRUE(ref.epochs[i].ranks.empty());
     }
     for (const EpochRecord& er : rec.epochs)
       if (er.counters.api_available)

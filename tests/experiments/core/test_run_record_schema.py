@@ -105,6 +105,35 @@ def test_schema_rejects(record_errors, mutate, where):
     assert any(e.startswith(where) for e in record_errors(rec)), record_errors(rec)
 
 
+RANK = {"rank": 0, "gpu_ms": 7.5, "stall_ms": 1.25, "compute_ms": 6.0, "idle_ms": 0.25,
+        "copy_ms": None, "h2d_bytes": 1000, "peer_bytes": 0}
+
+
+def with_per_gpu(*ranks):
+    rec = copy.deepcopy(load("run_record_ok.json"))
+    rec["config"].update(gpus=len(ranks), reduce="ring", processes="one")
+    for e in rec["epochs"]:
+        e["per_gpu"] = [dict(r) for r in ranks]
+    return rec
+
+
+# Several GPUs: every rank's figures in each epoch (tests/cpu/test_record.cpp checks the writer)
+def test_per_gpu_figures_validate_and_are_declared(record_errors, undeclared_keys):
+    rec = with_per_gpu(RANK, dict(RANK, rank=1, copy_ms=0.5))
+    assert record_errors(rec) == [] and undeclared_keys(rec) == []
+
+
+@pytest.mark.parametrize("ranks, where", [
+    ((RANK,), "epochs/0/per_gpu"),                                  # one rank is not several
+    ((RANK, {k: v for k, v in RANK.items() if k != "gpu_ms"}), "epochs/0/per_gpu/1"),
+    ((RANK, dict(RANK, rank=1, stall_ms=-1.0)), "epochs/0/per_gpu/1/stall_ms"),
+    ((RANK, dict(RANK, rank=1, extra=1)), "epochs/0/per_gpu/1"),
+])
+def test_schema_rejects_bad_per_gpu_figures(record_errors, ranks, where):
+    errors = record_errors(with_per_gpu(*ranks))
+    assert any(e.startswith(where) for e in errors), errors
+
+
 def test_analysis_reads_the_examples():
     from analysis.records import validate_record
     ok = validate_record(load("run_record_ok.json"), "ok")
