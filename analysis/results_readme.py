@@ -9,12 +9,21 @@ by experiments/scripts/reproduce.sh) holds its records under records/ (and sub-s
 spread/records/, baselines/records/), what is generated from them (the README names what the set
 holds), and these two files. Both are derived from the records alone:
 the commit, GPU, driver and dates come from the records' ``env`` and ``started_at``; a set
-whose records disagree on the commit or the GPU is refused (one set = one commit on one GPU).
+whose records disagree on the commit, the GPU or the machine (the host's CPU model, CPU count and
+memory: two H200 machines of different hosts differ in the launch forms the host issues batch
+by batch) is refused (one set = one commit on one GPU of one machine).
+
+    analysis/results_readme.py DIR --expect-commit SHA [--expect-machine]
+
+writes nothing: exit 2 unless every record under DIR (its */records/*.jsonl, or a matrix
+runner's DIR/records.jsonl) names that commit and, with --expect-machine, this machine; so that a
+stage resumed by another build or on another machine never mixes them into one set.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -86,8 +95,45 @@ def _kind(rec: dict[str, Any]) -> str:
 
 
 def records_files(root: Path) -> list[Path]:
-    """Every */records/*.jsonl under `root` (records/, spread/records/, baselines/records/)."""
-    return sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
+    """Every */records/*.jsonl under `root` (records/, spread/records/, baselines/records/), and a
+    matrix runner's folder's own records.jsonl."""
+    own = [root / "records.jsonl"] if (root / "records.jsonl").is_file() else []
+    return own + sorted(p for p in root.rglob("*.jsonl") if p.parent.name == "records")
+
+
+# The host a record ran on, as memstrat records it (env.cpu_model, cpu_count, host_memory_bytes);
+# None where the record does not say (older records, baselines without it).
+MACHINE_KEYS = ("cpu_model", "cpu_count", "host_memory_bytes")
+
+
+def machine_of(env: dict[str, Any]) -> tuple | None:
+    values = tuple(env.get(k) for k in MACHINE_KEYS)
+    return None if any(v is None for v in values) else values
+
+
+def machine_text(m: tuple) -> str:
+    return f"{m[0]}, {m[1]} CPUs, {m[2] / 2**30:.0f} GiB"
+
+
+def this_machine() -> tuple | None:
+    """This host as memstrat reads it (common/host_info.cpp): the first "model name" of
+    /proc/cpuinfo, the online CPUs, physical pages times the page size."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "model name" and value.strip():
+                    model = value.strip()
+                    break
+    except OSError:
+        return None
+    try:
+        cpus = os.sysconf("SC_NPROCESSORS_ONLN")
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+    return None if model is None else (model, cpus, memory)
 
 
 def describe_set(root: Path) -> dict[str, Any]:
@@ -97,6 +143,7 @@ def describe_set(root: Path) -> dict[str, Any]:
         raise SetError(f"{root}: no records/*.jsonl")
     commits: dict[str, set[str]] = {}    # commit -> the files whose records name it
     gpus: Counter = Counter()
+    machines: Counter = Counter()
     drivers: Counter = Counter()
     dirty = False
     dates: list[str] = []
@@ -119,6 +166,8 @@ def describe_set(root: Path) -> dict[str, Any]:
                 dirty = dirty or bool(env.get("git_dirty"))
             if env.get("gpu_name"):
                 gpus[env["gpu_name"]] += 1
+            if machine_of(env):
+                machines[machine_of(env)] += 1
             if env.get("driver_release"):
                 drivers[env["driver_release"]] += 1
             if rec.get("started_at"):
@@ -130,7 +179,14 @@ def describe_set(root: Path) -> dict[str, Any]:
                        "commit's records: regenerate it")
     if len(gpus) > 1:
         raise SetError(f"{root}: records of several GPUs ({', '.join(gpus)})")
+    if len(machines) > 1:
+        named = "; ".join(f"{machine_text(m)}: {n} records" for m, n in machines.items())
+        raise SetError(f"{root}: records of several machines ({named}); a results set holds one "
+                       "machine's records (the host moves the timings of the launch forms it "
+                       "issues batch by batch): regenerate it on one")
+    machine = next(iter(machines), None)
     return {
+        "machine": None if machine is None else dict(zip(MACHINE_KEYS, machine)),
         "gpu": next(iter(gpus), None),
         "commit": next(iter(commits), None),
         "dirty": dirty,
@@ -159,7 +215,9 @@ def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
     lines = [f"# memstrat results: {m['gpu']}", ""]
     dirty = " (with uncommitted changes)" if m["dirty"] else ""
     driver = f"driver {m['driver']}" if m["driver"] else "driver not recorded"
-    lines += [f"Measured at commit `{m['commit']}`{dirty} on an {m['gpu']} ({driver}), "
+    mach = m.get("machine")
+    host = (f" in a host of {machine_text(tuple(mach[k] for k in MACHINE_KEYS))}" if mach else "")
+    lines += [f"Measured at commit `{m['commit']}`{dirty} on an {m['gpu']} ({driver}){host}, "
               f"records from {m['first_record']} to {m['last_record']}, by "
               f"`{m['command']}`. Every number in this folder, in README.md and in docs/*.md "
               "comes from the records below; `python3 analysis/docs_blocks.py --check` "
@@ -227,6 +285,26 @@ def expect_commit(root: Path, commit: str) -> int:
     return 2
 
 
+def expect_machine(root: Path) -> int:
+    """--expect-machine: 0 when every record under `root` ran on this machine (or none says),
+    else 2 with what to do."""
+    if not records_files(root):
+        return 0
+    try:
+        named = describe_set(root)["machine"]
+    except (SetError, RecordError) as e:
+        print(f"results_readme: {e}", file=sys.stderr)
+        return 2
+    here = this_machine()
+    if named is None or here is None or tuple(named[k] for k in MACHINE_KEYS) == here:
+        return 0
+    print(f"results_readme: {root} holds records of another machine "
+          f"({machine_text(tuple(named[k] for k in MACHINE_KEYS))}) than this one "
+          f"({machine_text(here)}): resume the set on a machine like its own, or write this "
+          "machine's records into another set (reproduce.sh --out DIR)", file=sys.stderr)
+    return 2
+
+
 def parse_stage_seconds(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -253,9 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "commit (a prefix matches: records keep 12 hex digits), so that a "
                         "stage resumed by another build never mixes two commits into one set; "
                         "0 for a set without records yet")
+    p.add_argument("--expect-machine", action="store_true",
+                   help="write nothing: exit 2 unless every record the set holds ran on this "
+                        "machine (CPU model, CPU count, memory); with --expect-commit, both")
     a = p.parse_args(argv)
-    if a.expect_commit is not None:
-        return expect_commit(a.root, a.expect_commit)
+    if a.expect_commit is not None or a.expect_machine:
+        rc = expect_commit(a.root, a.expect_commit) if a.expect_commit is not None else 0
+        return rc or (expect_machine(a.root) if a.expect_machine else 0)
     try:
         m = describe_set(a.root)
         old = {}

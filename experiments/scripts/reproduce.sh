@@ -110,8 +110,10 @@
 # MEMSTRAT_GIT_SHA [MEMSTRAT_GIT_DIRTY=0|1]: the commit every record names, for a copy of the
 # tree without its own git history (the build and the PyTorch baselines read them; default: the
 # checkout's git metadata). results_readme.py refuses a set whose records name several commits
-# (memstrat's and the baselines'), and before any run this script refuses to add records of
-# another commit to a set that holds some: resume a set with a build of its own commit.
+# (memstrat's and the baselines') or several machines (CPU model, CPU count, memory: the host
+# moves the per-batch launch forms' timings), and before any run this script refuses to add
+# records of another commit or another machine to a set (or a stage's work folder) that holds
+# some: resume a set with a build of its own commit, on a machine like its own.
 #
 # On a machine of N >= 2 GPUs every stage runs with NCCL_NVLS_ENABLE=0 (NVLink multicast off: its
 # reductions may differ from call to call, and memstrat, the matrix runner and the anchors refuse
@@ -215,9 +217,16 @@ log "stages: $STAGES${NCCL_NVLS_ENABLE:+; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE}"
 # (results_readme.py refuses such a set only after the runs). Checked before any run.
 VERSION="$("$MS" --version)"
 COMMIT="$(printf '%s\n' "$VERSION" | sed -n 's/^commit \([0-9a-fA-F]*\).*/\1/p')"
+# One machine too: the host moves the timings of the launch forms it issues batch by batch (two
+# H200 machines of different hosts differ there), so the set and the stages' work folders must
+# have run where this runs.
 for s in primitives matrix compute budget spread stream timelines baselines pipelines scaling gpus; do
   if has_stage "$s"; then
-    $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" || exit 2
+    $PY analysis/results_readme.py "$OUT_DIR" --expect-commit "${COMMIT:-unknown}" --expect-machine || exit 2
+    for w in "$WORK"/*/; do
+      [ -f "$w/records.jsonl" ] || continue
+      $PY analysis/results_readme.py "$w" --expect-commit "${COMMIT:-unknown}" --expect-machine || exit 2
+    done
     break
   fi
 done

@@ -130,3 +130,82 @@ def test_a_one_gpu_set_names_its_report_and_the_regression_guard(tmp_path, fixtu
     assert "scaling_check.md" not in text and "baselines/*.md" not in text
     assert "python3 analysis/compare.py docs/results/<gpu>/records/results.jsonl" in text
     assert "# all of it, on your GPU" in text
+
+
+HOST = {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 16,
+        "host_memory_bytes": 135148564480}
+
+
+def make_set_on(tmp_path, fixtures_dir, host=HOST, folder=None):
+    """make_set with every record's env naming `host` (the fixture's records predate it); into
+    `folder`/records.jsonl (a matrix runner's folder) when given."""
+    lines = (fixtures_dir / "processes.jsonl").read_text().splitlines()
+    recs = [json.loads(l) for l in lines if l.strip()]
+    for r in recs:
+        r["env"].update(host)
+    if folder is not None:
+        folder.mkdir()
+        (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return folder
+    root = tmp_path / "set"
+    (root / "records").mkdir(parents=True)
+    (root / "records" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return root
+
+
+# One set = one machine: the host's CPUs move the per-batch launch forms' timings (two H200
+# machines of different hosts differ there), so records of two machines are never one set.
+def test_a_set_of_several_machines_is_refused(tmp_path, fixtures_dir, capsys):
+    root = make_set_on(tmp_path, fixtures_dir)
+    assert R.main([str(root)]) == 0
+    m = json.loads((root / "manifest.json").read_text())["machine"]
+    assert set(m) == {"cpu_model", "cpu_count", "host_memory_bytes"}
+    assert f"{m['cpu_count']} CPUs" in (root / "README.md").read_text()
+    rec = json.loads((root / "records" / "results.jsonl").read_text().splitlines()[0])
+    rec["env"]["cpu_count"] = 2 * rec["env"]["cpu_count"]
+    rec["run_id"] += "-other"                    # another run, on another host
+    (root / "records" / "other.jsonl").write_text(json.dumps(rec) + "\n")
+    assert R.main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "several machines" in err and f"{2 * m['cpu_count']} CPUs, 126 GiB: 1 records" in err
+
+
+def test_expect_machine_compares_the_records_with_this_host(tmp_path, fixtures_dir, capsys,
+                                                            monkeypatch):
+    root = make_set_on(tmp_path, fixtures_dir)
+    rec = json.loads((root / "records" / "results.jsonl").read_text().splitlines()[0])
+    env = rec["env"]
+    here = (env["cpu_model"], env["cpu_count"], env["host_memory_bytes"])
+    monkeypatch.setattr(R, "this_machine", lambda: here)
+    assert R.main([str(root), "--expect-machine"]) == 0
+    monkeypatch.setattr(R, "this_machine", lambda: (here[0], here[1] * 2, here[2]))
+    assert R.main([str(root), "--expect-machine"]) == 2
+    assert "another machine" in capsys.readouterr().err
+    sha = env["git_sha"]
+    assert R.main([str(root), "--expect-commit", sha, "--expect-machine"]) == 2
+    monkeypatch.setattr(R, "this_machine", lambda: here)
+    assert R.main([str(root), "--expect-commit", sha, "--expect-machine"]) == 0
+    assert R.main([str(root), "--expect-commit", "fedcba987654", "--expect-machine"]) == 2
+    assert not (root / "manifest.json").exists(), "a check writes nothing"
+
+
+def test_a_matrix_runners_folder_is_checked_too(tmp_path, fixtures_dir, monkeypatch):
+    out = make_set_on(tmp_path, fixtures_dir, folder=tmp_path / "work")
+    monkeypatch.setattr(R, "this_machine", lambda: ("another CPU", 1, 1 << 30))
+    assert R.main([str(out), "--expect-machine"]) == 2
+    monkeypatch.setattr(R, "this_machine", lambda: tuple(HOST.values()))
+    assert R.main([str(out), "--expect-machine"]) == 0
+
+
+def test_records_that_do_not_name_their_host_are_not_refused(tmp_path, fixtures_dir,
+                                                             monkeypatch):
+    root = make_set(tmp_path, fixtures_dir)          # records older than env.cpu_count
+    monkeypatch.setattr(R, "this_machine", lambda: tuple(HOST.values()))
+    assert R.main([str(root), "--expect-machine"]) == 0
+    assert R.main([str(root)]) == 0
+    assert json.loads((root / "manifest.json").read_text())["machine"] is None
+
+
+def test_this_machine_reads_the_host_as_memstrat_does():
+    m = R.this_machine()
+    assert m is not None and m[1] >= 1 and m[2] > 0
