@@ -267,15 +267,23 @@ def same_commit(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
 
 
+def _named(root: Path, field: str) -> tuple[bool, Any]:
+    """(readable, what the records under `root` name for manifest `field`; None where none do
+    or there are no records). A set that cannot be described is said on stderr."""
+    if not records_files(root):
+        return True, None
+    try:
+        return True, describe_set(root)[field]
+    except (SetError, RecordError) as e:
+        print(f"results_readme: {e}", file=sys.stderr)
+        return False, None
+
+
 def expect_commit(root: Path, commit: str) -> int:
     """--expect-commit: 0 when every record under `root` names `commit` (or there is none),
     else 2 with what to do."""
-    if not records_files(root):
-        return 0
-    try:
-        named = describe_set(root)["commit"]
-    except (SetError, RecordError) as e:
-        print(f"results_readme: {e}", file=sys.stderr)
+    ok, named = _named(root, "commit")
+    if not ok:
         return 2
     if named is None or same_commit(named, commit):
         return 0
@@ -288,12 +296,8 @@ def expect_commit(root: Path, commit: str) -> int:
 def expect_machine(root: Path) -> int:
     """--expect-machine: 0 when every record under `root` ran on this machine (or none says),
     else 2 with what to do."""
-    if not records_files(root):
-        return 0
-    try:
-        named = describe_set(root)["machine"]
-    except (SetError, RecordError) as e:
-        print(f"results_readme: {e}", file=sys.stderr)
+    ok, named = _named(root, "machine")
+    if not ok:
         return 2
     here = this_machine()
     if named is None or here is None or tuple(named[k] for k in MACHINE_KEYS) == here:

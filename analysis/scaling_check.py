@@ -109,16 +109,24 @@ class Strong:
         return None if self.speedup is None else self.speedup / self.gpus
 
 
-def strong_scaling(records: Sequence[dict[str, Any]]) -> list[Strong]:
-    """Every N-GPU configuration whose one-GPU counterpart at N x its batch ran."""
+def data_parallel_groups(records: Sequence[dict[str, Any]]
+                         ) -> tuple[dict[GroupKey, Group], list[tuple[Group, int, dict[str, Any]]]]:
+    """(every group by key, [(group, N, its other fields)] of the runs on N > 1 real GPUs)."""
     groups = aggregate(records)
-    by_key = {g.key: g for g in groups}
     out = []
     for g in groups:
         o = _other(g.key)
         gpus = int(o.get("gpus") or 1)
-        if gpus < 2 or int(o.get("emulate_gpus") or 1) > 1:
-            continue
+        if gpus >= 2 and int(o.get("emulate_gpus") or 1) == 1:
+            out.append((g, gpus, o))
+    return {g.key: g for g in groups}, out
+
+
+def strong_scaling(records: Sequence[dict[str, Any]]) -> list[Strong]:
+    """Every N-GPU configuration whose one-GPU counterpart at N x its batch ran."""
+    by_key, several = data_parallel_groups(records)
+    out = []
+    for g, gpus, o in several:
         one = by_key.get(dataclasses.replace(one_gpu_key(g.key), batch=gpus * g.key.batch))
         if one is None:
             continue
@@ -164,14 +172,9 @@ def process_steps_us(g: Group, gpus: int) -> list[float | None]:
 
 
 def check(records: Sequence[dict[str, Any]], primitives: Sequence[dict[str, Any]]) -> list[Check]:
-    groups = aggregate(records)
-    by_key = {g.key: g for g in groups}
+    by_key, several = data_parallel_groups(records)
     out = []
-    for g in groups:
-        o = _other(g.key)
-        gpus = int(o.get("gpus") or 1)
-        if gpus < 2 or int(o.get("emulate_gpus") or 1) > 1:
-            continue
+    for g, gpus, o in several:
         c = Check(g.key, gpus, str(o.get("reduce") or "exact"), str(o.get("processes") or "one"))
         stepn = process_steps_us(g, gpus)
         c = dataclasses.replace(c, measured=stats.summarize(stepn))

@@ -54,15 +54,7 @@ RunConfig dp_run(std::string_view strategy, int emulate, int gpus) {
   return c;
 }
 
-const HostDataset& subset() {
-  static const HostDataset d = [] {
-    HostDataset s = mnist();
-    s.train_images.resize(static_cast<std::size_t>(kSamples) * s.features());
-    s.train_labels.resize(static_cast<std::size_t>(kSamples));
-    return s;
-  }();
-  return d;
-}
+const HostDataset& subset() { return mnist_first(kSamples); }
 
 #define REQUIRE_GPUS(n)                                                                    \
   do {                                                                                     \

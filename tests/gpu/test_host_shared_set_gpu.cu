@@ -12,42 +12,23 @@
 #include "memory_strategies/host_shared_set.h"
 #include "memory_strategies/replica_group.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/gpu/shared_set_checks.h"
 
 namespace memstrat::testing {
 namespace {
-
-StrategyOptions rank_of(int shard, int shards, ReplicaGroup* g) {
-  StrategyOptions o;
-  o.shard = shard;
-  o.shards = shards;
-  o.group = g;
-  return o;
-}
 
 std::uint64_t sizes(int rank) { return 1000 + 300 * static_cast<std::uint64_t>(rank); }
 
 TEST(HostSharedSet, EveryRankOfAGroupGetsTheOneSet) {
   MEMSTRAT_REQUIRE_GPU();
   ReplicaGroup group({0, 0, 0});
-  std::vector<std::shared_ptr<HostSharedSet>> got(3);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 3; ++r)  // as the trainer's rank threads ask, at once
-    ranks.emplace_back([&, r] {
-      CUDA_CHECK(cudaSetDevice(0));
-      got[static_cast<std::size_t>(r)] = HostSharedSet::for_rank(rank_of(r, 3, &group), sizes);
-    });
-  for (auto& t : ranks) t.join();
+  const auto got = ask_at_once(3, group, [](const StrategyOptions& o) {
+    CUDA_CHECK(cudaSetDevice(0));
+    return HostSharedSet::for_rank(o, sizes);
+  });
+  expect_one_set_of_regions(got, sizes);
   ASSERT_TRUE(got[0]);
-  EXPECT_EQ(got[1].get(), got[0].get());
-  EXPECT_EQ(got[2].get(), got[0].get());
   const HostSharedSet& set = *got[0];
-  ASSERT_EQ(set.regions(), 3);
-  for (int r = 0; r < 3; ++r) {
-    EXPECT_GE(set.region_bytes(r), sizes(r)) << r;
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(set.region(r)) % HostSharedSet::kAlign, 0u) << r;
-    if (r > 0) EXPECT_GE(set.region(r), set.region(r - 1) + sizes(r - 1)) << "disjoint";
-  }
-  EXPECT_EQ(set.region(2) + sizes(2), set.region(0) + set.bytes()) << "one allocation";
   unsigned flags = 0;
   CUDA_CHECK(cudaHostGetFlags(&flags, set.region(0)));
   EXPECT_NE(flags & cudaHostAllocPortable, 0u) << "pinned for every GPU's context";

@@ -16,19 +16,12 @@
 #include "memory_strategies/registry.h"
 #include "memory_strategies/replica_group.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/gpu/shared_set_checks.h"
 
 namespace memstrat::testing {
 namespace {
 
 constexpr std::int64_t kSamples = 2000;
-
-StrategyOptions rank_of(int shard, int shards, ReplicaGroup* g) {
-  StrategyOptions o;
-  o.shard = shard;
-  o.shards = shards;
-  o.group = g;
-  return o;
-}
 
 std::uint64_t sizes(int rank) { return 1000 + (3ull << 20) * static_cast<std::uint64_t>(rank); }
 
@@ -41,26 +34,13 @@ TEST(ManagedSharedSet, EveryRankOfAGroupGetsTheOneSet) {
   MEMSTRAT_REQUIRE_GPU();
   if (!managed_capable()) GTEST_SKIP() << "needs concurrentManagedAccess";
   ReplicaGroup group({0, 0, 0});
-  std::vector<std::shared_ptr<ManagedSharedSet>> got(3);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 3; ++r)  // as the trainer's rank threads ask, at once
-    ranks.emplace_back([&, r] {
-      CUDA_CHECK(cudaSetDevice(0));
-      got[static_cast<std::size_t>(r)] =
-          ManagedSharedSet::for_rank(rank_of(r, 3, &group), sizes, "test");
-    });
-  for (auto& t : ranks) t.join();
+  const auto got = ask_at_once(3, group, [](const StrategyOptions& o) {
+    CUDA_CHECK(cudaSetDevice(0));
+    return ManagedSharedSet::for_rank(o, sizes, "test");
+  });
+  expect_one_set_of_regions(got, sizes);
   ASSERT_TRUE(got[0]);
-  EXPECT_EQ(got[1].get(), got[0].get());
-  EXPECT_EQ(got[2].get(), got[0].get());
   const ManagedSharedSet& set = *got[0];
-  ASSERT_EQ(set.regions(), 3);
-  for (int r = 0; r < 3; ++r) {
-    EXPECT_GE(set.region_bytes(r), sizes(r)) << r;
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(set.region(r)) % ManagedSharedSet::kAlign, 0u) << r;
-    if (r > 0) EXPECT_GE(set.region(r), set.region(r - 1) + sizes(r - 1)) << "disjoint";
-  }
-  EXPECT_EQ(set.region(2) + sizes(2), set.region(0) + set.bytes()) << "one allocation";
   cudaPointerAttributes a{};
   CUDA_CHECK(cudaPointerGetAttributes(&a, set.region(1)));
   EXPECT_EQ(a.type, cudaMemoryTypeManaged);
@@ -71,15 +51,7 @@ TEST(ManagedSharedSet, EveryRankOfAGroupGetsTheOneSet) {
                std::invalid_argument);
 }
 
-const HostDataset& subset() {
-  static const HostDataset d = [] {
-    HostDataset s = mnist();
-    s.train_images.resize(static_cast<std::size_t>(kSamples) * s.features());
-    s.train_labels.resize(static_cast<std::size_t>(kSamples));
-    return s;
-  }();
-  return d;
-}
+const HostDataset& subset() { return mnist_first(kSamples); }
 
 int range_int(const void* p, std::size_t bytes, cudaMemRangeAttribute what) {
   int v = 0;

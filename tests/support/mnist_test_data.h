@@ -3,9 +3,13 @@
 // test executable. Tests that need it skip without it (CI sets MEMSTRAT_DATA).
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/mnist.h"
 
@@ -26,6 +30,21 @@ inline std::string mnist_dir() {
 inline const HostDataset& mnist() {
   static const HostDataset d = load_mnist(mnist_dir());
   return d;
+}
+
+/// The first `samples` training samples of mnist() (the test set whole), made once per size.
+inline const HostDataset& mnist_first(std::int64_t samples) {
+  static std::mutex m;
+  static std::map<std::int64_t, HostDataset> made;
+  const std::lock_guard<std::mutex> lock(m);
+  auto it = made.find(samples);
+  if (it == made.end()) {
+    HostDataset s = mnist();
+    s.train_images.resize(static_cast<std::size_t>(samples) * s.features());
+    s.train_labels.resize(static_cast<std::size_t>(samples));
+    it = made.emplace(samples, std::move(s)).first;
+  }
+  return it->second;
 }
 
 }  // namespace memstrat::testing
