@@ -33,7 +33,7 @@ from analysis.document import Doc, fmt_num
 from analysis import spread as spread_rules
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, interval_text,
-                            rank_by_tests, ratio, stability_label)
+                            holm, rank_by_tests, ratio, stability_label)
 from analysis.stream import ordered_curves, stop_table, stream_points
 from analysis.strategy_pairs import IMPROVES  # best form -> naive form (one table)
 
@@ -283,6 +283,32 @@ def ordered(groups: Sequence[Group]) -> tuple[list[tuple[int, Group]], list[Grou
     ranked = rank_by_tests(timed, lambda g: g.process_values("wall_ms"))
     return ([(r.rank, r.item) for r in ranked if r.rank is not None],
             [r.item for r in ranked if r.rank is None])
+
+
+def rank_labels(ranked: Sequence[tuple[int, Group]], loose: Sequence[Group]
+                ) -> list[tuple[str, Group]]:
+    """ordered()'s result as [(rank label, group)] fastest first: "2", "1 (tie)" where several
+    share a rank, and "none (n<3)" last for the groups with too few processes to be tested."""
+    counts = {rank: sum(1 for r, _ in ranked if r == rank) for rank, _ in ranked}
+    labelled = [(str(rank) if counts[rank] == 1 else f"{rank} (tie)", g) for rank, g in ranked]
+    return labelled + [(f"none (n<{MIN_PROCESSES})", g) for g in loose]
+
+
+def holm_verdicts(effects: Sequence[Effect | None]) -> list[str | None]:
+    """Per effect (new against base): the Mann-Whitney verdict, Holm-corrected over the effects
+    given ("faster (Holm p=…)", "slower (…)", "not significantly different (…)"); None where
+    there is no effect to test."""
+    tested = [i for i, e in enumerate(effects) if e is not None]
+    adjusted = dict(zip(tested, holm([effects[i].p for i in tested])))
+    out: list[str | None] = []
+    for i, e in enumerate(effects):
+        if e is None:
+            out.append(None)
+            continue
+        p = adjusted[i]
+        out.append(("not significantly different" if p >= 0.05 else
+                    "faster" if e.estimate < 1 else "slower") + f" (Holm p={p:.2g})")
+    return out
 
 
 def first_rank_text(ranked: Sequence[tuple[int, Group]]) -> str:

@@ -24,13 +24,13 @@ from typing import Sequence
 import statistics
 
 from analysis.aggregate import REFERENCE_STRATEGY, Group, steady_epochs
-from analysis.block_generators import (MIN_PROCESSES, NOT_MEASURED, RANK_RULE, BlockArgs,
-                                       BlockError, data_as_marked, effect_text, generator,
-                                       group_value, key_fields, ordered, pooling_notes, wall,
-                                       FILTERS)
+from analysis.block_generators import (FILTERS, MIN_PROCESSES, NOT_MEASURED, RANK_RULE,
+                                       BlockArgs, BlockError, data_as_marked, effect_text,
+                                       generator, group_value, holm_verdicts, key_fields, ordered,
+                                       pooling_notes, rank_labels, wall)
 from analysis.document import Doc
 from analysis.results_set import ResultsSet
-from analysis.stats import (Summary, family_can_order, holm, median_with_interval, ratio,
+from analysis.stats import (Summary, family_can_order, median_with_interval, ratio,
                             stability_label, summarize)
 
 # The criterion a data path on several GPUs is held to: its epoch within this factor of the set
@@ -113,9 +113,7 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
     if not groups:
         return f"No configuration at {where}: {NOT_MEASURED}."
     ranked, loose = ordered(groups)
-    counts = {rank: sum(1 for r, _ in ranked if r == rank) for rank, _ in ranked}
-    labelled = [(str(rank) if counts[rank] == 1 else f"{rank} (tie)", g) for rank, g in ranked]
-    labelled += [(f"none (n<{MIN_PROCESSES})", g) for g in loose]
+    labelled = rank_labels(ranked, loose)
 
     # every row against resident: one family for Holm's correction
     effects = []
@@ -125,12 +123,10 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
             effects.append((ref, None))
         else:
             effects.append((ref, ratio(ref.process_values("wall_ms"), g.process_values("wall_ms"))))
-    tested = [i for i, (_, e) in enumerate(effects) if e is not None]
-    adjusted = dict(zip(tested, holm([effects[i][1].p for i in tested])))
+    verdicts = holm_verdicts([e for _, e in effects])
 
     rows = []
-    for i, (rank, g) in enumerate(labelled):
-        ref, e = effects[i]
+    for (rank, g), (ref, e), verdict in zip(labelled, effects, verdicts):
         if g.key.strategy == REFERENCE_STRATEGY:
             against, verdict, within = "the reference", "", ""
         elif e is None:
@@ -138,9 +134,6 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
                        f"too few processes (n<{MIN_PROCESSES}): not compared")
             verdict, within = "", ""
         else:
-            p = adjusted[i]
-            verdict = ("not significantly different" if p >= 0.05 else
-                       "faster" if e.estimate < 1 else "slower") + f" (Holm p={p:.2g})"
             against = effect_text(e)
             within = "yes" if e.ci.high <= WITHIN_RESIDENT else "no"
         spread = gpu_spread(g)

@@ -19,10 +19,11 @@ from analysis.aggregate import (LAUNCH_FORM_ORDER, LAUNCH_FORMS, REFERENCE_MISSI
                                 data_movement, floors, representative, variant_rank)
 from analysis.block_generators import (HEADLINE, MIN_PROCESSES, NOT_MEASURED, RANK_RULE,
                                        BlockArgs, effect_text, generator, group_value, improves,
-                                       ordered, pick, pooling_notes, select, wall)
+                                       holm_verdicts, ordered, pick, pooling_notes, rank_labels,
+                                       select, wall)
 from analysis.document import Doc, fmt_num
 from analysis.results_set import ResultsSet
-from analysis.stats import (UNSTABLE_HALF_WIDTH, Summary, family_can_order, holm, ratio,
+from analysis.stats import (UNSTABLE_HALF_WIDTH, Summary, family_can_order, ratio,
                             shift, stability_label)
 
 
@@ -131,10 +132,7 @@ def strategy_table(rs: ResultsSet, a: BlockArgs) -> str:
     best_of = improves(rs)
     ranked, loose = ordered(groups)
     rows = []
-    counts = {rank: sum(1 for r, _ in ranked if r == rank) for rank, _ in ranked}
-    labelled = [(str(rank) if counts[rank] == 1 else f"{rank} (tie)", g) for rank, g in ranked]
-    labelled += [(f"none (n<{MIN_PROCESSES})", g) for g in loose]
-    for rank, g in labelled:
+    for rank, g in rank_labels(ranked, loose):
         floor_ms, ratio = _floor_cells(g, fl[g.key], wall(g))
         dm = data_movement(rs.groups, g)
         rows.append([g.key.variant_label, rank, group_value(g), stability_label(wall(g)),
@@ -178,20 +176,14 @@ def pair_verdicts(pairs: Sequence[tuple[Group | None, Group | None]]
     effects = [ratio(b.process_values("wall_ms"), o.process_values("wall_ms"))
                if b is not None and o is not None and wall(b) and wall(o) else None
                for b, o in pairs]
-    tested = [i for i, e in enumerate(effects) if e is not None]
-    adjusted = dict(zip(tested, holm([effects[i].p for i in tested])))
     out = []
-    for i, e in enumerate(effects):
+    for (b, o), e, verdict in zip(pairs, effects, holm_verdicts(effects)):
         if e is None:
-            b, o = pairs[i]
             measured = b is not None and o is not None and wall(b) and wall(o)
             out.append((NOT_MEASURED, NOT_MEASURED) if not measured else
                        (NOT_MEASURED, f"too few processes (n<{MIN_PROCESSES}): not compared"))
-        elif adjusted[i] >= 0.05:
-            out.append((effect_text(e), f"not significantly different (Holm p={adjusted[i]:.2g})"))
         else:
-            out.append((effect_text(e), ("faster" if e.estimate < 1 else "slower")
-                        + f" (Holm p={adjusted[i]:.2g})"))
+            out.append((effect_text(e), verdict))
     return out
 
 
