@@ -18,6 +18,7 @@
 #include "common/cuda_raii.h"
 #include "common/host_dataset.h"
 #include "memory_strategies/memory_strategy.h"
+#include "memory_strategies/region_layout.h"
 
 namespace memstrat {
 
@@ -30,15 +31,10 @@ struct ShardRegion {
 };
 ShardRegion shard_region(const HostDataset& data, const StrategyOptions& opt, int rank);
 
-class HostSharedSet {
+class HostSharedSet : public RegionLayout {
  public:
   /// Every region starts at a multiple of this many bytes.
   static constexpr std::uint64_t kAlign = 256;
-  /// Region r's start for regions of `bytes[r]` bytes, each at a multiple of `align` (a power
-  /// of two): bytes.size() + 1 offsets, the last one the set's size. Pure: no device needed.
-  /// ManagedSharedSet cuts its managed set the same way, at its own alignment.
-  static std::vector<std::uint64_t> region_offsets(const std::vector<std::uint64_t>& bytes,
-                                                   std::uint64_t align = kAlign);
 
   /// The set for the rank `opt` names, `region_bytes(r)` bytes for rank r: with a group (several
   /// GPUs), the group's one set, allocated by whichever rank asks first, for every rank of the
@@ -47,22 +43,13 @@ class HostSharedSet {
   static std::shared_ptr<HostSharedSet> for_rank(
       const StrategyOptions& opt, const std::function<std::uint64_t(int rank)>& region_bytes);
 
-  /// One portable pinned allocation of the regions `bytes[r]`.
+  /// One portable pinned allocation of the regions `bytes[r]` (RegionLayout at kAlign).
   explicit HostSharedSet(const std::vector<std::uint64_t>& bytes);
 
-  int regions() const { return static_cast<int>(offsets_.size()) - 1; }
-  std::uint64_t bytes() const { return offsets_.back(); }
   /// Rank r's region: region_bytes(r) bytes, kAlign-aligned.
-  std::uint8_t* region(int rank) const {
-    return host_.data() + offsets_.at(static_cast<std::size_t>(rank));
-  }
-  std::uint64_t region_bytes(int rank) const {
-    return offsets_.at(static_cast<std::size_t>(rank) + 1) -
-           offsets_.at(static_cast<std::size_t>(rank));
-  }
+  std::uint8_t* region(int rank) const { return host_.data() + offset(rank); }
 
  private:
-  std::vector<std::uint64_t> offsets_;
   PinnedBuffer<std::uint8_t> host_;
 };
 

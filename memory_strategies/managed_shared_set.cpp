@@ -1,10 +1,6 @@
 #include "memory_strategies/managed_shared_set.h"
 
-#include <stdexcept>
-#include <string>
-
 #include "common/cuda_check.h"
-#include "memory_strategies/host_shared_set.h"  // region_offsets
 #include "memory_strategies/replica_group.h"
 #include "memory_strategies/um_hints.h"
 
@@ -13,17 +9,11 @@ namespace memstrat {
 std::shared_ptr<ManagedSharedSet> ManagedSharedSet::for_rank(
     const StrategyOptions& opt, const std::function<std::uint64_t(int rank)>& region_bytes,
     const char* strategy) {
-  if (opt.group == nullptr)
-    throw std::invalid_argument("ManagedSharedSet: a set shared by several GPUs needs the run's "
-                                "ReplicaGroup (StrategyOptions::group)");
-  ReplicaGroup& g = *opt.group;
-  if (g.ranks() != opt.shards)
-    throw std::invalid_argument("ManagedSharedSet: the group has " + std::to_string(g.ranks()) +
-                                " ranks, the options " + std::to_string(opt.shards) + " shards");
-  return g.shared<ManagedSharedSet>([&] {
-    std::vector<std::uint64_t> bytes;
-    for (int r = 0; r < g.ranks(); ++r) bytes.push_back(region_bytes(r));
-    const std::uint64_t total = HostSharedSet::region_offsets(bytes, kAlign).back();
+  const std::vector<std::uint64_t> bytes =
+      group_region_bytes(opt, region_bytes, "ManagedSharedSet");
+  const ReplicaGroup& g = *opt.group;
+  return opt.group->shared<ManagedSharedSet>([&] {
+    const std::uint64_t total = RegionLayout(bytes, kAlign).bytes();
     // Every GPU of the run could come to hold the whole set: it must fit each of them.
     int current = 0;
     CUDA_CHECK(cudaGetDevice(&current));
@@ -37,7 +27,6 @@ std::shared_ptr<ManagedSharedSet> ManagedSharedSet::for_rank(
 }
 
 ManagedSharedSet::ManagedSharedSet(const std::vector<std::uint64_t>& bytes)
-    : offsets_(HostSharedSet::region_offsets(bytes, kAlign)),
-      memory_(static_cast<std::size_t>(offsets_.back())) {}
+    : RegionLayout(bytes, kAlign), memory_(static_cast<std::size_t>(RegionLayout::bytes())) {}
 
 }  // namespace memstrat

@@ -19,10 +19,11 @@
 
 #include "common/cuda_raii.h"
 #include "memory_strategies/memory_strategy.h"
+#include "memory_strategies/region_layout.h"
 
 namespace memstrat {
 
-class ManagedSharedSet {
+class ManagedSharedSet : public RegionLayout {
  public:
   /// Every region starts at a multiple of this many bytes (2 MiB).
   static constexpr std::uint64_t kAlign = 2ull << 20;
@@ -34,21 +35,13 @@ class ManagedSharedSet {
       const StrategyOptions& opt, const std::function<std::uint64_t(int rank)>& region_bytes,
       const char* strategy);
 
-  /// One managed allocation of the regions `bytes[r]` (HostSharedSet::region_offsets at kAlign).
+  /// One managed allocation of the regions `bytes[r]` (RegionLayout at kAlign).
   explicit ManagedSharedSet(const std::vector<std::uint64_t>& bytes);
 
-  int regions() const { return static_cast<int>(offsets_.size()) - 1; }
-  std::uint64_t bytes() const { return offsets_.back(); }
-  std::uint8_t* region(int rank) const {
-    return memory_.data() + offsets_.at(static_cast<std::size_t>(rank));
-  }
-  std::uint64_t region_bytes(int rank) const {
-    return offsets_.at(static_cast<std::size_t>(rank) + 1) -
-           offsets_.at(static_cast<std::size_t>(rank));
-  }
+  /// Rank r's region: region_bytes(r) bytes, kAlign-aligned.
+  std::uint8_t* region(int rank) const { return memory_.data() + offset(rank); }
 
  private:
-  std::vector<std::uint64_t> offsets_;
   ManagedBuffer<std::uint8_t> memory_;
 };
 

@@ -1,36 +1,16 @@
-// The shared-set forms' pure half: where each rank's region lies in the one page-locked host set
-// (HostSharedSet::region_offsets) and in the um-shared forms' managed set (the same cut at 2 MiB),
-// what each rank allocates on its GPU (device_footprint), and what the registry says they are on
-// one GPU. No GPU needed.
+// The shared-set forms' pure half: what a rank's region holds (shard_region), what each rank
+// allocates on its GPU (device_footprint), and what the registry says they are on one GPU. Where
+// the regions lie in the set: test_region_layout.cpp. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "memory_strategies/epoch_data.h"  // shard_rows
 #include "memory_strategies/host_shared_set.h"
-#include "memory_strategies/managed_shared_set.h"
 #include "memory_strategies/registry.h"
 #include "tests/support/synthetic_dataset.h"
 
 using namespace memstrat;
-
-TEST(HostSharedSet, RegionsStartAlignedAndTheLastEndsTheSet) {
-  using V = std::vector<std::uint64_t>;
-  EXPECT_EQ(HostSharedSet::region_offsets(V{1000}), (V{0, 1000}));
-  EXPECT_EQ(HostSharedSet::region_offsets(V{1000, 512, 1}), (V{0, 1024, 1536, 1537}));
-  EXPECT_EQ(HostSharedSet::region_offsets(V{256, 256}), (V{0, 256, 512}));
-  EXPECT_EQ(HostSharedSet::region_offsets(V{7, 300, 5000, 9}), (V{0, 256, 768, 5888, 5897}));
-  EXPECT_THROW(HostSharedSet::region_offsets(V{}), std::invalid_argument);
-  EXPECT_THROW(HostSharedSet::region_offsets(V{100, 0}), std::invalid_argument);
-  // At another alignment (the um-shared forms' managed set: 2 MiB, a page the driver migrates
-  // whole, so that no page holds two ranks' regions)
-  const std::uint64_t M2 = ManagedSharedSet::kAlign;
-  EXPECT_EQ(M2, 2ull << 20);
-  EXPECT_EQ(HostSharedSet::region_offsets(V{1000, M2, 7}, M2), (V{0, M2, 2 * M2, 2 * M2 + 7}));
-  EXPECT_EQ(HostSharedSet::region_offsets(V{M2 + 1, 5}, M2), (V{0, 2 * M2, 2 * M2 + 5}));
-  EXPECT_THROW(HostSharedSet::region_offsets(V{100}, 3), std::invalid_argument);
-  EXPECT_THROW(HostSharedSet::region_offsets(V{100}, 0), std::invalid_argument);
-}
 
 // A rank's region: its shard's images in the transfer format, its labels from the next 256-byte
 // boundary (both shared-set forms cut their regions so).
