@@ -234,19 +234,9 @@ TEST(Record, SeveralGpusRecordEveryRanksFigures) {
   RunRecord r = finished_record();
   r.config.gpus = 2;
   for (EpochRecord& e : r.epochs) {
-    RankTimes a, b;
-    a.rank = 0;
-    a.gpu_ms = 7.5;
-    a.stall_ms = 1.25;
-    a.compute_ms = 6.0;
-    a.idle_ms = 0.25;
-    a.copy_ms = 0.5;
-    a.h2d_bytes = 1000;
-    b = a;
-    b.rank = 1;
-    b.gpu_ms = 8.0;
-    b.copy_ms.reset();
-    b.peer_bytes = 24;
+    // rank, gpu_ms, stall_ms, compute_ms, idle_ms, copy_ms, h2d_bytes, peer_bytes
+    const RankTimes a{0, 7.5, 1.25, 6.0, 0.25, 0.5, 1000, 0};
+    const RankTimes b{1, 8.0, 1.25, 6.0, 0.25, std::nullopt, 1000, 24};
     e.train.ranks = {a, b};
   }
   const json j = r.to_json();
