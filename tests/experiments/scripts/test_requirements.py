@@ -11,6 +11,7 @@ import pytest
 from script_support import REPO, SCRIPTS, env_with, fake_distributions, write_command
 
 ANALYSIS = REPO / "analysis" / "requirements.txt"
+STATS = REPO / "analysis" / "requirements-stats.txt"
 BASELINES = REPO / "experiments" / "baselines" / "requirements.txt"
 NCCL = REPO / "experiments" / "scripts" / "requirements-nccl.txt"
 
@@ -33,11 +34,34 @@ def test_reads_exact_pins_and_follows_includes(check_requirements, tmp_path):
             check_requirements.read_pins(tmp_path / "bad.txt")
 
 
-def test_the_baselines_pin_torch_and_share_the_analysis_pins(check_requirements):
+def test_the_baselines_pin_torch_and_the_analysis_statistics_pins(check_requirements):
     baselines, analysis = pins_of(check_requirements, BASELINES), pins_of(check_requirements, ANALYSIS)
+    stats = pins_of(check_requirements, STATS)
     assert baselines["torch"] == "2.11.0"
-    assert {k: v for k, v in baselines.items() if k != "torch"} == analysis
-    assert "numpy" in analysis
+    assert {k: v for k, v in baselines.items() if k != "torch"} == stats
+    # analysis/ pins the statistics' packages at the same versions, and the figures' and tests'
+    assert {k: v for k, v in analysis.items() if k in stats} == stats
+    assert set(analysis) - set(stats) == {"matplotlib", "pytest"}
+    assert {"numpy", "scipy"} <= set(stats)
+
+
+# The baselines' pins leave matplotlib out: every script of experiments/baselines/ and the scaling
+# stage's check must import without it, or that stage would fail on a machine with only its pins.
+BASELINE_SCRIPTS = sorted((REPO / "experiments" / "baselines").glob("*.py")) + [
+    REPO / "analysis" / "scaling_check.py"]
+
+
+@pytest.mark.parametrize("script", BASELINE_SCRIPTS, ids=lambda p: p.name)
+def test_the_baselines_import_without_matplotlib(script):
+    probe = (
+        "import importlib.util, sys\n"
+        "sys.modules['matplotlib'] = None  # any import of it raises ImportError\n"
+        f"sys.path[:0] = [{str(REPO)!r}, {str(script.parent)!r}]\n"
+        f"spec = importlib.util.spec_from_file_location('probe', {str(script)!r})\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['probe'] = m\n"
+        "spec.loader.exec_module(m)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def run_check(requirements, site):
