@@ -136,16 +136,18 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
         else:
             against = effect_text(e)
             within = "yes" if e.ci.high <= WITHIN_RESIDENT else "no"
-        spread = gpu_spread(g)
+        spread, reduce_ms = gpu_spread(g), g.stat("reduce_ms")
         rows.append([row_label(g), rank, group_value(g), stability_label(wall(g)),
                      against, verdict, within,
+                     "not recorded" if reduce_ms is None else
+                     median_with_interval(reduce_ms, "{:.3g}".format),
                      "not recorded" if spread is None else
                      median_with_interval(spread, "{:.3f}".format)])
     doc = Doc()
     doc.table(["strategy", "rank", "ms/epoch [interval], n", "stability",
                "against resident on every GPU", "test", f"within {WITHIN_RESIDENT:.2f}x",
-               "slowest/fastest GPU"],
-              rows, align="llllllll")
+               "reduce ms/epoch", "slowest/fastest GPU"],
+              rows, align="lllllllll")
     notes = [RANK_RULE[0].upper() + RANK_RULE[1:] + "."]
     if not family_can_order([wall(g).n for _, g in ranked if wall(g)]):
         notes.append("With these process counts no pair of this table can be significant after "
@@ -159,6 +161,10 @@ def gpus_table(rs: ResultsSet, a: BlockArgs) -> str:
                  "over processes with its Moses interval (95%); test: two-sided Mann-Whitney U, "
                  "Holm-corrected over the rows compared. "
                  f"Within {WITHIN_RESIDENT:.2f}x: the whole interval at or below it. "
+                 "Reduce: of the epoch, the time the slowest GPU's compute stream spent combining "
+                 "the gradients (events on each side of the collective, summed over the steps: "
+                 "the collective and the wait for the other GPU to reach it), the median over a "
+                 "process's steady epochs, then over processes with its interval. "
                  "Slowest/fastest GPU: each steady epoch's largest GPU time (events, first batch "
                  "ready to last batch done) over its smallest among the GPUs, the median over a "
                  "process's epochs, then over processes with its interval; the epoch's own GPU "

@@ -42,6 +42,9 @@ struct DataParallelTrainer::Replica {
   std::unique_ptr<GradientReduction> reduction;
   std::optional<TestEvaluator> test;     // rank 0 only
   std::vector<Event> ready, data, done;  // ready/data per shard turn, done per global batch
+  // Per global batch, the combination of the shards' gradients (GradientReduction::combine):
+  // recorded on each side of it, inside the update's graph where there is one.
+  std::vector<Event> reduce_from, reduced;
   DeviceBuffer<float> sample_loss;
   DeviceBuffer<std::int32_t> sample_correct;
   PinnedBuffer<float> host_loss;
@@ -60,8 +63,16 @@ struct DataParallelTrainer::Replica {
 };
 
 struct DataParallelTrainer::Times {
-  double host_ms = 0, gpu_ms = 0, stall_ms = 0, compute_ms = 0, idle_ms = 0;
+  double host_ms = 0, gpu_ms = 0, stall_ms = 0, compute_ms = 0, idle_ms = 0, reduce_ms = 0;
 };
+
+namespace {
+// An event recorded on `s` that stream capture keeps as an event-record node of the graph (so it
+// is recorded, with its time, at each replay); outside capture, an ordinary record.
+void record_in_step(cudaEvent_t e, cudaStream_t s) {
+  CUDA_CHECK(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+}
+}  // namespace
 
 DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset& data)
     : plan_(data.n_train(), cfg.batch, cfg.shards()),
@@ -141,7 +152,11 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
       p->ready.push_back(Event::create());
       p->data.push_back(Event::create());
     }
-    for (int g = 0; g < plan_.global_batches(); ++g) p->done.push_back(Event::create());
+    for (int g = 0; g < plan_.global_batches(); ++g) {
+      p->done.push_back(Event::create());
+      p->reduce_from.push_back(Event::create());
+      p->reduced.push_back(Event::create());
+    }
     if (graphs_) {
       p->shard_graphs.resize(static_cast<std::size_t>(turns));
       p->update_graphs.resize(static_cast<std::size_t>(plan_.global_batches()));
@@ -282,7 +297,9 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
       p.strategy->release(b);
     }
     auto update = [&] {
+      record_in_step(p.reduce_from[g], p.compute);
       p.reduction->combine();
+      record_in_step(p.reduced[g], p.compute);
       p.mlp->apply_gradients(p.reduction->result());
     };
     if (graphs_) {
@@ -308,6 +325,7 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
   for (int g = 0; g + 1 < G; ++g)
     t.idle_ms += elapsed_ms(p.done[g], p.ready[(g + 1) * local_shards_]);
   t.compute_ms = t.gpu_ms - t.stall_ms - t.idle_ms;
+  for (int g = 0; g < G; ++g) t.reduce_ms += elapsed_ms(p.reduce_from[g], p.reduced[g]);
   const std::size_t n = p.sample_loss.size();
 #if MEMSTRAT_HAVE_NCCL
   if (per_process_) {  // every rank's rows, from their processes (the others' rows are zeros)
@@ -330,7 +348,7 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
 
 namespace {
 // One rank's epoch figures, as gathered between the processes of --processes per-gpu.
-enum Figure { kWall, kHost, kGpu, kStall, kCompute, kIdle, kH2d, kPeer, kStrategyHost, kCopy,
+enum Figure { kWall, kHost, kGpu, kStall, kCompute, kIdle, kReduce, kH2d, kPeer, kStrategyHost, kCopy,
               kHasCopy,
               // the stream scenario's producers (ProducerStats), kHasProducer 1 where there are
               kHasProducer, kPWorkers, kPSlots, kPBatches, kPSamples, kPBusy, kPBusyMax,
@@ -374,7 +392,7 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
     const StrategyStats s = replicas_[i]->strategy->stats();
     const ProducerStats ps = s.producer.value_or(ProducerStats{});
     const double row[kFigures] = {wall_ms, t.host_ms, t.gpu_ms, t.stall_ms, t.compute_ms,
-                                  t.idle_ms, static_cast<double>(s.h2d_bytes),
+                                  t.idle_ms, t.reduce_ms, static_cast<double>(s.h2d_bytes),
                                   static_cast<double>(s.peer_bytes), s.host_ms,
                                   s.copy_ms.value_or(0.0), s.copy_ms ? 1.0 : 0.0,
                                   s.producer ? 1.0 : 0.0, static_cast<double>(ps.workers),
@@ -411,6 +429,7 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
       rt.stall_ms = at(i, kStall);
       rt.compute_ms = at(i, kCompute);
       rt.idle_ms = at(i, kIdle);
+      rt.reduce_ms = at(i, kReduce);
       if (at(i, kHasCopy) != 0.0) rt.copy_ms = at(i, kCopy);
       rt.h2d_bytes = static_cast<std::uint64_t>(at(i, kH2d));
       rt.peer_bytes = static_cast<std::uint64_t>(at(i, kPeer));
@@ -421,6 +440,7 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
   r.stall_ms = at(slowest, kStall);
   r.compute_ms = at(slowest, kCompute);
   r.idle_ms = at(slowest, kIdle);
+  r.reduce_ms = at(slowest, kReduce);
   if (!sharded_) {
     r.strategy.producer = replicas_.front()->strategy->stats().producer;
   } else if (at(0, kHasProducer) != 0.0) {

@@ -75,7 +75,7 @@ class DataParallelTrainer final : public EpochLoop {
   /// --processes per-gpu, after an epoch: every rank's kFigures figures, gathered (NCCL) from
   /// every process in rank order; `mine` this rank's.
   std::vector<double> gather_figures(Replica& p, const double* mine);
-  static constexpr std::size_t kFigures = 23;
+  static constexpr std::size_t kFigures = 24;
   /// Waits for p's stream; with several GPUs, polls NCCL's asynchronous error and the other
   /// replicas' failure, and aborts p's communicator when either stops the run.
   void wait(Replica& p);

@@ -19,6 +19,7 @@ namespace memstrat {
 struct RankTimes {
   int rank = 0;
   double gpu_ms = 0, stall_ms = 0, compute_ms = 0, idle_ms = 0;  // as EpochResult's, its events
+  double reduce_ms = 0;  // as EpochResult's: its gradients' combination, part of its compute_ms
   std::optional<double> copy_ms;  // its strategy's copies; none if it issues none
   std::uint64_t h2d_bytes = 0, peer_bytes = 0;
 };
@@ -31,11 +32,15 @@ struct EpochResult {
   double stall_ms = 0;    // sum over batches: ready -> data (compute waits for the batch)
   double compute_ms = 0;  // sum over batches: data -> done (the MLP step)
   double idle_ms = 0;     // sum over batches: done -> next ready (GPU waits for the host)
+  /// Data-parallel training (several GPUs, --emulate-gpus): the sum over global batches of the
+  /// combination of the shards' gradients (GradientReduction::combine: the collective, and the
+  /// wait for the other GPUs to reach it), part of compute_ms. None on one GPU.
+  std::optional<double> reduce_ms;
   StrategyStats strategy;
   double train_loss = 0;
   double train_acc = 0;
   /// Several GPUs (--gpus N > 1): every rank's own figures, rank order; the epoch's gpu_ms,
-  /// stall_ms, compute_ms and idle_ms above are the slowest rank's. Empty on one GPU and with
+  /// stall_ms, compute_ms, idle_ms and reduce_ms above are the slowest rank's. Empty on one GPU and with
   /// --emulate-gpus (one GPU computes every shard).
   std::vector<RankTimes> ranks;
 };

@@ -99,6 +99,7 @@ json epoch_json(const EpochRecord& e) {
   j["compute_ms"] = t.compute_ms;
   j["stall_ms"] = t.stall_ms;
   j["idle_ms"] = t.idle_ms;
+  if (t.reduce_ms) j["reduce_ms"] = *t.reduce_ms;  // data-parallel runs only
   j["h2d_bytes"] = t.strategy.h2d_bytes;
   j["peer_bytes"] = t.strategy.peer_bytes;
   // The stream scenario's host producers; null without them (other scenarios, GPU gather).
@@ -115,6 +116,7 @@ json epoch_json(const EpochRecord& e) {
     for (const RankTimes& rt : t.ranks)
       ranks.push_back(json{{"rank", rt.rank}, {"gpu_ms", rt.gpu_ms}, {"stall_ms", rt.stall_ms},
                            {"compute_ms", rt.compute_ms}, {"idle_ms", rt.idle_ms},
+                           {"reduce_ms", rt.reduce_ms},
                            {"copy_ms", or_null(rt.copy_ms)}, {"h2d_bytes", rt.h2d_bytes},
                            {"peer_bytes", rt.peer_bytes}});
     j["per_gpu"] = std::move(ranks);

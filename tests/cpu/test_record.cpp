@@ -234,10 +234,11 @@ TEST(Record, SeveralGpusRecordEveryRanksFigures) {
   RunRecord r = finished_record();
   r.config.gpus = 2;
   for (EpochRecord& e : r.epochs) {
-    // rank, gpu_ms, stall_ms, compute_ms, idle_ms, copy_ms, h2d_bytes, peer_bytes
-    const RankTimes a{0, 7.5, 1.25, 6.0, 0.25, 0.5, 1000, 0};
-    const RankTimes b{1, 8.0, 1.25, 6.0, 0.25, std::nullopt, 1000, 24};
+    // rank, gpu_ms, stall_ms, compute_ms, idle_ms, reduce_ms, copy_ms, h2d_bytes, peer_bytes
+    const RankTimes a{0, 7.5, 1.25, 6.0, 0.25, 2.0, 0.5, 1000, 0};
+    const RankTimes b{1, 8.0, 1.25, 6.0, 0.25, 2.5, std::nullopt, 1000, 24};
     e.train.ranks = {a, b};
+    e.train.reduce_ms = 2.5;  // the slowest rank's
   }
   const json j = r.to_json();
   ASSERT_EQ(j["config"]["gpus"], 2);
@@ -245,16 +246,20 @@ TEST(Record, SeveralGpusRecordEveryRanksFigures) {
     ASSERT_TRUE(e.contains("per_gpu"));
     ASSERT_EQ(e["per_gpu"].size(), 2u);
     EXPECT_EQ(e["per_gpu"][0], (json{{"rank", 0}, {"gpu_ms", 7.5}, {"stall_ms", 1.25},
-                                     {"compute_ms", 6.0}, {"idle_ms", 0.25}, {"copy_ms", 0.5},
-                                     {"h2d_bytes", 1000}, {"peer_bytes", 0}}));
+                                     {"compute_ms", 6.0}, {"idle_ms", 0.25}, {"reduce_ms", 2.0},
+                                     {"copy_ms", 0.5}, {"h2d_bytes", 1000}, {"peer_bytes", 0}}));
+    EXPECT_EQ(e["per_gpu"][1]["reduce_ms"], 2.5);
+    EXPECT_EQ(e["reduce_ms"], 2.5);
     EXPECT_EQ(e["per_gpu"][1]["rank"], 1);
     EXPECT_EQ(e["per_gpu"][1]["gpu_ms"], 8.0);
     EXPECT_TRUE(e["per_gpu"][1]["copy_ms"].is_null()) << "no copies: null, not 0";
     EXPECT_EQ(e["per_gpu"][1]["peer_bytes"], 24);
   }
   const json one = finished_record().to_json();  // kept: the loop reads into it
-  for (const json& e : one["epochs"])
+  for (const json& e : one["epochs"]) {
     EXPECT_FALSE(e.contains("per_gpu")) << "one GPU: no per-GPU figures";
+    EXPECT_FALSE(e.contains("reduce_ms")) << "one GPU: no reduction";
+  }
 }
 
 TEST(Record, StreamRunIsTheCommittedExample) {

@@ -425,8 +425,18 @@ TEST(DataParallel, TwoGpusPeerFanoutEqualTheEmulationAndPullOnlyTheOtherShard) {
         EXPECT_GT(rt.gpu_ms, 0.0);
         EXPECT_GE(rt.stall_ms, 0.0);
         EXPECT_GE(rt.idle_ms, 0.0);
+        // the gradients' combination (an all-gather here) takes time, within the steps' time
+        EXPECT_GT(rt.reduce_ms, 0.0);
+        EXPECT_LT(rt.reduce_ms, rt.compute_ms);
       }
+      const RankTimes& slowest = ranks[0].gpu_ms >= ranks[1].gpu_ms ? ranks[0] : ranks[1];
+      ASSERT_TRUE(got.epochs[i].reduce_ms.has_value());
+      EXPECT_EQ(*got.epochs[i].reduce_ms, slowest.reduce_ms);
       EXPECT_TRUE(ref.epochs[i].ranks.empty());
+      // the emulation sums the shards in rank order on its one GPU: timed too
+      ASSERT_TRUE(ref.epochs[i].reduce_ms.has_value());
+      EXPECT_GT(*ref.epochs[i].reduce_ms, 0.0);
+      EXPECT_LT(*ref.epochs[i].reduce_ms, ref.epochs[i].compute_ms);
     }
     for (const EpochRecord& er : rec.epochs)
       if (er.counters.api_available)

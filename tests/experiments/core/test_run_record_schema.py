@@ -106,7 +106,7 @@ def test_schema_rejects(record_errors, mutate, where):
 
 
 RANK = {"rank": 0, "gpu_ms": 7.5, "stall_ms": 1.25, "compute_ms": 6.0, "idle_ms": 0.25,
-        "copy_ms": None, "h2d_bytes": 1000, "peer_bytes": 0}
+        "reduce_ms": 2.0, "copy_ms": None, "h2d_bytes": 1000, "peer_bytes": 0}
 
 
 def with_per_gpu(*ranks):
@@ -114,6 +114,7 @@ def with_per_gpu(*ranks):
     rec["config"].update(gpus=len(ranks), reduce="ring", processes="one")
     for e in rec["epochs"]:
         e["per_gpu"] = [dict(r) for r in ranks]
+        e["reduce_ms"] = max(r.get("reduce_ms") or 0.0 for r in ranks)
     return rec
 
 
@@ -127,6 +128,8 @@ def test_per_gpu_figures_validate_and_are_declared(record_errors, undeclared_key
     ((RANK,), "epochs/0/per_gpu"),                                  # one rank is not several
     ((RANK, {k: v for k, v in RANK.items() if k != "gpu_ms"}), "epochs/0/per_gpu/1"),
     ((RANK, dict(RANK, rank=1, stall_ms=-1.0)), "epochs/0/per_gpu/1/stall_ms"),
+    ((RANK, {k: v for k, v in RANK.items() if k != "reduce_ms"}), "epochs/0/per_gpu/1"),
+    ((RANK, dict(RANK, rank=1, reduce_ms=None)), "epochs/0/per_gpu/1/reduce_ms"),
     ((RANK, dict(RANK, rank=1, extra=1)), "epochs/0/per_gpu/1"),
 ])
 def test_schema_rejects_bad_per_gpu_figures(record_errors, ranks, where):

@@ -372,3 +372,24 @@ def test_spread_states_its_size(spread):
     assert f"# {n} configurations x 10 processes = {len(spread.cells)}," in text
     assert f"{len(spread.cells)} processes" in (REPO / "experiments" / "scripts" /
                                                 "reproduce.sh").read_text()
+
+
+# The data-parallel trainer's guard: both of its forms on 2 GPUs, 7 unprofiled processes each,
+# the counts its comment states.
+def test_guard_gpus_times_both_forms_of_the_data_parallel_trainer(run_matrix, describe):
+    guard = run_matrix.load_matrix(MATRICES / "guard_gpus.toml", describe)
+    counts = timing(guard)
+    assert counts and all(v == [7, 0] for v in counts.values())
+    forms = collections.defaultdict(set)
+    for k in counts:
+        assert (k.gpus, k.reduce, k.batch, k.scenario, k.transfer) == (2, "ring", 256, "static",
+                                                                        "u8"), k.key
+        forms[k.processes or "one"].add(k.strategy)  # one: memstrat's default, not passed
+    assert forms["one"] == {"resident", "pinned", "double-buffer", "host-shared", "peer-fanout",
+                            "um-shared-prefetch"}
+    assert forms["per-gpu"] == {"resident", "pinned", "double-buffer"}
+    assert "--graphs" in guard.cells[0].extra_args
+    text = (MATRICES / "guard_gpus.toml").read_text()
+    assert f"{len(counts)} configurations, each as 7 processes" in text
+    assert f"{len(guard.cells)} processes a side" in text
+    assert f"({len(guard.cells)} runs a side)" in text
