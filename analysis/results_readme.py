@@ -59,8 +59,13 @@ DESCRIPTIONS = {
                                      "all at once, device->device, NCCL collectives",
     "records/primitives_gpus2.jsonl": "`memstrat primitives --gpus 2` on a machine of more, "
                                       "for the scaling check",
+    "records/primitives_gpus4.jsonl": "`memstrat primitives --gpus 4` on a machine of more, "
+                                      "for the scaling check",
     "records/scaling.jsonl": "data-parallel training on one GPU and two, one record per process "
                              "(experiments/matrix/matrices/scaling.toml)",
+    "records/scaling4.jsonl": "data-parallel training on four GPUs, one record per process "
+                              "(experiments/matrix/matrices/scaling4.toml; its one-GPU side is "
+                              "records/scaling.jsonl)",
     "records/gpus.jsonl": "every data path on 2 GPUs in one process, one record per process "
                           "(experiments/matrix/matrices/gpus.toml)",
     "baselines/records/multi_gpu_primitives.jsonl": "PyTorch's multi-GPU primitives beside "
@@ -243,7 +248,8 @@ def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
         lines += ["", f"Generated from the records: {listed}."]
     # the matrix's records (the one-GPU set's) are what the regression guard compares
     matrix = "records/results.jsonl" in m["records"]
-    several = {"records/scaling.jsonl", "records/gpus.jsonl"} & set(m["records"])
+    several = {"records/scaling.jsonl", "records/scaling4.jsonl",
+               "records/gpus.jsonl"} & set(m["records"])
     where = "your GPU" if matrix or not several else \
         "a machine of as many GPUs"
     lines += ["", "## Use", "", "```bash",

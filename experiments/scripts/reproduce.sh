@@ -71,16 +71,20 @@
 #               scaling: one GPU at the same global batch, 512; weak at 1024 rows per GPU with
 #               --hidden 1024, three strategies; one process per GPU, 7 processes of 21 epochs
 #               each: 399 processes, about 25 minutes on two H100s) into
-#               records/scaling.jsonl; memstrat --gpus N beside PyTorch DDP and JAX for every N
+#               records/scaling.jsonl; on a machine of 4 or more, the same runs at 4 GPUs
+#               (experiments/matrix/matrices/scaling4.toml: weak at 256 and at 1024 rows per GPU,
+#               strong at 128 rows per GPU, the global batch of 512: 294 processes) into
+#               records/scaling4.jsonl; memstrat --gpus N beside PyTorch DDP and JAX for every N
 #               from 2 to the machine's GPUs (at most 8), 10 processes each, resumed where
 #               stopped (experiments/baselines/benchmark_data_parallel.py --resume: about 12
 #               minutes per N, its estimate on two H100s) into
 #               baselines/records/data_parallel.jsonl and baselines/vs_data_parallel.md; then the
 #               N-GPU scaling model held to the matrix's runs, and the strong-scaling speedups
 #               (analysis/scaling_check.py) into
-#               scaling_check.md, with the primitives at 2 GPUs, where the matrix trains: the
-#               primitives stage's records/primitives_gpus.jsonl on a machine of 2, measured here
-#               into records/primitives_gpus2.jsonl on more. Needs torch, like baselines
+#               scaling_check.md, with the primitives at each count the matrices train on (2;
+#               4 on a machine of 4 or more): the primitives stage's records/primitives_gpus.jsonl
+#               at the machine's own count, measured here into records/primitives_gpusN.jsonl
+#               at a smaller one. Needs torch, like baselines
 #   gpus        only on a machine of N >= 2 GPUs (on one it says so and does nothing):
 #               experiments/matrix/matrices/gpus.toml, every data path on 2 GPUs in one
 #               process (each strategy's per-GPU copies, host-shared, peer-fanout, um-shared and
@@ -334,21 +338,26 @@ stage_pipelines() {
   cp "$WORK/pipelines/benchmark_pipelines.md" "$dest/vs_fast_pipelines.md"
 }
 
-# scaling_check_md PRIMITIVES RC: the set's scaling_check.md from the check's output (its lines
-# as text; they are not Markdown) and its exit status (0 every configuration agrees, 1 one not).
+# scaling_check_md RC RECORDS... -- PRIMITIVES...: the set's scaling_check.md from the check's
+# output (its lines as text; they are not Markdown) and its exit status (0 every configuration
+# agrees, 1 one not), naming the record and primitives files it read.
 scaling_check_md() {
-  local prims="${1#"$OUT_DIR"/}" verdict
+  local rc="$1" verdict files="" prims="" f
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do files="$files ${1#"$OUT_DIR"/}"; shift; done
+  shift
+  for f in "$@"; do prims="$prims --primitives ${f#"$OUT_DIR"/}"; done
   verdict="every checked configuration agrees with the model"
-  [ "$2" = 0 ] || verdict="at least one configuration disagrees with the model (a finding, not a failure)"
+  [ "$rc" = 0 ] || verdict="at least one configuration disagrees with the model (a finding, not a failure)"
   {
     echo "# The N-GPU scaling model against measured runs: $GPU_NAME, $GPUS GPUs"
     echo
-    echo "analysis/scaling_check.py (docs/methodology.md, \"Several GPUs\") over records/scaling.jsonl,"
+    echo "analysis/scaling_check.py (docs/methodology.md, \"Several GPUs\") over${files},"
     echo "every data-parallel configuration against its one-GPU run, with the collectives and"
-    echo "host->device rates of $prims; $verdict:"
+    echo "host->device rates measured at each GPU count; $verdict:"
     echo
     echo '```text'
-    echo "\$ python3 analysis/scaling_check.py records/scaling.jsonl --primitives $prims"
+    echo "\$ python3 analysis/scaling_check.py${files}${prims}"
     cat "$WORK/scaling_check.txt"
     echo '```'
   } > "$OUT_DIR/scaling_check.md"
@@ -361,21 +370,34 @@ stage_scaling() {
     STAGE_SKIPPED=1
     return 0
   fi
-  # The check holds the matrix's runs on 2 GPUs to the primitives at 2: the primitives stage's on
-  # a machine of 2 (looked for before any run), measured here, first, on more (GPUs 0 and 1, where
-  # the matrix trains; the default sizes, up to 256 MiB, hold its gradients and batches).
-  local prims="$RECORDS/primitives_gpus.jsonl"
-  if [ "$GPUS" -gt 2 ]; then
-    prims="$RECORDS/primitives_gpus2.jsonl"
-    : > "$WORK/primitives_gpus2.jsonl"
-    "$MS" primitives --gpus 2 --json "$WORK/primitives_gpus2.jsonl"
-    cp "$WORK/primitives_gpus2.jsonl" "$prims"
-  elif [ ! -s "$prims" ]; then
-    echo "reproduce: the scaling stage checks its runs against $prims, which the primitives" \
+  # The counts the matrices train on: 2 (scaling.toml), and 4 (scaling4.toml) on a machine of 4 or
+  # more. The check holds the runs at n GPUs to the primitives at n: the primitives stage's where
+  # n is the machine's count (looked for before any run), measured here, first, where it is
+  # smaller (GPUs 0..n-1, where the matrix trains; the default sizes, up to 256 MiB, hold its
+  # gradients and batches).
+  local counts="2" n p prims=() files=("$RECORDS/scaling.jsonl")
+  [ "$GPUS" -ge 4 ] && counts="2 4"
+  p="$RECORDS/primitives_gpus.jsonl"
+  if [[ " $counts " == *" $GPUS "* ]] && [ ! -s "$p" ]; then
+    echo "reproduce: the scaling stage checks its runs against $p, which the primitives" \
       "stage writes: run it first (--stages primitives,scaling)" >&2
     return 2
   fi
+  for n in $counts; do
+    p="$RECORDS/primitives_gpus.jsonl"
+    if [ "$GPUS" -gt "$n" ]; then
+      p="$RECORDS/primitives_gpus$n.jsonl"
+      : > "$WORK/primitives_gpus$n.jsonl"
+      "$MS" primitives --gpus "$n" --json "$WORK/primitives_gpus$n.jsonl"
+      cp "$WORK/primitives_gpus$n.jsonl" "$p"
+    fi
+    prims+=("$p")
+  done
   run_matrix scaling "$RECORDS"
+  if [ "$GPUS" -ge 4 ]; then
+    run_matrix scaling4 "$RECORDS"
+    files+=("$RECORDS/scaling4.jsonl")
+  fi
   local dest="$OUT_DIR/baselines" most=$(( GPUS < 8 ? GPUS : 8 ))
   mkdir -p "$dest/records"
   # --resume: a stage stopped half-way (or split over sittings) runs only what is missing
@@ -385,10 +407,10 @@ stage_scaling() {
   cp "$WORK/data_parallel/benchmark_data_parallel.md" "$dest/vs_data_parallel.md"
   # exit 1 is the check's finding (a configuration the model misses), published like the rest
   local rc=0
-  $PY analysis/scaling_check.py "$RECORDS/scaling.jsonl" --primitives "$prims" \
+  $PY analysis/scaling_check.py "${files[@]}" $(for p in "${prims[@]}"; do printf -- '--primitives %s ' "$p"; done) \
       > "$WORK/scaling_check.txt" || rc=$?
   [ "$rc" -le 1 ] || return "$rc"
-  scaling_check_md "$prims" "$rc"
+  scaling_check_md "$rc" "${files[@]}" -- "${prims[@]}"
   [ "$rc" = 0 ] || log "scaling: the model disagrees with at least one configuration ($OUT_DIR/scaling_check.md says which)"
 }
 

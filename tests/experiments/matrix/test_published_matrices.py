@@ -313,6 +313,32 @@ def test_scaling_states_its_size(scaling):
     assert f"= {n} configurations" in text and f"{len(scaling.cells)} processes" in text
 
 
+def test_scaling4_pairs_every_four_gpu_configuration_with_a_one_gpu_run_of_scaling(
+        scaling, run_matrix, describe, fake):
+    s4 = run_matrix.load_matrix(MATRICES / "scaling4.toml", describe)
+    configs = timing(s4)
+    assert set(map(tuple, configs.values())) == {(7, 0)} and not s4.not_runnable
+    four = set(configs)
+    assert {(k.gpus, k.processes) for k in four} == {(4, "per-gpu")}
+    one = {k for k in timing(scaling) if k.gpus is None}
+    base = dict(gpus=None, reduce=None, processes=None)
+    # weak: the same rows per GPU on one GPU (256, and 1024 at hidden 1024), both reductions
+    weak = {k for k in four if k.batch != 128}
+    assert {dataclasses.replace(k, **base) for k in weak} <= one
+    assert {k.reduce for k in weak} == {None, "ring"}
+    # strong: scaling.toml's global batch, 512, over 4 GPUs; ring only
+    strong = {k for k in four if k.batch == 128}
+    assert {dataclasses.replace(k, **base, batch=512) for k in strong} <= one
+    assert {k.reduce for k in strong} == {"ring"}
+    assert {k.strategy for k in strong} == {k.strategy for k in weak if k.batch == 256}
+    for c in s4.cells:  # the same launch form and step as scaling.toml's runs
+        assert ran(fake, c) == ("per-batch", "layer-by-layer"), c.key
+        assert c.train_args()[-2:] == ["--graphs", "on"]
+    text = (MATRICES / "scaling4.toml").read_text()
+    assert f"= {len(configs)} configurations" in text
+    assert f"{len(s4.cells)} processes" in text and f"({len(s4.cells)} runs)" in text
+
+
 # --------------------------------------------------------------------------------------
 # gpus.toml: every data path on 2 GPUs in one process, like with like
 # --------------------------------------------------------------------------------------

@@ -149,7 +149,9 @@ def test_two_gpus_default_to_the_multi_gpu_set_and_its_stages(tree):
     assert (out / "baselines/vs_data_parallel.md").read_text().startswith("# memstrat beside")
     md = (out / "scaling_check.md").read_text()
     assert "NVIDIA Test GPU, 2 GPUs" in md and "every checked configuration agrees" in md
-    assert "--primitives records/primitives_gpus.jsonl\n" in md
+    assert ("$ python3 analysis/scaling_check.py records/scaling.jsonl "
+            "--primitives records/primitives_gpus.jsonl\n") in md
+    assert not any("scaling4" in c for c in commands), "2 GPUs: no runs at 4"
     assert "1/1 checked configurations agree within 15%" in md and md.rstrip().endswith("```")
     # the report stage: no matrix records, so report.py is left out, and said so
     assert not any("report.py" in c for c in commands), commands
@@ -160,20 +162,42 @@ def test_two_gpus_default_to_the_multi_gpu_set_and_its_stages(tree):
 
 
 @pytest.mark.parametrize("gpus, counts", [(4, "2,3,4"), (10, "2,3,4,5,6,7,8")])
-def test_more_gpus_benchmark_every_count_and_measure_the_primitives_at_two(tree, gpus, counts):
+def test_more_gpus_benchmark_every_count_and_train_at_two_and_four(tree, gpus, counts):
     repo = tree[0]
+    out = f"docs/results/nvidia-test-gpu-x{gpus}"
+    (repo / out / "records").mkdir(parents=True)
+    (repo / out / "records/primitives_gpus.jsonl").write_text('{"record": "multi-gpu-primitive"}\n')
     r, commands = run(tree, gpus, "scaling")
     assert r.returncode == 0, r.stdout + r.stderr
-    out = f"docs/results/nvidia-test-gpu-x{gpus}"
     assert f"results set: {out};" in r.stdout
-    prims = index(commands, r"memstrat primitives --gpus 2 --json \S+/primitives_gpus2\.jsonl$")
-    assert prims < index(commands, r"run_matrix\.py")     # before any run, so a failure is early
+    # the primitives at each count the matrices train on and the machine's own count is not:
+    # measured before any run, so a failure is early
+    measured = [c for c in commands if "memstrat primitives" in c]
+    at = [2] if gpus == 4 else [2, 4]
+    assert len(measured) == len(at), commands
+    for n, c in zip(at, measured):
+        assert re.search(rf"memstrat primitives --gpus {n} --json \S+/primitives_gpus{n}\.jsonl$", c)
+        assert commands.index(c) < index(commands, r"run_matrix\.py")
+        assert (repo / out / f"records/primitives_gpus{n}.jsonl").is_file()
+    # scaling.toml (1 and 2 GPUs), then scaling4.toml (4 GPUs), each into its own records file
+    assert index(commands, r"run_matrix\.py .*scaling\.toml") < index(commands, r"run_matrix\.py .*scaling4\.toml")
+    assert (repo / out / "records/scaling4.jsonl").read_text() == '{"matrix": "scaling4"}\n'
     assert f"--gpus-list {counts} --resume" in commands[index(commands, "benchmark_data_parallel")]
+    four = f"{out}/records/primitives_gpus.jsonl" if gpus == 4 else f"{out}/records/primitives_gpus4.jsonl"
     assert commands[index(commands, "scaling_check")].endswith(
-        f"--primitives {out}/records/primitives_gpus2.jsonl")
-    assert (repo / out / "records/primitives_gpus2.jsonl").is_file()
+        f"analysis/scaling_check.py {out}/records/scaling.jsonl {out}/records/scaling4.jsonl "
+        f"--primitives {out}/records/primitives_gpus2.jsonl --primitives {four}")
     md = (repo / out / "scaling_check.md").read_text()
-    assert "--primitives records/primitives_gpus2.jsonl" in md
+    assert ("$ python3 analysis/scaling_check.py records/scaling.jsonl records/scaling4.jsonl "
+            f"--primitives records/primitives_gpus2.jsonl --primitives {four.split(out + '/')[1]}\n") in md
+
+
+def test_four_gpus_without_their_primitives_stop_before_any_run(tree):
+    r, commands = run(tree, 4, "scaling")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "primitives_gpus.jsonl, which the primitives stage writes" in r.stderr
+    assert not any(re.search("run_matrix|benchmark_data_parallel|memstrat primitives", c)
+                   for c in commands), commands
 
 
 def test_two_gpus_without_the_primitives_at_two_stop_before_any_run(tree):
