@@ -171,8 +171,8 @@ def describe_set(root: Path) -> dict[str, Any]:
                 dirty = dirty or bool(env.get("git_dirty"))
             if env.get("gpu_name"):
                 gpus[env["gpu_name"]] += 1
-            if machine_of(env):
-                machines[machine_of(env)] += 1
+            if (host := machine_of(env)) is not None:
+                machines[host] += 1
             if env.get("driver_release"):
                 drivers[env["driver_release"]] += 1
             if rec.get("started_at"):

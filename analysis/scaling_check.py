@@ -109,8 +109,11 @@ class Strong:
         return None if self.speedup is None else self.speedup / self.gpus
 
 
-def data_parallel_groups(records: Sequence[dict[str, Any]]
-                         ) -> tuple[dict[GroupKey, Group], list[tuple[Group, int, dict[str, Any]]]]:
+# data_parallel_groups' result: every group by key, and the groups on N > 1 real GPUs
+Grouped = tuple[dict[GroupKey, Group], list[tuple[Group, int, dict[str, Any]]]]
+
+
+def data_parallel_groups(records: Sequence[dict[str, Any]]) -> Grouped:
     """(every group by key, [(group, N, its other fields)] of the runs on N > 1 real GPUs)."""
     groups = aggregate(records)
     out = []
@@ -122,9 +125,11 @@ def data_parallel_groups(records: Sequence[dict[str, Any]]
     return {g.key: g for g in groups}, out
 
 
-def strong_scaling(records: Sequence[dict[str, Any]]) -> list[Strong]:
-    """Every N-GPU configuration whose one-GPU counterpart at N x its batch ran."""
-    by_key, several = data_parallel_groups(records)
+def strong_scaling(records: Sequence[dict[str, Any]], grouped: Grouped | None = None
+                   ) -> list[Strong]:
+    """Every N-GPU configuration whose one-GPU counterpart at N x its batch ran (`grouped`:
+    data_parallel_groups(records) where the caller has it already)."""
+    by_key, several = grouped or data_parallel_groups(records)
     out = []
     for g, gpus, o in several:
         one = by_key.get(dataclasses.replace(one_gpu_key(g.key), batch=gpus * g.key.batch))
@@ -171,8 +176,9 @@ def process_steps_us(g: Group, gpus: int) -> list[float | None]:
     return out
 
 
-def check(records: Sequence[dict[str, Any]], primitives: Sequence[dict[str, Any]]) -> list[Check]:
-    by_key, several = data_parallel_groups(records)
+def check(records: Sequence[dict[str, Any]], primitives: Sequence[dict[str, Any]],
+          grouped: Grouped | None = None) -> list[Check]:
+    by_key, several = grouped or data_parallel_groups(records)
     out = []
     for g, gpus, o in several:
         c = Check(g.key, gpus, str(o.get("reduce") or "exact"), str(o.get("processes") or "one"))
@@ -258,12 +264,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RecordError, OSError, ValueError) as e:
         print(f"scaling_check.py: {e}", file=sys.stderr)
         return 2
-    checks = check(recs, prims)
+    grouped = data_parallel_groups(recs)  # once for both: the check and the strong scaling
+    checks = check(recs, prims, grouped)
     if not checks:
         print("scaling_check.py: no data-parallel run (config.gpus > 1) in the records",
               file=sys.stderr)
         return 2
-    for ln in lines(checks) + strong_lines(strong_scaling(recs)):
+    for ln in lines(checks) + strong_lines(strong_scaling(recs, grouped)):
         print(ln)
     done = [c for c in checks if c.agrees is not None]
     agree = sum(1 for c in done if c.agrees)
