@@ -11,8 +11,8 @@ std::shared_ptr<ManagedSharedSet> ManagedSharedSet::for_rank(
     const char* strategy) {
   const std::vector<std::uint64_t> bytes =
       group_region_bytes(opt, region_bytes, "ManagedSharedSet");
-  const ReplicaGroup& g = *opt.group;
-  return opt.group->shared<ManagedSharedSet>([&] {
+  ReplicaGroup& g = *opt.group;
+  return g.shared<ManagedSharedSet>([&] {
     const std::uint64_t total = RegionLayout(bytes, kAlign).bytes();
     // Every GPU of the run could come to hold the whole set: it must fit each of them.
     int current = 0;

@@ -421,26 +421,28 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
     if (at(i, kHasCopy) != 0.0)
       r.strategy.copy_ms = r.strategy.copy_ms.value_or(0.0) + at(i, kCopy);
   }
-  if (sharded_) {
-    for (std::size_t i = 0; i < ranks; ++i) {
-      RankTimes rt;
-      rt.rank = static_cast<int>(i);
-      rt.gpu_ms = at(i, kGpu);
-      rt.stall_ms = at(i, kStall);
-      rt.compute_ms = at(i, kCompute);
-      rt.idle_ms = at(i, kIdle);
-      rt.reduce_ms = at(i, kReduce);
-      if (at(i, kHasCopy) != 0.0) rt.copy_ms = at(i, kCopy);
-      rt.h2d_bytes = static_cast<std::uint64_t>(at(i, kH2d));
-      rt.peer_bytes = static_cast<std::uint64_t>(at(i, kPeer));
-      r.ranks.push_back(rt);
-    }
-  }
-  r.gpu_ms = at(slowest, kGpu);
-  r.stall_ms = at(slowest, kStall);
-  r.compute_ms = at(slowest, kCompute);
-  r.idle_ms = at(slowest, kIdle);
-  r.reduce_ms = at(slowest, kReduce);
+  // Rank i's own figures; the epoch's events are the slowest rank's.
+  auto rank_times = [&](std::size_t i) {
+    RankTimes rt;
+    rt.rank = static_cast<int>(i);
+    rt.gpu_ms = at(i, kGpu);
+    rt.stall_ms = at(i, kStall);
+    rt.compute_ms = at(i, kCompute);
+    rt.idle_ms = at(i, kIdle);
+    rt.reduce_ms = at(i, kReduce);
+    if (at(i, kHasCopy) != 0.0) rt.copy_ms = at(i, kCopy);
+    rt.h2d_bytes = static_cast<std::uint64_t>(at(i, kH2d));
+    rt.peer_bytes = static_cast<std::uint64_t>(at(i, kPeer));
+    return rt;
+  };
+  if (sharded_)
+    for (std::size_t i = 0; i < ranks; ++i) r.ranks.push_back(rank_times(i));
+  const RankTimes slow = rank_times(slowest);
+  r.gpu_ms = slow.gpu_ms;
+  r.stall_ms = slow.stall_ms;
+  r.compute_ms = slow.compute_ms;
+  r.idle_ms = slow.idle_ms;
+  r.reduce_ms = slow.reduce_ms;
   if (!sharded_) {
     r.strategy.producer = replicas_.front()->strategy->stats().producer;
   } else if (at(0, kHasProducer) != 0.0) {
