@@ -67,10 +67,12 @@ struct DataParallelTrainer::Times {
 };
 
 namespace {
-// An event recorded on `s` that stream capture keeps as an event-record node of the graph (so it
-// is recorded, with its time, at each replay); outside capture, an ordinary record.
-void record_in_step(cudaEvent_t e, cudaStream_t s) {
-  CUDA_CHECK(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+// An event recorded on `s` as part of the step: while `s` is being captured, an event-record node
+// of the graph (recorded, with its time, at each replay); otherwise an ordinary record
+// (cudaEventRecordExternal is refused outside capture).
+void record_in_step(cudaEvent_t e, cudaStream_t s, bool capturing) {
+  CUDA_CHECK(cudaEventRecordWithFlags(e, s, capturing ? cudaEventRecordExternal
+                                                      : cudaEventRecordDefault));
 }
 }  // namespace
 
@@ -297,9 +299,10 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
       p.strategy->release(b);
     }
     auto update = [&] {
-      record_in_step(p.reduce_from[g], p.compute);
+      // Captured where the step replays graphs (the lambda runs only to capture there).
+      record_in_step(p.reduce_from[g], p.compute, graphs_);
       p.reduction->combine();
-      record_in_step(p.reduced[g], p.compute);
+      record_in_step(p.reduced[g], p.compute, graphs_);
       p.mlp->apply_gradients(p.reduction->result());
     };
     if (graphs_) {
