@@ -82,6 +82,7 @@ DataParallelTrainer::DataParallelTrainer(const RunConfig& cfg, const HostDataset
       sharded_(cfg.gpus > 1),
       per_process_(cfg.gpus > 1 && cfg.processes == Processes::PerGpu),
       graphs_(data_parallel_graphs(cfg)),
+      time_reduce_(cfg.profile),
       off_reason_(kDataParallelFormReason) {
   if (!cfg.data_parallel()) throw std::invalid_argument("DataParallelTrainer: one shard");
   if (const std::string why = data_parallel_refusal(cfg); !why.empty())
@@ -300,9 +301,9 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
     }
     auto update = [&] {
       // Captured where the step replays graphs (the lambda runs only to capture there).
-      record_in_step(p.reduce_from[g], p.compute, graphs_);
+      if (time_reduce_) record_in_step(p.reduce_from[g], p.compute, graphs_);
       p.reduction->combine();
-      record_in_step(p.reduced[g], p.compute, graphs_);
+      if (time_reduce_) record_in_step(p.reduced[g], p.compute, graphs_);
       p.mlp->apply_gradients(p.reduction->result());
     };
     if (graphs_) {
@@ -328,7 +329,8 @@ void DataParallelTrainer::run_replica(Replica& p, int epoch, Times& t) {
   for (int g = 0; g + 1 < G; ++g)
     t.idle_ms += elapsed_ms(p.done[g], p.ready[(g + 1) * local_shards_]);
   t.compute_ms = t.gpu_ms - t.stall_ms - t.idle_ms;
-  for (int g = 0; g < G; ++g) t.reduce_ms += elapsed_ms(p.reduce_from[g], p.reduced[g]);
+  if (time_reduce_)
+    for (int g = 0; g < G; ++g) t.reduce_ms += elapsed_ms(p.reduce_from[g], p.reduced[g]);
   const std::size_t n = p.sample_loss.size();
 #if MEMSTRAT_HAVE_NCCL
   if (per_process_) {  // every rank's rows, from their processes (the others' rows are zeros)
@@ -432,7 +434,7 @@ EpochResult DataParallelTrainer::run_epoch(int epoch) {
     rt.stall_ms = at(i, kStall);
     rt.compute_ms = at(i, kCompute);
     rt.idle_ms = at(i, kIdle);
-    rt.reduce_ms = at(i, kReduce);
+    if (time_reduce_) rt.reduce_ms = at(i, kReduce);
     if (at(i, kHasCopy) != 0.0) rt.copy_ms = at(i, kCopy);
     rt.h2d_bytes = static_cast<std::uint64_t>(at(i, kH2d));
     rt.peer_bytes = static_cast<std::uint64_t>(at(i, kPeer));

@@ -88,6 +88,9 @@ class DataParallelTrainer final : public EpochLoop {
   bool sharded_;      // several GPUs: each serves its shard as its own epoch
   bool per_process_;  // --processes per-gpu: this process holds its own rank's replica only
   bool graphs_;       // the step replays CUDA graphs (data_parallel_graphs)
+  /// The gradients' combination timed on its own (EpochResult::reduce_ms) in profiled runs only:
+  /// its two events per step slow the step itself (guard_gpus.toml flags the runs that record them).
+  bool time_reduce_;
   std::string off_reason_;
   StepChoice step_;  // every replica's step (choose_gradient_step)
   /// Several GPUs: what the ranks' strategies share (StrategyOptions::group); null otherwise.

@@ -19,7 +19,7 @@ namespace memstrat {
 struct RankTimes {
   int rank = 0;
   double gpu_ms = 0, stall_ms = 0, compute_ms = 0, idle_ms = 0;  // as EpochResult's, its events
-  double reduce_ms = 0;  // as EpochResult's: its gradients' combination, part of its compute_ms
+  std::optional<double> reduce_ms;  // as EpochResult's: its gradients' combination, of compute_ms
   std::optional<double> copy_ms;  // its strategy's copies; none if it issues none
   std::uint64_t h2d_bytes = 0, peer_bytes = 0;
 };
@@ -34,7 +34,8 @@ struct EpochResult {
   double idle_ms = 0;     // sum over batches: done -> next ready (GPU waits for the host)
   /// Data-parallel training (several GPUs, --emulate-gpus): the sum over global batches of the
   /// combination of the shards' gradients (GradientReduction::combine: the collective, and the
-  /// wait for the other GPUs to reach it), part of compute_ms. None on one GPU.
+  /// wait for the other GPUs to reach it), part of compute_ms. Timed in profiled runs only (its
+  /// events slow the step); none otherwise and on one GPU.
   std::optional<double> reduce_ms;
   StrategyStats strategy;
   double train_loss = 0;

@@ -99,7 +99,7 @@ json epoch_json(const EpochRecord& e) {
   j["compute_ms"] = t.compute_ms;
   j["stall_ms"] = t.stall_ms;
   j["idle_ms"] = t.idle_ms;
-  if (t.reduce_ms) j["reduce_ms"] = *t.reduce_ms;  // data-parallel runs only
+  if (t.reduce_ms) j["reduce_ms"] = *t.reduce_ms;  // profiled data-parallel runs only
   j["h2d_bytes"] = t.strategy.h2d_bytes;
   j["peer_bytes"] = t.strategy.peer_bytes;
   // The stream scenario's host producers; null without them (other scenarios, GPU gather).
@@ -113,12 +113,14 @@ json epoch_json(const EpochRecord& e) {
   // Several GPUs: every rank's own figures (the fields above are the slowest rank's)
   if (!t.ranks.empty()) {
     json ranks = json::array();
-    for (const RankTimes& rt : t.ranks)
-      ranks.push_back(json{{"rank", rt.rank}, {"gpu_ms", rt.gpu_ms}, {"stall_ms", rt.stall_ms},
-                           {"compute_ms", rt.compute_ms}, {"idle_ms", rt.idle_ms},
-                           {"reduce_ms", rt.reduce_ms},
-                           {"copy_ms", or_null(rt.copy_ms)}, {"h2d_bytes", rt.h2d_bytes},
-                           {"peer_bytes", rt.peer_bytes}});
+    for (const RankTimes& rt : t.ranks) {
+      json r{{"rank", rt.rank}, {"gpu_ms", rt.gpu_ms}, {"stall_ms", rt.stall_ms},
+             {"compute_ms", rt.compute_ms}, {"idle_ms", rt.idle_ms},
+             {"copy_ms", or_null(rt.copy_ms)}, {"h2d_bytes", rt.h2d_bytes},
+             {"peer_bytes", rt.peer_bytes}};
+      if (rt.reduce_ms) r["reduce_ms"] = *rt.reduce_ms;  // profiled runs only
+      ranks.push_back(std::move(r));
+    }
     j["per_gpu"] = std::move(ranks);
   }
   j["train_loss"] = t.train_loss;

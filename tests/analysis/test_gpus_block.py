@@ -16,22 +16,22 @@ TEMPLATE = json.loads((REPO / "tests/experiments/fixtures/run_record_ok.json").r
 
 
 def run_record(strategy, wall, process, gpus=2, reduce="ring", processes=None, scenario="static",
-               per_gpu=None, reduce_ms=None):
+               per_gpu=None, reduce_ms=None, profile=False):
     rec = copy.deepcopy(TEMPLATE)
-    rec["run_id"] = f"{strategy}-{scenario}-g{gpus}-{reduce}-{processes}-{process}"
+    rec["run_id"] = f"{strategy}-{scenario}-g{gpus}-{reduce}-{processes}-{profile}-{process}"
     cfg = rec["config"]
     cfg.update(strategy=strategy, scenario=scenario, batch=256, run_tag=rec["run_id"],
-               profile=False, gpus=gpus, reduce=reduce if gpus > 1 else None,
+               profile=profile, gpus=gpus, reduce=reduce if gpus > 1 else None,
                processes=processes)
     if strategy in ("double-buffer", "host-shared-ring"):
         cfg.update(depth=2, streams=1)
     for e in rec["epochs"]:
         e.update(wall_ms=wall * (1 + 0.002 * process), gpu_ms=wall * (1 + 0.002 * process))
-        if reduce_ms is not None:  # the slowest GPU's combination of the gradients
+        if reduce_ms is not None:  # the slowest GPU's combination of the gradients (profiled)
             e["reduce_ms"] = reduce_ms * (1 + 0.01 * process)
         if per_gpu:  # the GPUs' GPU times as shares of the epoch's (the slowest's)
             e["per_gpu"] = [{"rank": i, "gpu_ms": e["gpu_ms"] * share, "stall_ms": 0.0,
-                             "compute_ms": e["gpu_ms"] * share, "idle_ms": 0.0, "reduce_ms": 0.0,
+                             "compute_ms": e["gpu_ms"] * share, "idle_ms": 0.0,
                              "copy_ms": None, "h2d_bytes": 0, "peer_bytes": 0}
                             for i, share in enumerate(per_gpu)]
     return rec
@@ -142,16 +142,19 @@ def test_the_spread_over_gpus_from_each_gpus_figures(tmp_path):
     assert "Slowest/fastest GPU" in text
 
 
-# The epoch's reduce_ms (the slowest GPU's combination of the gradients): per process the median
-# of its steady epochs, over processes the median with its interval
+# The epoch's reduce_ms (the slowest GPU's combination of the gradients), which only profiled
+# processes record: per process the median of its steady epochs, over the profiled processes the
+# median with its interval; the epoch itself from the unprofiled processes
 def test_the_reduction_time_of_each_row(tmp_path):
     rs = load_results_set(write_set(tmp_path, [
-        ("resident", 5.0, {"reduce_ms": 2.0}),
-        ("pinned", 9.0),                                 # records without it
+        ("resident", 5.0),
+        ("resident", 6.0, {"reduce_ms": 2.0, "profile": True}),
+        ("pinned", 9.0),                                 # no profiled process
     ]), "set")
     text = render("gpus-table", ["b256", "u8", "static"], rs)
     rows = table(text)
     assert rows["resident"][7].startswith("2.0")         # processes 2.00 .. 2.18: median 2.09
     assert rows["resident"][7].split()[0] == "2.09", rows["resident"][7]
     assert rows["pinned"][7] == "not recorded"
-    assert "Reduce: of the epoch" in text
+    assert rows["resident"][2].startswith("5.0"), rows["resident"][2]  # the unprofiled epochs
+    assert "Reduce: of the epoch" in text and "profiled processes" in text

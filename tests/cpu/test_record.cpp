@@ -262,6 +262,22 @@ TEST(Record, SeveralGpusRecordEveryRanksFigures) {
   }
 }
 
+// An unprofiled run does not time the reduction on its own (its events would slow the step):
+// neither the epoch nor any rank has reduce_ms, not even as null.
+TEST(Record, UnprofiledSeveralGpuRunsHaveNoReductionTime) {
+  RunRecord r = finished_record();
+  r.config.gpus = 2;
+  for (EpochRecord& e : r.epochs)
+    e.train.ranks = {RankTimes{0, 7.5, 1.25, 6.0, 0.25, std::nullopt, 0.5, 1000, 0},
+                     RankTimes{1, 8.0, 1.25, 6.0, 0.25, std::nullopt, std::nullopt, 1000, 24}};
+  const json j = r.to_json();
+  for (const json& e : j["epochs"]) {
+    EXPECT_FALSE(e.contains("reduce_ms"));
+    ASSERT_EQ(e["per_gpu"].size(), 2u);
+    for (const json& rank : e["per_gpu"]) EXPECT_FALSE(rank.contains("reduce_ms")) << rank;
+  }
+}
+
 TEST(Record, StreamRunIsTheCommittedExample) {
   const json j = stream_record().to_json();
   EXPECT_EQ(j, read_fixture("run_record_stream.json", j)) << regenerate("run_record_stream.json", j);
