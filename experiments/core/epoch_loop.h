@@ -41,8 +41,8 @@ struct EpochResult {
   double train_loss = 0;
   double train_acc = 0;
   /// Several GPUs (--gpus N > 1): every rank's own figures, rank order; the epoch's gpu_ms,
-  /// stall_ms, compute_ms, idle_ms and reduce_ms above are the slowest rank's. Empty on one GPU and with
-  /// --emulate-gpus (one GPU computes every shard).
+  /// stall_ms, compute_ms, idle_ms and reduce_ms above are the slowest rank's. Empty on one GPU
+  /// and with --emulate-gpus (one GPU computes every shard).
   std::vector<RankTimes> ranks;
 };
 
