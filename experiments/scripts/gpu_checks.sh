@@ -29,7 +29,8 @@
 #             (host-shared), the peer pull (peer-fanout), the set on every GPU (resident), the
 #             managed set (um-shared-prefetch, where this memstrat has it), one process per GPU
 #             (resident --processes per-gpu); says so and does nothing below 2 GPUs. NCCL's own
-#             kernel probe (API error 209 at communicator creation) is set apart, not a finding
+#             kernel probe (API error 209 at communicator creation) and its peer mapping between
+#             the GPUs of one process (API error 704, cleared) are set apart, not findings
 #             (experiments/scripts/sanitizer_findings.py)
 #   stream    every strategy in the stream scenario: light/heavy/none x 1 and 8 workers
 #   streammatrix experiments/matrix/matrices/stream.toml + report
@@ -301,8 +302,10 @@ stage_sanitizegpus() {
       case "$have" in *" ${parts[0]} "*) ;; *)
         echo "$tool $c: not a strategy of this memstrat; not run" | tee -a "$OUT/sanitize_gpus.txt"; continue ;;
       esac
-      # NCCL's kernel probe at communicator creation is reported as API errors (error 209) that
-      # NCCL expects and skips; sanitizer_findings.py sets those apart and fails on anything else.
+      # NCCL's kernel probe at communicator creation (error 209) and its peer mapping between the
+      # GPUs of one process (error 704, peer access already enabled) are reported as API errors
+      # that NCCL expects and clears; sanitizer_findings.py sets those apart and fails on anything
+      # else.
       r=$(compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 --print-limit 100000 \
           $MS train --strategy "${parts[@]}" $args 2>&1)
       code=$?

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sanitizer_findings.py: sort compute-sanitizer's report into NCCL's own kernel probe and the rest.
+"""sanitizer_findings.py: sort compute-sanitizer's report into NCCL's own expected errors and the rest.
 
     compute-sanitizer --tool memcheck --print-limit 100000 ... 2>&1 | sanitizer_findings.py [--findings FILE]
 
@@ -7,14 +7,19 @@ When a communicator is created, NCCL's ncclInitKernelsForDevice (src/enqueue.cc)
 cudaFuncGetAttributes about every kernel in libnccl and silently skips the ones that have no
 image for this GPU. Each skipped kernel is a CUDA API error 209 (no kernel image for the
 device), and compute-sanitizer reports every one of them: with NCCL's pip wheel on an H200, about
-a hundred per process. They are NCCL's expected start-up path, not a fault of the program under
-test; any other report is.
+a hundred per process. And where several ranks share one process (memstrat's one-process
+form), NCCL's p2pMap (src/transport/p2p.cc) enables peer access for each connection it makes
+between two of its GPUs; from the second on, CUDA answers cudaErrorPeerAccessAlreadyEnabled
+(API error 704), which NCCL expects and clears with cudaGetLastError, where compute-sanitizer
+reports it: about a hundred per two-GPU process. Both are NCCL's expected paths, not a fault of
+the program under test; any other report is (error 704 raised anywhere but under NCCL's p2pMap
+included).
 
 Reads the tool's whole output on stdin and prints one line: the errors in the tool's summaries,
-how many reports are NCCL's kernel probe, how many are anything else. With --findings, writes
-every other report in full to FILE (appended).
+how many reports are NCCL's kernel probe and its peer mapping, how many are anything else. With
+--findings, writes every other report in full to FILE (appended).
 
-Exit status: 0 every report is NCCL's kernel probe (or there is none); 1 at least one other
+Exit status: 0 every report is one of NCCL's two (or there is none); 1 at least one other
 report, a report the tool did not print (its print limit), or a summary count that the printed
 reports do not add up to; 2 no compute-sanitizer output at all (no COMPUTE-SANITIZER banner).
 """
@@ -37,6 +42,7 @@ NOT_PRINTED = re.compile(r"(\d+) errors? (?:were|was) not printed")
 @dataclass
 class Sorted:
     nccl_probe: int = 0
+    nccl_peer_map: int = 0
     others: list[str] = field(default_factory=list)
     summary_total: int = 0
     counted: bool = False  # an ERROR SUMMARY was read: the printed reports must add up to it
@@ -45,7 +51,7 @@ class Sorted:
 
     @property
     def printed(self) -> int:
-        return self.nccl_probe + len(self.others)
+        return self.nccl_probe + self.nccl_peer_map + len(self.others)
 
     @property
     def clean(self) -> bool:
@@ -63,6 +69,16 @@ def is_nccl_probe(report: str) -> bool:
     if "ncclInitKernelsForDevice" in report:
         return True
     return "enqueue.cc" in report and "ncclCommInit" in report
+
+
+def is_nccl_peer_map(report: str) -> bool:
+    """An API error 704 (peer access already enabled) that NCCL's p2pMap clears: raised on the
+    cudaGetLastError with which it consumes the error, its frames in NCCL's p2p.cc."""
+    if "error 704" not in report and "cudaErrorPeerAccessAlreadyEnabled" not in report:
+        return False
+    if "on CUDA API call to cudaGetLastError" not in report:
+        return False
+    return "p2pMap(" in report and "libnccl" in report
 
 
 def split_reports(lines: list[str]) -> list[str]:
@@ -94,6 +110,8 @@ def sort_output(text: str) -> Sorted:
     for report in split_reports(lines):
         if is_nccl_probe(report):
             out.nccl_probe += 1
+        elif is_nccl_peer_map(report):
+            out.nccl_peer_map += 1
         else:
             out.others.append(report)
     return out
@@ -101,7 +119,8 @@ def sort_output(text: str) -> Sorted:
 
 def describe(s: Sorted) -> str:
     text = (f"{s.summary_total} in the tool's summaries: {s.nccl_probe} NCCL kernel probe "
-            f"(API error 209 under ncclInitKernelsForDevice, expected), {len(s.others)} other")
+            f"(API error 209 under ncclInitKernelsForDevice, expected), {s.nccl_peer_map} NCCL "
+            f"peer mapping (API error 704 cleared under p2pMap, expected), {len(s.others)} other")
     if s.not_printed:
         text += f"; {s.not_printed} not printed (raise --print-limit)"
     elif s.counted and s.printed != s.summary_total:
@@ -113,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    p.add_argument("--findings", metavar="FILE", help="append every report that is not NCCL's kernel probe to FILE")
+    p.add_argument("--findings", metavar="FILE", help="append every report that is not one of NCCL's expected errors to FILE")
     args = p.parse_args(argv)
     s = sort_output(sys.stdin.read())
     if not s.banner:

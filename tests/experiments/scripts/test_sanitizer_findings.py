@@ -7,6 +7,14 @@ from script_support import FIXTURES, SCRIPTS
 # compute-sanitizer memcheck's reports from a two-GPU run on an H200 (NCCL's pip wheel): the probe
 # is reported twice per skipped kernel, once naming ncclInitKernelsForDevice and once from the runtime.
 PROBE = (FIXTURES / "sanitizer_memcheck_nccl_probe.txt").read_text()
+# memcheck's reports of NCCL's peer mapping from a one-process two-GPU run on 2 H200s: p2pMap
+# enables peer access for each connection and clears the "already enabled" error 704 it gets.
+PEER_MAP = (FIXTURES / "sanitizer_memcheck_nccl_peer_map.txt").read_text()
+OUR_704 = """========= Program hit cudaErrorPeerAccessAlreadyEnabled (error 704) due to "peer access is already enabled" on CUDA API call to cudaGetLastError.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: memstrat::PeerSet::enable_peer_access(int, int) in peer_set.cpp:40 [0x51a2] in memstrat
+=========
+"""
 OUR_READ = """========= Invalid __global__ read of size 4 bytes
 =========     at gather_batch_u8(const unsigned char *, const int *, float *, int, int)+0x1b0 in batch.cu:41
 =========     by thread (3,0,0) in block (12,0,0)
@@ -106,3 +114,24 @@ def test_input_that_is_not_sanitizer_output_is_refused():
     r = run("memstrat: error: no GPU\n")
     assert r.returncode == 2
     assert "COMPUTE-SANITIZER" in r.stderr
+
+
+# NCCL's peer mapping within one process is expected; the same error raised by anything but
+# NCCL's p2pMap is a finding.
+def test_nccl_peer_mapping_alone_is_clean(sanitizer_findings):
+    s = sanitizer_findings.sort_output(PEER_MAP)
+    assert (s.nccl_peer_map, s.nccl_probe, len(s.others), s.summary_total) == (2, 0, 0, 2)
+    assert s.clean
+
+
+def test_error_704_outside_nccl_is_a_finding(sanitizer_findings):
+    s = sanitizer_findings.sort_output(with_summary(PEER_MAP + OUR_704, 3))
+    assert (s.nccl_peer_map, len(s.others)) == (2, 1)
+    assert "peer_set.cpp" in s.others[0] and not s.clean
+
+
+def test_the_line_counts_both_of_nccls_expected_errors(tmp_path):
+    r = run(with_summary(PROBE + PEER_MAP, 5))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3 NCCL kernel probe" in r.stdout and "2 NCCL peer mapping" in r.stdout
+    assert "0 other" in r.stdout
