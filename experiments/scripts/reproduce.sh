@@ -89,8 +89,9 @@
 #               experiments/matrix/matrices/gpus.toml, every data path on 2 GPUs in one
 #               process (each strategy's per-GPU copies, host-shared, peer-fanout, um-shared and
 #               its hints, resident on every GPU as the upper bound), u8, static and refresh,
-#               ring all-reduce, 10 processes of 21 epochs: 418 processes, about 20 minutes on
-#               two H200s; records/gpus.jsonl (the gpus-table doc block reads it)
+#               ring all-reduce, 10 unprofiled and 6 profiled processes of 21 epochs: 608
+#               processes, about 30 minutes on two H200s; records/gpus.jsonl (the gpus-table
+#               doc block reads it)
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model) where the set
 #               holds the matrix stage's records/results.jsonl (a multi-GPU set does not: left
 #               out, and said so), the results set's README.md and manifest.json, and the

@@ -349,8 +349,9 @@ def gpus(run_matrix, describe):
 
 def test_gpus_runs_every_strategy_on_two_gpus_in_one_process(gpus, describe):
     configs = timing(gpus)
-    # 10 unprofiled processes (a table of 20 can be ordered after Holm) and 1 profiled
-    assert set(map(tuple, configs.values())) == {(10, 1)}
+    # 10 unprofiled processes (a table of 20 can be ordered after Holm) and 6 profiled (the
+    # reduction's time, which only they record, with an interval of 95% or more)
+    assert set(map(tuple, configs.values())) == {(10, 6)}
     # processes "one" is memstrat's default: not passed, None in the cell
     assert {(k.gpus, k.reduce, k.processes) for k in configs} == {(2, "ring", None)}
     strategies = {s["name"] for s in describe["strategies"]}
