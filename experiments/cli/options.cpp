@@ -473,7 +473,8 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   o.text("--run-tag", c.run_tag, "run_tag",
          "Free-form tag stored as config.run_tag (the matrix runner's cell id)");
   o.flag("--profile,!--no-profile", c.profile, "profile",
-         "CUPTI API-call and unified-memory counters per epoch (default on)");
+         "CUPTI API-call and unified-memory counters per epoch, and in data-parallel runs the "
+         "gradients' reduction timed on its own (its events slow the step) (default on)");
   o.text("--trace", c.trace, "", "Write a Chrome trace-event JSON (Perfetto / chrome://tracing) to FILE");
   o.text("--loss-curve", c.loss_curve, "", "Write per-batch mean losses (CSV: epoch,batch,loss) to FILE");
   o.text("--export-init", c.export_init, "",
