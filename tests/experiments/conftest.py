@@ -1,5 +1,7 @@
-"""What the tests of experiments/ share: the committed fixtures and the record schema."""
+"""What the tests of experiments/ share: the committed fixtures, the record schema, the memstrat
+binary and MNIST."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,24 @@ def record_validator():
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="session")
+def memstrat_binary() -> Path:
+    """The built memstrat ($MEMSTRAT_BIN, else build/memstrat); the test is skipped without it."""
+    p = Path(os.environ.get("MEMSTRAT_BIN") or REPO / "build" / "memstrat")
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        pytest.skip(f"no memstrat binary at {p} (build it, or set MEMSTRAT_BIN)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def mnist_dir() -> Path:
+    """The MNIST directory $MEMSTRAT_DATA names; the test is skipped without it."""
+    data = os.environ.get("MEMSTRAT_DATA")
+    if not data or not Path(data).is_dir():
+        pytest.skip("MEMSTRAT_DATA does not name the MNIST directory")
+    return Path(data)
 
 
 @pytest.fixture(scope="session")

@@ -257,11 +257,6 @@ def two_gpus():
     return torch
 
 
-def memstrat_binary() -> Path | None:
-    p = Path(os.environ.get("MEMSTRAT_BIN") or REPO / "build" / "memstrat")
-    return p if p.is_file() and os.access(p, os.X_OK) else None
-
-
 EPOCHS = 3
 LAYERS = [16, 12, 10]
 
@@ -323,12 +318,10 @@ def test_two_gpus_f32_equals_u8(two_gpus, tmp_path, data):
     np.testing.assert_allclose(f32, u8, rtol=1e-5, atol=1e-6)
 
 
-def test_two_gpus_curve_is_memstrats_emulation(two_gpus, tmp_path, data):
+def test_two_gpus_curve_is_memstrats_emulation(two_gpus, memstrat_binary, tmp_path, data):
     """From memstrat's own export: the DDP curve equals memstrat's --emulate-gpus 2 curve (the
     reference of --gpus 2 --reduce exact) to rounding."""
-    memstrat = memstrat_binary()
-    if memstrat is None:
-        pytest.skip("no memstrat binary ($MEMSTRAT_BIN or build/memstrat)")
+    memstrat = memstrat_binary
     ms_init, ms_curve = tmp_path / "ms_init", tmp_path / "memstrat.csv"
     r = subprocess.run([str(memstrat), "train", "--strategy", "resident", "--scenario", "static",
                         "--emulate-gpus", "2", "--data", str(data), "--batch", "16", "--hidden",

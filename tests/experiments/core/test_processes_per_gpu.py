@@ -18,30 +18,19 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
 ARGS = ["train", "--gpus", "2", "--epochs", "3", "--train-samples", "6000", "--no-profile"]
 
 
-def memstrat() -> Path:
-    p = Path(os.environ.get("MEMSTRAT_BIN") or REPO / "build" / "memstrat")
-    if not (p.is_file() and os.access(p, os.X_OK)):
-        pytest.skip(f"no memstrat binary at {p} (build it, or set MEMSTRAT_BIN)")
-    return p
-
-
 @pytest.fixture
-def two_gpus() -> tuple[Path, Path]:
-    binary = memstrat()
-    data = os.environ.get("MEMSTRAT_DATA")
-    if not data or not Path(data).is_dir():
-        pytest.skip("MEMSTRAT_DATA does not name the MNIST directory")
+def two_gpus(memstrat_binary, mnist_dir) -> tuple[Path, Path]:
+    binary = memstrat_binary
     info = subprocess.run([str(binary), "info"], capture_output=True, text=True, timeout=60)
     # `info` describes one device: "device 0 of N: <name>"
     count = re.search(r"^device \d+ of (\d+):", info.stdout, re.M)
     shown = int(count.group(1)) if info.returncode == 0 and count else 0
     if shown < 2:
         pytest.skip(f"needs 2 GPUs; `memstrat info` shows {shown}")
-    return binary, Path(data)
+    return binary, mnist_dir
 
 
 def free_port() -> int:

@@ -20,15 +20,14 @@ REPO = Path(__file__).resolve().parents[3]
 MATRICES = REPO / "experiments" / "matrix" / "matrices"
 
 
+# memstrat with no GPU visible: it checks its arguments and reads MNIST, then stops at the device
+NO_GPU = {"NCCL_NVLS_ENABLE": "0", "CUDA_VISIBLE_DEVICES": ""}
+
+
 @pytest.fixture(scope="module")
-def binary() -> Path:
-    p = Path(os.environ.get("MEMSTRAT_BIN") or REPO / "build" / "memstrat")
-    if not (p.is_file() and os.access(p, os.X_OK)):
-        pytest.skip(f"no memstrat binary at {p} (build it, or set MEMSTRAT_BIN)")
-    data = os.environ.get("MEMSTRAT_DATA")
-    if not data or not Path(data).is_dir():
-        pytest.skip("MEMSTRAT_DATA does not name the MNIST directory")
-    return p
+def binary(memstrat_binary, mnist_dir) -> Path:
+    """memstrat, where MNIST is there to read (memstrat reads it before it looks for a device)."""
+    return memstrat_binary
 
 
 def several_gpu_configurations(run_matrix, describe) -> dict[tuple[str, ...], str]:
@@ -45,7 +44,7 @@ def test_memstrat_accepts_every_several_gpu_configuration_of_the_published_matri
         run_matrix, describe, binary, tmp_path):
     configurations = several_gpu_configurations(run_matrix, describe)
     assert len(configurations) > 100  # gpus, guard_gpus, scaling, scaling4
-    env = {**os.environ, "NCCL_NVLS_ENABLE": "0", "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, **NO_GPU}
 
     def run(item):
         (args, where), i = item
@@ -63,7 +62,7 @@ def test_memstrat_accepts_every_several_gpu_configuration_of_the_published_matri
 
 # The check can fail: the one-process form refuses a --graphs on that the per-gpu form takes.
 def test_the_check_sees_a_refused_combination(binary, tmp_path):
-    env = {**os.environ, "NCCL_NVLS_ENABLE": "0", "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, **NO_GPU}
     base = ["train", "--strategy", "resident", "--gpus", "2", "--reduce", "ring", "--epochs", "3",
             "--json", str(tmp_path / "r.json")]
     one = subprocess.run([str(binary), *base, "--graphs", "on"], env=env, capture_output=True,
