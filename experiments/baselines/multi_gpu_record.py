@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: analysis/
 from analysis.collective_bandwidth import bus_factor  # noqa: E402
-from baseline_record import spread  # noqa: E402
+from baseline_record import make_run_id, spread  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
 from nccl_env import format_nccl_version, nccl_settings, nvls_refusal  # noqa: E402,F401
 
@@ -119,9 +119,11 @@ def make_config(pattern: str, a, src: int | None = None, dst: int | None = None,
 
 
 def build_record(run: dict, config: dict, results: list[dict], errors: list[str]) -> dict:
-    """run: run_id, started_at, argv, env (the same in all of a run's records)."""
+    """run: started_at, argv, env (the same in all of a run's records). Each record has its own
+    run_id, as each of `memstrat primitives --gpus`'s has: a results set refuses two different
+    records under one run_id."""
     return {"schema_version": 1, "record": "multi-gpu-primitive", "implementation": "pytorch",
-            "run_id": run["run_id"], "started_at": run["started_at"],
+            "run_id": make_run_id(), "started_at": run["started_at"],
             "status": "failed" if errors else "ok", "error": "; ".join(errors) or None,
             "argv": run["argv"], "env": run["env"], "config": config, "results": results,
             "summary": summarize(results)}

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baseline_record import append_jsonl, git_revision, iso_utc_now, make_run_id  # noqa: E402
+from baseline_record import append_jsonl, git_revision, iso_utc_now  # noqa: E402
 from memstrat_inputs import UsageError  # noqa: E402
 from nccl_env import import_torch_cuda  # noqa: E402
 from multi_gpu_record import (COLLECTIVES, COPIES, PATTERNS, build_record,  # noqa: E402
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE if isinstance(e, UsageError) else EXIT_NO_DEVICE
     n, status = a.gpus, EXIT_OK
-    run = {"run_id": make_run_id(), "started_at": iso_utc_now(),
+    run = {"started_at": iso_utc_now(),
            "argv": [f"experiments/baselines/{PROG}", *argv], "env": environment(torch, n)}
 
     def emit(config: dict, results: list[dict], errors: list[str], label: str) -> None:

@@ -165,7 +165,7 @@ def test_config(pattern, src, dst, both, timed_by, in_place):
 
 
 def test_record_has_the_documented_keys_and_is_strict_json():
-    run = {"run_id": "ab" * 16, "started_at": "2025-01-01T00:00:00Z", "argv": ["x"],
+    run = {"started_at": "2025-01-01T00:00:00Z", "argv": ["x"],
            "env": {"gpu_names": ["A", "B"], "torch": "2.11.0", "cuda": "13.0", "nccl": "2.27.3",
                    "nccl_settings": {"NCCL_NVLS_ENABLE": "0"}, "git_sha": None}}
     results = [mr.result_entry(4096, [2.0, 3.0, 4.0], factor=0.5)]
@@ -181,6 +181,18 @@ def test_record_has_the_documented_keys_and_is_strict_json():
     assert json.loads(json.dumps(rec, allow_nan=False)) == rec
     bad = mr.build_record(run, rec["config"], results, ["x wrong", "y wrong"])
     assert bad["status"] == "failed" and bad["error"] == "x wrong; y wrong"
+
+
+def test_each_record_of_a_run_has_its_own_run_id_and_a_set_reads_them_all():
+    # a results set refuses two different records under one run_id
+    from analysis.records import drop_duplicates
+    run = {"started_at": "2025-01-01T00:00:00Z", "argv": ["x"], "env": {}}
+    results = [mr.result_entry(4096, [2.0, 3.0, 4.0], factor=0.5)]
+    recs = [mr.build_record(run, mr.make_config(p, options()), results, [])
+            for p in ("nccl-all-reduce", "nccl-all-gather", "nccl-broadcast")]
+    assert len({r["run_id"] for r in recs}) == 3
+    assert {r["started_at"] for r in recs} == {"2025-01-01T00:00:00Z"}
+    assert drop_duplicates(recs) == recs
 
 
 def test_environment_pieces():
@@ -353,7 +365,8 @@ def test_every_pattern_on_two_gpus(tmp_path):
                      ("d2d-ce", 1, 0, False), ("d2d-ce-both", 0, 1, True),
                      ("nccl-all-reduce", None, None, False), ("nccl-all-gather", None, None, False),
                      ("nccl-broadcast", 0, None, False)]
-    assert len({x["run_id"] for x in recs}) == 1
+    assert len({x["run_id"] for x in recs}) == len(recs)
+    assert len({x["started_at"] for x in recs}) == 1
     sizes = [4 * KiB << i for i in range(9)]
     for x in recs:
         c, p = x["config"], x["config"]["pattern"]
