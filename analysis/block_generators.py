@@ -29,7 +29,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from analysis.aggregate import Group, GroupKey, aggregate, representative, variant_rank
-from analysis.document import Doc, fmt_num
+from analysis.document import Doc, fmt_num, fmt_with_interval
 from analysis import spread as spread_rules
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, interval_text,
@@ -204,10 +204,12 @@ def value(s: Summary | None, unit: str = " ms") -> str:
 
 
 def effect_text(e: Effect | None, unit: str = "×") -> str:
-    """'0.675× [0.671, 0.676]': a Hodges-Lehmann ratio (or shift) with its Moses interval."""
+    """'0.675× [0.671, 0.676]': a Hodges-Lehmann ratio (or shift) with its Moses interval, all
+    three at the decimals the interval resolves (document.fmt_with_interval)."""
     if e is None:
         return NOT_MEASURED
-    return f"{fmt_num(e.estimate)}{unit} {interval_text(e.ci, fmt_num)}"
+    fmt = fmt_with_interval(e.estimate, e.ci.low, e.ci.high)
+    return f"{fmt(e.estimate)}{unit} {interval_text(e.ci, fmt)}"
 
 
 def group_value(g: Group | None, metric: str = "wall_ms") -> str:

@@ -100,7 +100,9 @@ def movement_text(groups: Sequence[Group], g: Group) -> str | None:
     dm = data_movement(groups, g)
     if dm is None:
         return None
-    return f"{'+' if dm.estimate >= 0 else ''}{effect_text(dm, ' ms')}"
+    text = effect_text(dm, " ms")
+    shown = float(text.split(" ")[0].replace(",", ""))  # the estimate as printed
+    return f"+{text}" if shown > 0 else text
 
 
 def movement_clause(groups: Sequence[Group], g: Group) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 class Doc:
@@ -125,6 +126,36 @@ def fmt_num(v: float | None, digits: int = 3) -> str:
     if a >= 100:
         return f"{v:.1f}"
     return f"{v:.{digits}g}" if a < 1 else f"{v:.2f}"
+
+
+def _decimals(v: float) -> int:
+    """The decimals fmt_num prints for v."""
+    a = abs(v)
+    if a >= 100:
+        return 0 if a >= 1000 else 1
+    if a >= 1 or a == 0:
+        return 2
+    return 2 - math.floor(math.log10(a))
+
+
+def fmt_with_interval(estimate: float, low: float, high: float) -> Callable[[float], str]:
+    """A formatter for an estimate and its interval's ends, all at one number of decimals: the
+    fewer of fmt_num's for the largest of them and two significant digits of the interval's
+    width. So no value is printed finer than its interval resolves, nor in exponent form:
+    '0.000 [-0.027, 0.030]', not '-7.55e-05 [-0.0265, 0.0304]'."""
+    values = [v for v in (estimate, low, high) if math.isfinite(v)]
+    width = high - low if math.isfinite(high - low) else 0.0
+    places = _decimals(max(values, key=abs)) if values else 2
+    if width > 0:
+        places = min(places, max(0, 1 - math.floor(math.log10(width))))
+
+    def fmt(v: float) -> str:
+        if not math.isfinite(v):
+            return fmt_num(v)
+        text = f"{v:,.{places}f}"
+        # a value that rounds to zero has no sign to show
+        return text.lstrip("-") if float(text.replace(",", "")) == 0 else text
+    return fmt
 
 
 def also_as(png: Path) -> str:

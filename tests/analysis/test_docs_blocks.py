@@ -511,3 +511,33 @@ def test_spread_with_parts_says_which_part_of_the_epoch_carries_the_spread(root)
 def test_spread_parts_is_on_or_off(root):
     write(root, block("spread um-prefetch b1024 parts=yes", "spread"))
     assert run(root) != 0
+
+
+@pytest.mark.parametrize("estimate, low, high, text", [
+    # a shift that is zero within its interval: no exponent, no digits finer than the interval
+    (-7.55e-05, -0.0265, 0.0304, "0.000 ms [-0.026, 0.030]"),
+    (0.169, 0.156, 0.179, "0.169 ms [0.156, 0.179]"),
+    (0.68, 0.675, 0.687, "0.680 ms [0.675, 0.687]"),
+    (31.26, 29.68, 34.69, "31.3 ms [29.7, 34.7]"),
+    (12345.6, 12000.0, 12600.0, "12,346 ms [12,000, 12,600]"),
+    (5.0, 5.0, 5.0, "5.00 ms [5.00, 5.00]"),
+])
+def test_an_effect_is_printed_at_the_decimals_its_interval_resolves(estimate, low, high, text):
+    from analysis.block_generators import effect_text
+    from analysis.stats import Effect, Interval
+    assert effect_text(Effect(estimate, Interval(low, high), 10, 10), " ms") == text
+
+
+@pytest.mark.parametrize("estimate, low, high, text", [
+    (0.21, 0.19, 0.23, "+0.210 ms [0.190, 0.230]"),
+    (-1.22, -1.26, -1.20, "-1.22 ms [-1.26, -1.20]"),
+    (0.00022, -0.0138, 0.0135, "0.000 ms [-0.014, 0.013]"),   # zero as printed: no sign
+    (-7.55e-05, -0.0265, 0.0304, "0.000 ms [-0.026, 0.030]"),
+])
+def test_a_data_movement_cost_is_signed_unless_it_prints_as_zero(monkeypatch, estimate, low,
+                                                                 high, text):
+    from analysis import block_generators_ranking as ranking
+    from analysis.stats import Effect, Interval
+    monkeypatch.setattr(ranking, "data_movement",
+                        lambda groups, g: Effect(estimate, Interval(low, high), 10, 10))
+    assert ranking.movement_text([], None) == text
