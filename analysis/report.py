@@ -51,7 +51,7 @@ from analysis.records import (RecordError, failed_records, load_records,  # noqa
                               ok_records, resolve_inputs)
 from analysis.report_model import (cost_model_section, pinned_bandwidth,  # noqa: E402
                                    primitives_section, sm_mapped_rate)
-from analysis import spread  # noqa: E402
+from analysis import drift, spread  # noqa: E402
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH,  # noqa: E402
                             describe_interval, median_with_interval, rank_by_tests,
                             stability_label)
@@ -414,6 +414,14 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
               "the median over processes of the interquartile range of its steady epochs, as a "
               "share of its median. " + spread.PARTS_NOTE)
         doc.table(spread.HEADERS, spread_rows)
+    drifts = drift.measure(groups)
+    if drifts:
+        doc.h(3, "Drift over a machine's busy time")
+        found = [d.label for d in drifts if d.drifts]
+        doc.p(("The processes drift with their machine's busy time in: " + ", ".join(found)
+               + ". " if found else "No part of the epoch drifts with the machine's busy time. ")
+              + drift.RULE)
+        doc.table(*drift.table(drifts))
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}
     rankings = []

@@ -1,0 +1,85 @@
+"""analysis/drift.py: a machine whose host slows while it works, planted in synthetic records."""
+import datetime
+
+import numpy as np
+
+from analysis import drift
+from analysis.aggregate import aggregate
+
+T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
+
+
+def record(strategy, minute, boot, gpu, host, rng, epochs=21):
+    eps = []
+    for e in range(epochs):
+        g = gpu * (1 + 0.002 * rng.standard_normal())
+        h = host * (1 + 0.002 * rng.standard_normal())
+        eps.append({"epoch": e + 1, "wall_ms": g + h, "gpu_ms": g, "host_ms": h})
+    return {
+        "schema_version": 1, "status": "ok", "run_id": f"{strategy}-{boot}-{minute}",
+        "started_at": (T0 + datetime.timedelta(minutes=minute)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "env": {"boot_id": boot, "gpu_name": "GPU X"},
+        "config": {"strategy": strategy, "scenario": "refresh", "transfer": "u8", "batch": 256,
+                   "hidden": [256], "epochs": epochs, "gemm": "cublas", "profile": False,
+                   "seed": 1, "run_tag": f"{strategy}-{minute}", "epoch_form": "per-batch"},
+        "epochs": eps,
+    }
+
+
+def plant(host_per_minute, boots=("a", "b"), strategies=("pinned", "pageable", "resident"),
+          seed=0):
+    """Each strategy 8 processes per machine at shuffled minutes 0..29; host work grows by
+    host_per_minute (a share) per minute of the machine's busy time, GPU time never."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for boot in boots:
+        minutes = rng.permutation(np.arange(30))
+        for i, s in enumerate(strategies):
+            for m in minutes[i * 8:(i + 1) * 8]:
+                out.append(record(s, int(m), boot, gpu=5.0 + i, host=3.0 * (1 + host_per_minute * m),
+                                  rng=rng))
+    return out
+
+
+def by_metric(drifts):
+    return {d.metric: d for d in drifts}
+
+
+def test_a_host_that_slows_with_busy_time_drifts_and_the_gpu_does_not():
+    d = by_metric(drift.measure(aggregate(plant(0.003))))   # +9% over 30 minutes
+    assert d["host_ms"].drifts and d["host_ms"].rho > 0.5
+    assert not d["gpu_ms"].drifts
+    assert d["host_ms"].machines == 2 and d["host_ms"].configurations == 3
+    first, last = d["host_ms"].bands[0], d["host_ms"].bands[-1]
+    assert first[0] == 0 and last[0] == 25 and last[2] - first[2] > 0.05
+
+
+def test_a_steady_machine_does_not_drift():
+    d = by_metric(drift.measure(aggregate(plant(0.0))))
+    assert not any(x.drifts for x in d.values())
+
+
+def test_busy_time_starts_again_on_each_machine():
+    a = record("pinned", 0, "a", 5, 3, np.random.default_rng(0))
+    b = record("pinned", 40, "b", 5, 3, np.random.default_rng(0))
+    c = record("pinned", 47, "b", 5, 3, np.random.default_rng(0))
+    minutes = drift.busy_minutes([a, b, c])
+    assert [minutes[id(r)] for r in (a, b, c)] == [0.0, 0.0, 7.0]
+    assert drift.busy_minutes([{"started_at": "2026-01-01T00:00:00Z"}]) == {}
+
+
+def test_a_part_that_is_a_small_share_of_the_epoch_is_left_out():
+    recs = plant(0.003)
+    for r in recs:
+        for e in r["epochs"]:
+            e["host_ms"] *= 0.01                       # 0.03 ms of a ~5 ms epoch
+    d = by_metric(drift.measure(aggregate(recs)))
+    assert "host_ms" not in d
+
+
+def test_the_table_has_one_column_per_band():
+    headers, rows = drift.table(drift.measure(aggregate(plant(0.003))))
+    assert headers[:5] == ["part", "processes", "Spearman rho", "Holm p", "drifts"]
+    assert headers[5] == "0-5 min" and len(headers) == 5 + 6
+    assert [r[0] for r in rows] == ["epoch (wall clock)", "GPU time", "host work"]
+    assert all(len(r) == len(headers) for r in rows)
