@@ -41,6 +41,7 @@ from analysis.block_generators import BlockError, render  # noqa: E402
 import analysis.block_generators_advice  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_crossover  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_decision  # noqa: E402,F401  (registers its blocks)
+import analysis.block_generators_drift  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_gpus  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_model  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_pipelines  # noqa: E402,F401  (registers its blocks)

@@ -8,7 +8,9 @@ this finds whether busy time carries it). For each timed process:
 - its **busy time**: minutes from the first record of its machine (the records' `env.boot_id`,
   one per boot of the machine) in the results set to its own `started_at`;
 - its **relative value** of a part of the epoch (`wall_ms`, `gpu_ms`, `host_ms`): its steady
-  median divided by the median over its configuration's processes, minus 1; a configuration
+  median divided by the median of its configuration's other processes, minus 1 (leaving itself
+  out, so that the middle process of a configuration is not exactly 0 by construction); a
+  configuration
   joins a part where that part's median is at least MIN_SHARE of its epoch's (so the host work
   of a configuration whose host does next to nothing does not count).
 
@@ -105,8 +107,11 @@ def measure(groups: Sequence) -> list[Drift]:
             if ref <= 0 or not walls or ref < MIN_SHARE * statistics.median(walls):
                 continue
             configs += 1
-            xs += [m for m, _ in points]
-            ys += [v / ref - 1.0 for _, v in points]
+            for i, (m, v) in enumerate(points):
+                others = statistics.median(w for j, (_, w) in enumerate(points) if j != i)
+                if others > 0:
+                    xs.append(m)
+                    ys.append(v / others - 1.0)
         if configs < 2:
             continue
         rho = p = None
@@ -126,8 +131,8 @@ def measure(groups: Sequence) -> list[Drift]:
 
 
 RULE = (f"Busy time: minutes from the first record of the process's machine (its boot) in this "
-        f"results set. Relative value: the process's steady median over its configuration's "
-        f"median, minus 1 (configurations of {MIN_PROCESSES} or more processes in which the part "
+        f"results set. Relative value: the process's steady median over the median of its "
+        f"configuration's other processes, minus 1 (configurations of {MIN_PROCESSES} or more processes in which the part "
         f"is at least {MIN_SHARE:.0%} of the epoch). Spearman's rank "
         f"correlation of the two, pooled over configurations, Holm-corrected over the parts at "
         f"{ALPHA:g}; each band gives the median relative value of the processes that started in "

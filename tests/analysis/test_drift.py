@@ -83,3 +83,17 @@ def test_the_table_has_one_column_per_band():
     assert headers[5] == "0-5 min" and len(headers) == 5 + 6
     assert [r[0] for r in rows] == ["epoch (wall clock)", "GPU time", "host work"]
     assert all(len(r) == len(headers) for r in rows)
+
+
+def test_the_docs_block_renders_the_table_or_says_why_not():
+    from types import SimpleNamespace
+    from analysis.block_generators_drift import drift_block
+    text = drift_block(SimpleNamespace(groups=aggregate(plant(0.003))), None)
+    assert text.startswith("Parts of the epoch that drift with the machine's busy time: epoch "
+                           "(wall clock), host work.")
+    assert "| host work | 48 |" in text and "2 machine boot(s)" in text
+    old = plant(0.003)
+    for r in old:
+        del r["env"]["boot_id"]                         # records older than the key
+    text = drift_block(SimpleNamespace(groups=aggregate(old)), None)
+    assert text.startswith("Not measured in this results set") and "|" not in text
