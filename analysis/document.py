@@ -125,7 +125,11 @@ def fmt_num(v: float | None, digits: int = 3) -> str:
         return f"{v:,.0f}"
     if a >= 100:
         return f"{v:.1f}"
-    return f"{v:.{digits}g}" if a < 1 else f"{v:.2f}"
+    if a < 1:
+        text = f"{v:.{digits}g}"
+        if abs(float(text)) < 1:
+            return text
+    return f"{v:.2f}"     # (also a value just under 1 that rounds to 1: '1.00', not '1')
 
 
 def _decimals(v: float) -> int:

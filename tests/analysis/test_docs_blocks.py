@@ -541,3 +541,9 @@ def test_a_data_movement_cost_is_signed_unless_it_prints_as_zero(monkeypatch, es
     monkeypatch.setattr(ranking, "data_movement",
                         lambda groups, g: Effect(estimate, Interval(low, high), 10, 10))
     assert ranking.movement_text([], None) == text
+
+
+@pytest.mark.parametrize("v, text", [(0.99998, "1.00"), (-0.99999, "-1.00"), (0.123456, "0.123"),
+                                     (1.0, "1.00"), (150.26, "150.3"), (12345.6, "12,346")])
+def test_a_number_just_under_one_prints_as_the_numbers_of_one_do(v, text):
+    assert fmt_num(v) == text
