@@ -95,7 +95,9 @@
 #   report      analysis/report.py (report.md/html, summary.csv, plots, cost model) where the set
 #               holds the matrix stage's records/results.jsonl (a multi-GPU set does not: left
 #               out, and said so), the results set's README.md and manifest.json, and the
-#               generated numbers of README.md and docs/ (analysis/docs_blocks.py)
+#               generated numbers of README.md and docs/ (analysis/docs_blocks.py). Alone
+#               (--stages report) it reads records only and runs on any machine, with no GPU
+#               and no build: on the set named by --out, or on every set under docs/results/
 #
 # Every stage can be rerun on its own and resumes: the matrix runner skips the processes that
 # already have a record, so a run stopped half-way (or split over several sittings) continues
@@ -185,6 +187,37 @@ timed() {
 
 stage_build() { bash experiments/scripts/build.sh build -DMEMSTRAT_BUILD_TESTS=OFF; }
 has_stage build && timed build stage_build
+# The report stage alone reads records only: it runs on any machine, with a GPU or without, on the
+# set named by --out, or on every set under docs/results/ when none is named.
+REPORT_ONLY=0
+[ "$(echo $STAGES)" = report ] && REPORT_ONLY=1
+if [ "$REPORT_ONLY" = 1 ] && [ -z "$OUT_DIR" ]; then
+  sets=()
+  for d in docs/results/*/; do [ -d "$d/records" ] && sets+=("${d%/}"); done
+  [ ${#sets[@]} -gt 0 ] || { echo "reproduce: no results set under docs/results/ to report on" >&2; exit 2; }
+  for d in "${sets[@]}"; do bash "$REPO/experiments/scripts/reproduce.sh" --stages report --out "$d" || exit $?; done
+  exit 0
+fi
+if [ "$REPORT_ONLY" = 1 ]; then
+  [ -d "$OUT_DIR/records" ] || { echo "reproduce: $OUT_DIR holds no records/: not a results set" >&2; exit 2; }
+  GPU_NAME="$($PY - "$OUT_DIR" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/records/*.jsonl")):
+    for line in open(f, errors="replace"):
+        try:
+            name = (json.loads(line).get("env") or {}).get("gpu_name")
+        except ValueError:
+            continue
+        if name:
+            print(name)
+            sys.exit(0)
+sys.exit(1)
+PY
+)" || { echo "reproduce: no record in $OUT_DIR/records/ names its GPU" >&2; exit 2; }
+  RECORDS="$OUT_DIR/records"
+  log "report on $OUT_DIR ($GPU_NAME), from its records only"
+fi
+if [ "$REPORT_ONLY" = 0 ]; then
 [ -x "$MS" ] || { echo "reproduce: $MS is missing; run the build stage" >&2; exit 2; }
 if ! "$MS" info >/dev/null 2>&1; then
   echo "reproduce: no usable GPU here ('$MS info' says why); nothing to measure" >&2
@@ -244,6 +277,7 @@ elif [ -z "${MEMSTRAT_GIT_SHA:-}" ] && git -C "$REPO" rev-parse --git-dir >/dev/
     && [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no)" ]; then
   log "warning: the working tree has uncommitted changes that the build of ${COMMIT:-an unknown commit} does not record (records name it as built); commit them and rebuild (stage build) before publishing"
 fi
+fi  # REPORT_ONLY = 0
 
 stage_data() {
   $PY experiments/scripts/get_mnist.py ${MEMSTRAT_DATA:+--data "$MEMSTRAT_DATA"}
