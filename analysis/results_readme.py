@@ -233,8 +233,9 @@ def readme_text(m: dict[str, Any], generated: Sequence[str]) -> str:
     if stages:
         total = sum(stages.values())
         lines += [f"Time on this GPU: {_minutes(total)} in all "
-                  "(the matrix runner resumes, so the stages may have run in several "
-                  "sittings):", "", "| stage | time |", "|---|---|"]
+                  "(the stages resume, so a stage may have run in several sittings: its "
+                  "time is their sum, reproduce.sh's stage_seconds.log):", "",
+                  "| stage | time |", "|---|---|"]
         lines += [f"| {k} | {_minutes(v)} |" for k, v in stages.items()]
         lines.append("")
     lines += ["## Contents", "", "| file | what | records |", "|---|---|---|"]

@@ -173,15 +173,46 @@ fi
 T0=$(date +%s)
 declare -A STAGE_SECONDS=()
 STAGE_SKIPPED=0
+# The stages' seconds over every sitting: a stage stopped half-way (time up, Ctrl-C, a failure)
+# and resumed later counts each sitting's part. One line "STAGE SECONDS [interrupted]" per stage
+# and sitting, in the work directory's stage_seconds.log (LEDGER, known once the GPU is: until
+# then lines wait in PENDING); the report stage passes the sums to the set's README.
+LEDGER=""
+PENDING=()
+RUNNING_STAGE=""
+RUNNING_T=0
+ledger_add() {
+  if [ -n "$LEDGER" ]; then echo "$*" >> "$LEDGER"; else PENDING+=("$*"); fi
+}
+ledger_open() {
+  LEDGER="$1"
+  local line
+  for line in ${PENDING[@]+"${PENDING[@]}"}; do echo "$line" >> "$LEDGER"; done
+  PENDING=()
+}
+ledger_sums() {  # "matrix=4210,stream=3120," from the ledger (empty without one)
+  [ -n "$LEDGER" ] && [ -f "$LEDGER" ] || return 0
+  awk 'NF >= 2 && $2 ~ /^[0-9]+$/ { s[$1] += $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+       END { for (i = 1; i <= n; i++) printf "%s=%d,", order[i], s[order[i]] }' "$LEDGER"
+}
+on_exit() {
+  if [ -n "$RUNNING_STAGE" ]; then
+    ledger_add "$RUNNING_STAGE" "$(( $(date +%s) - RUNNING_T ))" interrupted
+  fi
+}
+trap on_exit EXIT
 # timed NAME CMD...: run a stage, remember its seconds (none for a stage that sets STAGE_SKIPPED:
 # it measured nothing on this machine, and the set's README lists the time of each stage)
 timed() {
   local name="$1" t=$(date +%s); shift
   log "stage $name"
   STAGE_SKIPPED=0
+  RUNNING_STAGE="$name"; RUNNING_T=$t
   "$@"
+  RUNNING_STAGE=""
   if [ "$STAGE_SKIPPED" = 1 ]; then log "stage $name skipped"; return 0; fi
   STAGE_SECONDS[$name]=$(( $(date +%s) - t ))
+  [ "$name" = report ] || ledger_add "$name" "${STAGE_SECONDS[$name]}"
   log "stage $name done in ${STAGE_SECONDS[$name]} s"
 }
 
@@ -215,6 +246,9 @@ sys.exit(1)
 PY
 )" || { echo "reproduce: no record in $OUT_DIR/records/ names its GPU" >&2; exit 2; }
   RECORDS="$OUT_DIR/records"
+  # the stage times of a set measured here are in its work directory, named as the set
+  [ -f "results/reproduce/$(basename "$OUT_DIR")/stage_seconds.log" ] &&
+    ledger_open "results/reproduce/$(basename "$OUT_DIR")/stage_seconds.log"
   log "report on $OUT_DIR ($GPU_NAME), from its records only"
 fi
 if [ "$REPORT_ONLY" = 0 ]; then
@@ -248,6 +282,7 @@ fi
 OUT_DIR="${OUT_DIR:-docs/results/$SLUG}"
 WORK="results/reproduce/$SLUG"
 mkdir -p "$OUT_DIR/records" "$WORK"
+ledger_open "$WORK/stage_seconds.log"
 RECORDS="$OUT_DIR/records"
 log "GPU: $GPU_NAME; results set: $OUT_DIR; work directory: $WORK"
 log "stages: $STAGES${NCCL_NVLS_ENABLE:+; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE}"
@@ -475,7 +510,7 @@ stage_report() {
       "the set's README.md and manifest.json are written"
   fi
   $PY analysis/results_readme.py "$OUT_DIR" --command "bash experiments/scripts/reproduce.sh" \
-      --stage-seconds "$(for k in $ALL_STAGES; do [ -n "${STAGE_SECONDS[$k]:-}" ] && printf '%s=%s,' "$k" "${STAGE_SECONDS[$k]}"; done)"
+      --stage-seconds "$(ledger_sums)"
   $PY analysis/docs_blocks.py
 }
 

@@ -78,3 +78,27 @@ def test_no_set_at_all_is_refused(tree):
     shutil.rmtree(tree / "docs/results")
     r = run(tree)
     assert r.returncode == 2 and "no results set under docs/results/" in r.stderr
+
+
+def test_the_readme_gets_each_stages_seconds_summed_over_sittings(tree):
+    work = tree / "results/reproduce/gpu-a"
+    work.mkdir(parents=True)
+    (work / "stage_seconds.log").write_text(
+        "build 80\ndata 1\nmatrix 545 interrupted\ndata 1\nmatrix 540 interrupted\nmatrix 300\n")
+    assert run(tree, "--out", "docs/results/gpu-a").returncode == 0
+    readme = [c for c in calls(tree) if c.startswith("results_readme.py")][0]
+    assert "--stage-seconds build=80,data=2,matrix=1385," in readme
+
+
+def test_a_stage_stopped_half_way_leaves_its_seconds_in_the_ledger(tmp_path):
+    """The data stage fails at once here (no get_mnist.py): the seconds it ran are kept, marked
+    interrupted, so that a later sitting's report counts them."""
+    from script_support import reproduce_tree
+    fake = ('#!/bin/sh\ncase "$1" in\n  info) echo "device 0 of 1: NVIDIA Test GPU" ;;\n'
+            '  --version) echo "memstrat 0.1.0"; echo "commit 0123456789ab" ;;\nesac\n')
+    repo = reproduce_tree(tmp_path, fake)
+    r = subprocess.run(["bash", "experiments/scripts/reproduce.sh", "--stages", "data"],
+                       cwd=repo, capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode != 0
+    ledger = (repo / "results/reproduce/nvidia-test-gpu/stage_seconds.log").read_text().split()
+    assert ledger[0] == "data" and ledger[1].isdigit() and ledger[2] == "interrupted"
