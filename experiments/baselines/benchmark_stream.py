@@ -46,11 +46,14 @@ the table keeps them apart.
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): augment
 light,heavy; the DataLoader with 0,1,2,4,8 workers, pin_memory on, fetch batch, persistent
 workers, prefetch_factor 2 (its best documented settings; pin_memory off stays available with
---pin-memory); memstrat pinned and double-buffer with 1,2,4,8 workers; batch 256, 3 epochs, 3
-processes per configuration. It leaves out the DataLoader with heavy at 0 and 1 workers: the
-numpy warp costs ~110 us per sample in one process, ~7 s per epoch, which alone would take
-over a minute per configuration; with them left out the preset is 48 memstrat + 24 DataLoader
-processes, estimated at 3.7 min on a 16-core H200 host (6.0 min with them).
+--pin-memory); memstrat pinned and double-buffer with 1,2,4,8 workers; batch 256; 10
+processes per configuration (a published row's minimum: docs/methodology.md, "Statistics over
+processes"), each of up to 21 epochs, with --steady-s 1: a configuration whose epoch is long
+(the DataLoader, heavy augmentation, few workers) runs the fewest epochs, 3 at least, that
+give it 2 s of steady work by the estimate, the others 21 (20 steady epochs). It leaves out
+the DataLoader with heavy at 0 and 1 workers: the numpy warp costs ~110 us per sample in one
+process, ~7 s per epoch; with them left out the preset is 160 memstrat + 80 DataLoader
+processes, estimated at 15 min per measure on a 16-core H200 host (23 min with them).
 
 Output: a progress line per run; the table printed and written as Markdown to --out-md
 (default OUT_DIR/benchmark_stream.md); every record (memstrat's and the DataLoader's, schema
@@ -63,6 +66,7 @@ some runs failed (the report lists which).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,13 +112,16 @@ STEP_MS = {"memstrat": 12.0, "dataloader": 190.0}
 PROCESS_S = {"memstrat": 0.8, "dataloader": 3.0}
 WORKER_START_S = 0.1
 TRAIN_SAMPLES = 60000
-REPRODUCE_TARGET_S = 240.0
+MIN_EPOCHS = 3          # --steady-s: epoch 1 is warm-up; two steady epochs at least
+STEADY_SAFETY = 2.0     # --steady-s: the estimate's margin, for a host slower than the H200's
+REPRODUCE_TARGET_S = 960.0
 REPRODUCE = {"augments": ["light", "heavy"], "workers": [0, 1, 2, 4, 8],
              "strategies": ["pinned", "double-buffer"], "pin_memory": ["on"],
-             "fetch": ["batch"], "batch": 256, "epochs": 3, "repeats": 3,
+             "fetch": ["batch"], "batch": 256, "epochs": 21, "steady_s": 1.0, "repeats": 10,
              "dataloader_skip": [("heavy", 0), ("heavy", 1)]}
 REPRODUCE_WHY = ("--reproduce: with 0 or 1 workers the numpy warp takes ~7 s per epoch; left "
-                 "out so that the preset fits about 4 minutes on a 16-core H200 host")
+                 "out so that the preset fits about 16 minutes (estimated) on a 16-core H200 "
+                 "host")
 
 
 def worker_list(s: str) -> list[int]:
@@ -162,7 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "pytorch_prefetch_graph.py --measure pipeline) (default %(default)s)")
     p.add_argument("--batch", type=int, default=256, help="batch size (default %(default)s)")
     p.add_argument("--epochs", type=int, default=5,
-                   help="epochs per run (default %(default)s; median over epochs 2..N)")
+                   help="epochs per run (default %(default)s; median over epochs 2..N); with "
+                        "--steady-s, the most a run makes")
+    p.add_argument("--steady-s", type=float, default=None, metavar="S",
+                   help="each configuration runs the fewest epochs (3 at least, --epochs at "
+                        "most) whose steady epochs 2..N take STEADY_SAFETY x S seconds by the "
+                        "plan's estimate of its epoch: a slow configuration (the DataLoader, "
+                        "heavy augmentation, few workers) still gets S s of steady work per "
+                        "process, a fast one --epochs (default: every run makes --epochs)")
     p.add_argument("--quick", action="store_true",
                    help="workers 1,4, light only, pinned and double-buffer, pin_memory on, "
                         "3 epochs")
@@ -188,6 +202,17 @@ class Plan:
     skip: list[tuple[str, int]] = field(default_factory=list)   # DataLoader (augment, workers)
     why: str = ""
     measure: str = "epoch"
+    steady_s: float | None = None     # --steady-s: epochs per configuration from its estimate
+    samples: int = TRAIN_SAMPLES      # training samples per epoch (--train-samples)
+
+    def epochs_for(self, side: str, config: tuple) -> int:
+        """The epochs a run of `config` makes: --epochs, or with --steady-s the fewest (3 at
+        least, --epochs at most) whose steady epochs take STEADY_SAFETY x steady_s seconds by
+        epoch_seconds."""
+        if self.steady_s is None:
+            return self.epochs
+        steady = math.ceil(STEADY_SAFETY * self.steady_s / epoch_seconds(self, side, config))
+        return max(MIN_EPOCHS, min(self.epochs, 1 + steady))
 
     @property
     def suffix(self) -> str:
@@ -217,6 +242,10 @@ class Plan:
     def notes(self) -> list[str]:
         why = f" ({self.why})" if self.why else ""
         out = []
+        if self.steady_s is not None:
+            out.append(f"epochs per configuration (--steady-s {self.steady_s:g}): the fewest, "
+                       f"{MIN_EPOCHS} to {self.epochs}, whose steady epochs take "
+                       f"{STEADY_SAFETY:g} x {self.steady_s:g} s by the plan's estimate")
         for aug in self.augments:
             ws = [str(w) for w in self.workers if (aug, w) in self.skip]
             if ws:
@@ -233,24 +262,41 @@ def make_plan(a: argparse.Namespace) -> Plan:
         raise ValueError("--epochs must be >= 2 (epoch 1 is warm-up)")
     if a.batch < 1:
         raise ValueError("--batch must be >= 1")
+    if a.steady_s is not None and not (0 < a.steady_s < 3600):
+        raise ValueError("--steady-s must be a number of seconds above 0 (and below 3600)")
+    if a.steady_s is not None and a.epochs < MIN_EPOCHS:
+        raise ValueError(f"--steady-s needs --epochs >= {MIN_EPOCHS}")
     return Plan(a.strategies, a.workers, a.augments, a.pin_memory, a.fetch, a.batch, a.epochs,
-                list(a.dataloader_skip), REPRODUCE_WHY if a.reproduce else "", a.measure)
+                list(a.dataloader_skip), REPRODUCE_WHY if a.reproduce else "", a.measure,
+                a.steady_s, a.train_samples or TRAIN_SAMPLES)
 
 
-def estimate_seconds(plan: Plan, repeats: int, samples: int = TRAIN_SAMPLES) -> float:
-    """The plan's time on the H200 host (NUMPY_US, MEMSTRAT_US, STEP_MS, PROCESS_S): a process's
-    start plus its epochs; an epoch takes the longer of the workers' production and the
-    training steps (0 workers: both, one after the other); the pipeline measure has no step."""
+def epoch_seconds(plan: Plan, side: str, config: tuple, samples: int | None = None) -> float:
+    """One epoch of a run on the H200 host (NUMPY_US, MEMSTRAT_US, STEP_MS): the longer of the
+    workers' production and the training steps (0 workers: both, one after the other); the
+    pipeline measure has no step."""
     scale = (256 / plan.batch) if plan.measure == "epoch" else 0.0
+    samples = plan.samples if samples is None else samples
+    if side == "memstrat":
+        _, aug, w = config
+        return max(samples * MEMSTRAT_US[aug] / 1e6 / w, STEP_MS["memstrat"] * scale / 1e3)
+    aug, w, _, fetch = config
+    make = samples * NUMPY_US[aug] / 1e6 * (FETCH_SAMPLE_FACTOR if fetch == "sample" else 1)
+    step = STEP_MS["dataloader"] * scale / 1e3
+    return make + step if w == 0 else max(make / w, step)
+
+
+def estimate_seconds(plan: Plan, repeats: int, samples: int | None = None) -> float:
+    """The plan's time on the H200 host (epoch_seconds, PROCESS_S): a process's start plus its
+    epochs."""
     total = PROCESS_S["dataloader"]  # the check before the first run
-    for _, aug, w in plan.memstrat_runs():
-        epoch = max(samples * MEMSTRAT_US[aug] / 1e6 / w, STEP_MS["memstrat"] * scale / 1e3)
-        total += repeats * (PROCESS_S["memstrat"] + plan.epochs * epoch)
-    for aug, w, _, fetch in plan.dataloader_runs():
-        make = samples * NUMPY_US[aug] / 1e6 * (FETCH_SAMPLE_FACTOR if fetch == "sample" else 1)
-        step = STEP_MS["dataloader"] * scale / 1e3
-        epoch = make + step if w == 0 else max(make / w, step)
-        total += repeats * (PROCESS_S["dataloader"] + w * WORKER_START_S + plan.epochs * epoch)
+    for c in plan.memstrat_runs():
+        total += repeats * (PROCESS_S["memstrat"] + plan.epochs_for("memstrat", c)
+                            * epoch_seconds(plan, "memstrat", c, samples))
+    for c in plan.dataloader_runs():
+        total += repeats * (PROCESS_S["dataloader"] + c[1] * WORKER_START_S
+                            + plan.epochs_for("dataloader", c)
+                            * epoch_seconds(plan, "dataloader", c, samples))
     return total
 
 
@@ -411,7 +457,7 @@ def write_report(records: Sequence[dict], out_md: Path) -> None:
 # runs
 
 def run_spec(runner: pr.Runner, plan: Plan, s: pr.RunSpec) -> pr.RunResult:
-    b, e = str(plan.batch), str(plan.epochs)
+    b, e = str(plan.batch), str(plan.epochs_for(s.side, s.config))
     if s.side == "memstrat":
         strategy, aug, w = s.config
         return runner.memstrat(s.tag, s.label,
@@ -455,13 +501,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
     except ValueError as e:
         return usage(str(e))
-    est = estimate_seconds(plan, a.repeats, a.train_samples or TRAIN_SAMPLES)
+    est = estimate_seconds(plan, a.repeats)
+    lengths = sorted({plan.epochs_for(s.side, s.config) for s in order})
+    epochs = (f"{lengths[0]}" if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}") \
+        if lengths else str(plan.epochs)
     n_mem = sum(s.side == "memstrat" for s in order)
     print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on a 16-core H200 host; augments "
           f"{plan.augments}, workers {plan.workers}, memstrat strategies {plan.strategies}, "
           f"DataLoader pin_memory {plan.pins} x fetch {plan.fetches}; {a.repeats} processes per "
           f"configuration: {n_mem} memstrat + {len(order) - n_mem} DataLoader runs of "
-          f"{plan.epochs} epochs, batch {plan.batch}, u8, in one shuffled order (seed "
+          f"{epochs} epochs, batch {plan.batch}, u8, in one shuffled order (seed "
           f"{a.shuffle_seed})" + "".join(f"; {n}" for n in plan.notes()), flush=True)
     try:
         data_dir = memstrat_inputs.resolve_data_dir(a.data)

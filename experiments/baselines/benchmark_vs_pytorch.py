@@ -34,11 +34,11 @@ faster). memstrat runs with
 --no-profile unless --profile (the baseline has no profiler either).
 
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): batches
-64,256,1024, hidden 256, transfers f32,u8, 4 epochs, 3 processes per configuration, the curve
-check at hidden 256 and batch 256. It leaves out memstrat `pageable` with u8 (pageable runs
-f32 only), so that it fits about 3 minutes on an H200: 63 memstrat + 27 PyTorch processes and
-the curve check's 2, estimated at 177 s (185 s with pageable u8). The estimate is printed
-before anything runs (also with --dry-run).
+64,256,1024, hidden 256, transfers f32,u8, 21 epochs (20 steady), 10 processes per
+configuration on each side (a published row's minimum: docs/methodology.md, "Statistics over
+processes"), the curve check at hidden 256 and batch 256: 240 memstrat + 90 PyTorch processes
+and the curve check's 2, estimated at 19 min on an H200. The estimate is printed before
+anything runs (also with --dry-run).
 
 Part 2, loss curves. `memstrat train --strategy resident --transfer f32 --epochs 1
 --batch 256 --gemm cublas` (no TF32) exports its initial weights and sample order
@@ -87,11 +87,11 @@ TAG = "vs-pytorch"
 PYTORCH_MS = {8: 6000.0, 64: 660.0, 256: 190.0, 1024: 70.0}
 MEMSTRAT_MS = {8: 182.0, 64: 28.0, 256: 15.0, 1024: 12.0}
 PROCESS_S = {"memstrat": 0.8, "pytorch": 3.0}
-REPRODUCE_TARGET_S = 180.0
-REPRODUCE_WHY = "--reproduce: so that the preset fits about 3 minutes on an H200"
+REPRODUCE_TARGET_S = 1200.0
+REPRODUCE_WHY = "--reproduce: so that the preset fits about 20 minutes on an H200"
 REPRODUCE = {"batches": [64, 256, 1024], "hiddens": [256], "transfers": ["f32", "u8"],
-             "epochs": 4, "repeats": 3, "curve_hiddens": [256], "curve_batch": 256,
-             "leave_out": [("pageable", "u8")]}
+             "epochs": 21, "repeats": 10, "curve_hiddens": [256], "curve_batch": 256,
+             "leave_out": []}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,7 +54,8 @@
 #               (analysis/timeline.py; docs/profiling.md shows them)
 #   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
 #               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py), end to
-#               end and as pipeline throughput (no step on either side); needs
+#               end and as pipeline throughput (no step on either side), 10 processes per
+#               configuration (about 50 minutes on an H200 by the scripts' estimates); needs
 #               the pins of experiments/baselines/requirements.txt (torch), checked first:
 #               python3 -m pip install -r experiments/baselines/requirements.txt
 #   pipelines   memstrat's resident with GPU augmentation beside the strongest PyTorch pipelines

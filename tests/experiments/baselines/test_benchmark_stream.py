@@ -157,29 +157,62 @@ def test_reproduce_plan_and_estimate(capsys, data):
     a = p.parse_args(["--reproduce"])
     pr.apply_preset(a, p, bs.REPRODUCE, [*bs.REPRODUCE, "quick"])
     plan = bs.make_plan(a)
-    assert (plan.strategies, plan.pins, plan.fetches, plan.batch, plan.epochs, a.repeats) == \
-        (["pinned", "double-buffer"], ["on"], ["batch"], 256, 3, 3)
+    assert (plan.strategies, plan.pins, plan.fetches, plan.batch, plan.epochs, a.repeats,
+            plan.steady_s) == (["pinned", "double-buffer"], ["on"], ["batch"], 256, 21, 10, 1.0)
     # memstrat: 2 strategies x workers 1,2,4,8 x 2 augments; the DataLoader: light at 0..8,
     # heavy at 2,4,8
     assert len(plan.memstrat_runs()) == 16 and len(plan.dataloader_runs()) == 5 + 3
     assert ("heavy", 0, "on", "batch") not in plan.dataloader_runs()
-    assert len(plan.specs(3)) == 3 * 24 == 72
-    est = bs.estimate_seconds(plan, 3)
-    assert 150 < est <= bs.REPRODUCE_TARGET_S
+    assert len(plan.specs(10)) == 10 * 24 == 240
+    est = bs.estimate_seconds(plan, 10)
+    assert 600 < est <= bs.REPRODUCE_TARGET_S
     plan.skip = []                            # the trim is what keeps it under the target
-    assert bs.estimate_seconds(plan, 3) > bs.REPRODUCE_TARGET_S
+    assert bs.estimate_seconds(plan, 10) > bs.REPRODUCE_TARGET_S
     assert bs.main(["--reproduce", "--dry-run", "--data", str(data)]) == bs.EXIT_OK
     out = capsys.readouterr().out
     assert out.startswith(f"plan: estimated {est / 60:.1f} min ({est:.0f} s)")
-    assert "48 memstrat + 24 DataLoader runs" in out
+    assert "160 memstrat + 80 DataLoader runs of 3-21 epochs" in out
     assert "DataLoader with --augment heavy and 0, 1 workers: not run (--reproduce" in out
+    assert "epochs per configuration (--steady-s 1): the fewest, 3 to 21" in out
+
+
+def test_steady_s_gives_a_slow_configuration_fewer_epochs_and_enough_steady_work():
+    p = bs.build_parser()
+    a = p.parse_args(["--epochs", "21", "--steady-s", "1"])
+    plan = bs.make_plan(a)
+    for side, runs in (("memstrat", plan.memstrat_runs()), ("dataloader", plan.dataloader_runs())):
+        for c in runs:
+            e = plan.epochs_for(side, c)
+            assert bs.MIN_EPOCHS <= e <= 21
+            steady = (e - 1) * bs.epoch_seconds(plan, side, c)
+            # enough steady work by the estimate, or all 20 steady epochs
+            assert e == 21 or steady >= bs.STEADY_SAFETY * 1.0
+            # and no more epochs than that needs
+            assert e == bs.MIN_EPOCHS or (e - 2) * bs.epoch_seconds(plan, side, c) < 2.0
+    assert plan.epochs_for("memstrat", ("pinned", "light", 8)) == 21          # ~12 ms epochs
+    assert plan.epochs_for("dataloader", ("heavy", 2, "on", "batch")) == 3    # ~3.3 s epochs
+    # without --steady-s every run makes --epochs
+    fixed = bs.make_plan(p.parse_args(["--epochs", "7"]))
+    assert {fixed.epochs_for("dataloader", c) for c in fixed.dataloader_runs()} == {7}
+
+    class Runner:  # what run_spec asks for, run nothing
+        def memstrat(self, tag, label, args):
+            return args
+
+        def script(self, script, tag, label, args):
+            return args
+    for spec in plan.specs(1):
+        args = bs.run_spec(Runner(), plan, spec)
+        assert args[args.index("--epochs") + 1] == str(plan.epochs_for(spec.side, spec.config))
 
 
 BAD = [["--workers", "1,-2"], ["--augments", "medium"], ["--strategies", "resident"],
        ["--strategies", "zero-copy-staged"], ["--pin-memory", "maybe"], ["--repeats", "0"],
        ["--epochs", "1"], ["--batch", "0"], ["--dataloader-skip", "heavy"],
        ["--reproduce", "--quick"], ["--reproduce", "--workers", "1,2"],
-       ["--reproduce", "--pin-memory", "on,off"], ["--from-records", "/nonexistent.jsonl"],
+       ["--reproduce", "--pin-memory", "on,off"], ["--reproduce", "--steady-s", "2"],
+       ["--steady-s", "0"], ["--steady-s", "-1"], ["--steady-s", "nan"],
+       ["--steady-s", "1", "--epochs", "2"], ["--from-records", "/nonexistent.jsonl"],
        ["--data", "/nonexistent"], ["--memstrat", "/nonexistent/memstrat"]]
 
 
@@ -201,7 +234,7 @@ def test_whole_run_and_from_records_round_trip(tmp_path, data):
     recs = pr.read_records([out / "records.jsonl"])
     plan, = pr.plans(recs)
     assert [pr.tag_of(r) for r in pr.run_records(recs)] == plan["order"]
-    assert len(plan["order"]) == 72 and plan["repeats"] == 3 and plan["shuffle_seed"] == 1
+    assert len(plan["order"]) == 240 and plan["repeats"] == 10 and plan["shuffle_seed"] == 1
     assert md.splitlines()[2] == ("GPU Fake GPU, driver 999.1, commit 0123456789ab, command "
                                   "`python3 experiments/baselines/benchmark_stream.py "
                                   + " ".join(argv) + "`")

@@ -125,25 +125,22 @@ def test_reproduce_plan_and_estimate(capsys, data):
     a = p.parse_args(["--reproduce"])
     pr.apply_preset(a, p, bench.REPRODUCE, bench.PRESET_OPTIONS)
     plan = bench.make_plan(a)
-    assert plan.configs == [(64, 256, 4), (256, 256, 4), (1024, 256, 4)]
-    assert plan.curve_hiddens == [256] and a.curve_batch == 256 and a.repeats == 3
-    # 3 batches x (3 strategies x f32,u8 + pageable f32) memstrat, x 3 PyTorch modes
-    assert len(plan.memstrat_runs()) == 3 * 7 and len(plan.pytorch_runs()) == 3 * 3
+    # every published row: 10 processes of 20 steady epochs (docs/methodology.md)
+    assert plan.configs == [(64, 256, 21), (256, 256, 21), (1024, 256, 21)]
+    assert plan.curve_hiddens == [256] and a.curve_batch == 256 and a.repeats == 10
+    # 3 batches x 4 strategies x f32,u8 memstrat, x 3 PyTorch modes
+    assert len(plan.memstrat_runs()) == 3 * 8 and len(plan.pytorch_runs()) == 3 * 3
     specs = plan.specs(a.repeats)
-    assert len(specs) == 3 * (21 + 9) == 90
-    assert sum(s.side == "memstrat" for s in specs) == 63
+    assert len(specs) == 10 * 3 * (8 + 3) == 330
+    assert sum(s.side == "memstrat" for s in specs) == 240
     est = bench.estimate_seconds(plan, a.repeats)
-    assert 150 < est <= bench.REPRODUCE_TARGET_S
-    # the trim is what keeps it under the target, and the notes say so
-    assert bench.estimate_seconds(bench.Plan(plan.configs, plan.transfers, plan.curve_hiddens),
-                                  3) > bench.REPRODUCE_TARGET_S
-    assert plan.notes() == ["left out (--leave-out): memstrat pageable with u8 (--reproduce: so "
-                            "that the preset fits about 3 minutes on an H200)"]
+    assert 900 < est <= bench.REPRODUCE_TARGET_S
+    assert plan.notes() == []
     assert bench.main(["--reproduce", "--dry-run", "--data", str(data)]) == bench.EXIT_OK
     out = capsys.readouterr().out
     assert out.startswith(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on an H200")
-    assert "63 memstrat + 27 PyTorch processes" in out and "(+2 processes)" in out
-    assert len([ln for ln in out.splitlines() if ln.strip()[:1].isdigit()]) == 90
+    assert "240 memstrat + 90 PyTorch processes" in out and "(+2 processes)" in out
+    assert len([ln for ln in out.splitlines() if ln.strip()[:1].isdigit()]) == 330
 
 
 BAD = [["--repeats", "0"], ["--shuffle-seed", "-1"], ["--reproduce", "--quick"],
