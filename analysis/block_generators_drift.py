@@ -22,11 +22,8 @@ def drift_block(rs: ResultsSet, a: BlockArgs) -> str:
     if not drifts:
         return (f"{NOT_MEASURED.capitalize()}: its records name no machine boot (`env.boot_id`) and start "
                 f"time for {drift.MIN_PROCESSES} or more processes of two configurations.")
-    found = [d.label for d in drifts if d.drifts]
     doc = Doc()
-    doc.p(("Parts of the epoch that drift with the machine's busy time: " + ", ".join(found) + "."
-           if found else "No part of the epoch drifts with the machine's busy time.")
-          + f" Processes from {drifts[0].machines} machine boot(s).")
+    doc.p(drift.summary(drifts) + f" Processes from {drifts[0].machines} machine boot(s).")
     doc.table(*drift.table(drifts))
     doc.ul([drift.RULE])
     return doc.markdown()

@@ -1,25 +1,28 @@
-"""Drift over a machine's busy time: do its processes slow down the longer it has been running?
+"""Where spread between processes comes from, beyond the strategy: the machine's busy time,
+and the process's own host.
 
 A configuration's processes are spread over the whole run in a shuffled order, so a machine
 whose speed changes while it works does not bias one configuration against another: it widens
 every configuration's spread between processes instead (analysis/spread.py finds that spread;
-this finds whether busy time carries it). For each timed process:
+this tests two sources of it). For each timed process:
 
 - its **busy time**: minutes from the first record of its machine (the records' `env.boot_id`,
   one per boot of the machine) in the results set to its own `started_at`;
+- its **relative set-up time**: its `setup.ms` (loading the data, allocating, building graphs:
+  host work before epoch 1) over the median of its configuration's other processes, minus 1;
 - its **relative value** of a part of the epoch (`wall_ms`, `gpu_ms`, `host_ms`): its steady
-  median divided by the median of its configuration's other processes, minus 1 (leaving itself
-  out, so that the middle process of a configuration is not exactly 0 by construction); a
-  configuration
-  joins a part where that part's median is at least MIN_SHARE of its epoch's (so the host work
-  of a configuration whose host does next to nothing does not count).
+  median over the median of its configuration's other processes, minus 1 (leaving itself out,
+  so that the middle process of a configuration is not exactly 0 by construction). A
+  configuration joins a part where that part's median is at least MIN_SHARE of its epoch's (so
+  the host work of a configuration whose host does next to nothing does not count).
 
-Spearman's rank correlation (`scipy.stats.spearmanr`) of relative value against busy time,
-pooled over every configuration with at least MIN_PROCESSES processes, tests for a monotonic
-drift; the p-values of the parts are Holm-corrected together (stats.holm). The bands give its
-size: the median relative value of the processes in each BAND_MINUTES of busy time. A part
-whose GPU time stays flat while its host work drifts points at the host (its CPUs or memory),
-not at the GPU or the strategy.
+Spearman's rank correlation (`scipy.stats.spearmanr`) of relative value against busy time, and
+against relative set-up time, pooled over every configuration with at least MIN_PROCESSES
+processes; the p-values of every part and both tests are Holm-corrected together (stats.holm).
+The bands give the drift's size: the median relative value of the processes in each
+BAND_MINUTES of busy time. A part that drifts while GPU time stays flat points at the host (its
+CPUs or memory); a part that follows set-up time slows with its process's own host, whatever
+the machine's busy time (where its memory and threads landed, say), not with the strategy.
 """
 from __future__ import annotations
 
@@ -47,12 +50,18 @@ class Drift:
     configurations: int
     machines: int
     rho: float | None             # Spearman's rho of relative value against busy time
-    p: float | None               # Holm-adjusted over PARTS
+    p: float | None               # Holm-adjusted over every test of `measure`
     bands: tuple[tuple[int, int, float], ...]   # (band start, minutes; processes; median rel.)
+    setup_rho: float | None = None  # ... against the process's relative set-up time
+    setup_p: float | None = None
 
     @property
     def drifts(self) -> bool:
         return self.p is not None and self.p < ALPHA
+
+    @property
+    def follows_setup(self) -> bool:
+        return self.setup_p is not None and self.setup_p < ALPHA
 
 
 def _started(record: dict) -> datetime.datetime | None:
@@ -93,41 +102,68 @@ def measure(groups: Sequence) -> list[Drift]:
     machines = {_machine(r) for r in every if id(r) in minutes}
     raw = []
     for metric, label in PARTS:
-        xs, ys, configs = [], [], 0
+        xs, ys, setups, configs = [], [], [], 0
         for g in groups:
             points = []
             for r in g.timing_records:
                 values = steady_values(r, metric)
                 if values and id(r) in minutes:
-                    points.append((minutes[id(r)], statistics.median(values)))
+                    points.append((minutes[id(r)], statistics.median(values), _setup_ms(r)))
             if len(points) < MIN_PROCESSES:
                 continue
-            ref = statistics.median(v for _, v in points)
+            ref = statistics.median(v for _, v, _ in points)
             walls = [statistics.median(w) for w in map(steady_values, g.timing_records) if w]
             if ref <= 0 or not walls or ref < MIN_SHARE * statistics.median(walls):
                 continue
             configs += 1
-            for i, (m, v) in enumerate(points):
-                others = statistics.median(w for j, (_, w) in enumerate(points) if j != i)
-                if others > 0:
+            for i, (m, v, _) in enumerate(points):
+                others = [p for j, p in enumerate(points) if j != i]
+                mid = statistics.median(w for _, w, _ in others)
+                if mid > 0:
                     xs.append(m)
-                    ys.append(v / others - 1.0)
+                    ys.append(v / mid - 1.0)
+                    setups.append(_relative(points[i][2], [u for _, _, u in others]))
         if configs < 2:
             continue
-        rho = p = None
-        if len(set(xs)) > 1 and len(set(ys)) > 1:
-            res = sps.spearmanr(xs, ys)
-            rho, p = float(res.statistic), float(res.pvalue)
+        rho, p = _spearman(xs, ys)
+        paired = [(y, u) for y, u in zip(ys, setups) if u is not None]
+        setup_rho, setup_p = _spearman([u for _, u in paired], [y for y, _ in paired])
         bands: dict[int, list[float]] = {}
         for x, y in zip(xs, ys):
             bands.setdefault(int(x // BAND_MINUTES) * BAND_MINUTES, []).append(y)
         raw.append([metric, label, len(xs), configs, rho, p,
-                    tuple((b, len(v), statistics.median(v)) for b, v in sorted(bands.items()))])
-    adjusted = holm([r[5] for r in raw if r[5] is not None])
-    it = iter(adjusted)
-    return [Drift(metric, label, n, configs, len(machines), rho,
-                  next(it) if p is not None else None, bands)
-            for metric, label, n, configs, rho, p, bands in raw]
+                    tuple((b, len(v), statistics.median(v)) for b, v in sorted(bands.items())),
+                    setup_rho, setup_p])
+    # one family: busy time and set-up time, every part
+    ps = [q for r in raw for q in (r[5], r[8]) if q is not None]
+    it = iter(holm(ps))
+    out = []
+    for metric, label, n, configs, rho, p, bands, setup_rho, setup_p in raw:
+        p_adj = next(it) if p is not None else None
+        setup_adj = next(it) if setup_p is not None else None
+        out.append(Drift(metric, label, n, configs, len(machines), rho, p_adj, bands,
+                         setup_rho, setup_adj))
+    return out
+
+
+def _setup_ms(record: dict) -> float | None:
+    v = (record.get("setup") or {}).get("ms")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def _relative(value: float | None, others: Sequence[float | None]) -> float | None:
+    """value over the median of `others`, minus 1; None when any is missing."""
+    if value is None or not others or any(o is None for o in others):
+        return None
+    mid = statistics.median(others)
+    return value / mid - 1.0 if mid > 0 else None
+
+
+def _spearman(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None, None
+    res = sps.spearmanr(xs, ys)
+    return float(res.statistic), float(res.pvalue)
 
 
 RULE = (f"Busy time: minutes from the first record of the process's machine (its boot) in this "
@@ -136,9 +172,24 @@ RULE = (f"Busy time: minutes from the first record of the process's machine (its
         f"is at least {MIN_SHARE:.0%} of the epoch). Spearman's rank "
         f"correlation of the two, pooled over configurations, Holm-corrected over the parts at "
         f"{ALPHA:g}; each band gives the median relative value of the processes that started in "
-        f"those {BAND_MINUTES} minutes of busy time (analysis/drift.py). The order of the "
+        f"those {BAND_MINUTES} minutes of busy time. Set-up time: the same correlation with "
+        f"the process's own set-up (`setup.ms`: loading the data, allocating, building graphs, "
+        f"all on the host before epoch 1) relative to its configuration's other processes, "
+        f"in the same Holm family: a part that follows it slows with its process's host, "
+        f"whatever the machine's busy time (analysis/drift.py). The order of the "
         f"processes is shuffled, so a drift widens every configuration's spread between "
         f"processes without favouring one configuration.")
+
+
+def summary(drifts: Sequence[Drift]) -> str:
+    """'Parts of the epoch that drift with the machine's busy time: host work. Parts that follow
+    their process's own set-up time: ...' (or that none does)."""
+    busy = [d.label for d in drifts if d.drifts]
+    own = [d.label for d in drifts if d.follows_setup]
+    return ((f"Parts of the epoch that drift with the machine's busy time: {', '.join(busy)}."
+             if busy else "No part of the epoch drifts with the machine's busy time.") + " " +
+            (f"Parts that follow their process's own set-up time: {', '.join(own)}."
+             if own else "No part follows its process's own set-up time."))
 
 
 def _pct(rel: float) -> str:
@@ -147,15 +198,19 @@ def _pct(rel: float) -> str:
 
 
 def table(drifts: Sequence[Drift]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows: one row per part, one column per band of busy time."""
+    """Headers and rows: one row per part; the busy-time test, the set-up-time test, then one
+    column per band of busy time."""
     starts = sorted({b for d in drifts for b, _, _ in d.bands})
-    headers = ["part", "processes", "Spearman rho", "Holm p", "drifts"] + [
-        f"{b}-{b + BAND_MINUTES} min" for b in starts]
+    headers = ["part", "processes", "busy time: rho", "Holm p", "drifts",
+               "set-up time: rho", "Holm p"] + [f"{b}-{b + BAND_MINUTES} min" for b in starts]
     rows = []
     for d in drifts:
         cells = {b: f"{_pct(rel)} (n={n})" for b, n, rel in d.bands}
-        rows.append([d.label, str(d.processes),
-                     "n/a" if d.rho is None else f"{d.rho:+.3f}",
-                     "n/a" if d.p is None else f"{d.p:.2g}",
-                     "yes" if d.drifts else "no"] + [cells.get(b, "") for b in starts])
+        rows.append([d.label, str(d.processes), _num(d.rho, "+.3f"), _num(d.p, ".2g"),
+                     "yes" if d.drifts else "no", _num(d.setup_rho, "+.3f"),
+                     _num(d.setup_p, ".2g")] + [cells.get(b, "") for b in starts])
     return headers, rows
+
+
+def _num(v: float | None, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)

@@ -417,10 +417,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
     drifts = drift.measure(groups)
     if drifts:
         doc.h(3, "Drift over a machine's busy time")
-        found = [d.label for d in drifts if d.drifts]
-        doc.p(("The processes drift with their machine's busy time in: " + ", ".join(found)
-               + ". " if found else "No part of the epoch drifts with the machine's busy time. ")
-              + drift.RULE)
+        doc.p(drift.summary(drifts) + " " + drift.RULE)
         doc.table(*drift.table(drifts))
 
     written: dict[str, list[Path]] = {name: [] for name in PLOTS}

@@ -9,7 +9,7 @@ from analysis.aggregate import aggregate
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 
 
-def record(strategy, minute, boot, gpu, host, rng, epochs=21):
+def record(strategy, minute, boot, gpu, host, rng, epochs=21, setup=80.0):
     eps = []
     for e in range(epochs):
         g = gpu * (1 + 0.002 * rng.standard_normal())
@@ -22,7 +22,7 @@ def record(strategy, minute, boot, gpu, host, rng, epochs=21):
         "config": {"strategy": strategy, "scenario": "refresh", "transfer": "u8", "batch": 256,
                    "hidden": [256], "epochs": epochs, "gemm": "cublas", "profile": False,
                    "seed": 1, "run_tag": f"{strategy}-{minute}", "epoch_form": "per-batch"},
-        "epochs": eps,
+        "epochs": eps, "setup": {"ms": setup * (1 + 0.002 * rng.standard_normal())},
     }
 
 
@@ -79,8 +79,9 @@ def test_a_part_that_is_a_small_share_of_the_epoch_is_left_out():
 
 def test_the_table_has_one_column_per_band():
     headers, rows = drift.table(drift.measure(aggregate(plant(0.003))))
-    assert headers[:5] == ["part", "processes", "Spearman rho", "Holm p", "drifts"]
-    assert headers[5] == "0-5 min" and len(headers) == 5 + 6
+    assert headers[:7] == ["part", "processes", "busy time: rho", "Holm p", "drifts",
+                           "set-up time: rho", "Holm p"]
+    assert headers[7] == "0-5 min" and len(headers) == 7 + 6
     assert [r[0] for r in rows] == ["epoch (wall clock)", "GPU time", "host work"]
     assert all(len(r) == len(headers) for r in rows)
 
@@ -90,10 +91,31 @@ def test_the_docs_block_renders_the_table_or_says_why_not():
     from analysis.block_generators_drift import drift_block
     text = drift_block(SimpleNamespace(groups=aggregate(plant(0.003))), None)
     assert text.startswith("Parts of the epoch that drift with the machine's busy time: epoch "
-                           "(wall clock), host work.")
+                           "(wall clock), host work. No part follows its process's own set-up "
+                           "time.")
     assert "| host work | 48 |" in text and "2 machine boot(s)" in text
     old = plant(0.003)
     for r in old:
         del r["env"]["boot_id"]                         # records older than the key
     text = drift_block(SimpleNamespace(groups=aggregate(old)), None)
     assert text.startswith("Not measured in this results set") and "|" not in text
+
+
+def test_a_process_whose_own_host_is_slow_is_found_by_its_set_up_time():
+    """No drift with busy time; each process has a host factor that slows its set-up and its
+    host work alike (where its memory landed, say), GPU time untouched."""
+    rng = np.random.default_rng(7)
+    recs = []
+    for i, s in enumerate(("pinned", "pageable", "resident")):
+        for m in rng.permutation(np.arange(30))[:10]:
+            f = 1 + 0.15 * rng.random()
+            recs.append(record(s, int(m), "a", gpu=5.0 + i, host=3.0 * f, rng=rng, setup=80 * f))
+    d = by_metric(drift.measure(aggregate(recs)))
+    assert d["host_ms"].follows_setup and d["host_ms"].setup_rho > 0.5
+    assert not d["host_ms"].drifts and not d["gpu_ms"].follows_setup
+    assert drift.summary(list(d.values())).endswith(
+        "Parts that follow their process's own set-up time: epoch (wall clock), host work.")
+    for r in recs:
+        del r["setup"]                       # records without it: no set-up test
+    d = by_metric(drift.measure(aggregate(recs)))
+    assert d["host_ms"].setup_rho is None and d["host_ms"].setup_p is None
