@@ -20,8 +20,9 @@ from analysis.results_set import ResultsSet
 def drift_block(rs: ResultsSet, a: BlockArgs) -> str:
     drifts = drift.measure(rs.groups)
     if not drifts:
-        return (f"{NOT_MEASURED.capitalize()}: its records name no machine boot (`env.boot_id`) and start "
-                f"time for {drift.MIN_PROCESSES} or more processes of two configurations.")
+        return (f"{NOT_MEASURED.capitalize()}: its records name no machine boot "
+                f"(`env.boot_id`) and start time for {drift.MIN_PROCESSES} or more processes of "
+                f"two configurations.")
     doc = Doc()
     doc.p(drift.summary(drifts) + f" Processes from {drifts[0].machines} machine boot(s).")
     doc.table(*drift.table(drifts))

@@ -168,17 +168,17 @@ def _spearman(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, f
 
 RULE = (f"Busy time: minutes from the first record of the process's machine (its boot) in this "
         f"results set. Relative value: the process's steady median over the median of its "
-        f"configuration's other processes, minus 1 (configurations of {MIN_PROCESSES} or more processes in which the part "
-        f"is at least {MIN_SHARE:.0%} of the epoch). Spearman's rank "
-        f"correlation of the two, pooled over configurations, Holm-corrected over the parts at "
-        f"{ALPHA:g}; each band gives the median relative value of the processes that started in "
-        f"those {BAND_MINUTES} minutes of busy time. Set-up time: the same correlation with "
-        f"the process's own set-up (`setup.ms`: loading the data, allocating, building graphs, "
-        f"all on the host before epoch 1) relative to its configuration's other processes, "
-        f"in the same Holm family: a part that follows it slows with its process's host, "
-        f"whatever the machine's busy time (analysis/drift.py). The order of the "
-        f"processes is shuffled, so a drift widens every configuration's spread between "
-        f"processes without favouring one configuration.")
+        f"configuration's other processes, minus 1 (configurations of {MIN_PROCESSES} or more "
+        f"processes in which the part is at least {MIN_SHARE:.0%} of the epoch). Spearman's "
+        f"rank correlation of the two, pooled over configurations; each band gives the median "
+        f"relative value of the processes that started in those {BAND_MINUTES} minutes of busy "
+        f"time. Set-up time: the same correlation with the process's own set-up (`setup.ms`: "
+        f"loading the data, allocating, building graphs, all on the host before epoch 1) "
+        f"relative to its configuration's other processes: a part that follows it slows with "
+        f"its process's host, whatever the machine's busy time. Both tests of every part are "
+        f"Holm-corrected together at {ALPHA:g} (analysis/drift.py). The order of the processes "
+        f"is shuffled, so neither source favours one configuration over another: each widens "
+        f"every configuration's spread between processes.")
 
 
 def summary(drifts: Sequence[Drift]) -> str:

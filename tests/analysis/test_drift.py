@@ -36,8 +36,8 @@ def plant(host_per_minute, boots=("a", "b"), strategies=("pinned", "pageable", "
         minutes = rng.permutation(np.arange(30))
         for i, s in enumerate(strategies):
             for m in minutes[i * 8:(i + 1) * 8]:
-                out.append(record(s, int(m), boot, gpu=5.0 + i, host=3.0 * (1 + host_per_minute * m),
-                                  rng=rng))
+                host = 3.0 * (1 + host_per_minute * m)
+                out.append(record(s, int(m), boot, gpu=5.0 + i, host=host, rng=rng))
     return out
 
 
