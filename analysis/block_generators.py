@@ -29,7 +29,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from analysis.aggregate import Group, GroupKey, aggregate, representative, variant_rank
-from analysis.document import Doc, fmt_num, fmt_with_interval
+from analysis.document import Doc, fmt_num, fmt_places, interval_places
 from analysis import spread as spread_rules
 from analysis.results_set import ResultsSet
 from analysis.stats import (MIN_PROCESSES, UNSTABLE_HALF_WIDTH, Effect, Summary, interval_text,
@@ -203,13 +203,16 @@ def value(s: Summary | None, unit: str = " ms") -> str:
     return f"{fmt_num(s.median)}{unit} {interval_text(s.ci, fmt_num)}, n={s.n}"
 
 
-def effect_text(e: Effect | None, unit: str = "×") -> str:
+def effect_text(e: Effect | None, unit: str = "×", signed: bool = False) -> str:
     """'0.675× [0.671, 0.676]': a Hodges-Lehmann ratio (or shift) with its Moses interval, all
-    three at the decimals the interval resolves (document.fmt_with_interval)."""
+    three at the decimals the interval resolves (document.interval_places); `signed`: a '+'
+    before an estimate above zero as printed ('+0.210 ms [0.190, 0.230]', '0.000 ms [...]')."""
     if e is None:
         return NOT_MEASURED
-    fmt = fmt_with_interval(e.estimate, e.ci.low, e.ci.high)
-    return f"{fmt(e.estimate)}{unit} {interval_text(e.ci, fmt)}"
+    places = interval_places(e.estimate, e.ci.low, e.ci.high)
+    sign = "+" if signed and round(e.estimate, places) > 0 else ""
+    return (f"{sign}{fmt_places(e.estimate, places)}{unit} "
+            f"{interval_text(e.ci, lambda v: fmt_places(v, places))}")
 
 
 def group_value(g: Group | None, metric: str = "wall_ms") -> str:

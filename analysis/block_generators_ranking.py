@@ -100,9 +100,7 @@ def movement_text(groups: Sequence[Group], g: Group) -> str | None:
     dm = data_movement(groups, g)
     if dm is None:
         return None
-    text = effect_text(dm, " ms")
-    shown = float(text.split(" ")[0].replace(",", ""))  # the estimate as printed
-    return f"+{text}" if shown > 0 else text
+    return effect_text(dm, " ms", signed=True)
 
 
 def movement_clause(groups: Sequence[Group], g: Group) -> str:

@@ -8,7 +8,7 @@ import html
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 
 class Doc:
@@ -142,8 +142,8 @@ def _decimals(v: float) -> int:
     return 2 - math.floor(math.log10(a))
 
 
-def fmt_with_interval(estimate: float, low: float, high: float) -> Callable[[float], str]:
-    """A formatter for an estimate and its interval's ends, all at one number of decimals: the
+def interval_places(estimate: float, low: float, high: float) -> int:
+    """The decimals at which an estimate and its interval's ends are printed together: the
     fewer of fmt_num's for the largest of them and two significant digits of the interval's
     width. So no value is printed finer than its interval resolves, nor in exponent form:
     '0.000 [-0.027, 0.030]', not '-7.55e-05 [-0.0265, 0.0304]'."""
@@ -152,14 +152,14 @@ def fmt_with_interval(estimate: float, low: float, high: float) -> Callable[[flo
     places = _decimals(max(values, key=abs)) if values else 2
     if width > 0:
         places = min(places, max(0, 1 - math.floor(math.log10(width))))
+    return places
 
-    def fmt(v: float) -> str:
-        if not math.isfinite(v):
-            return fmt_num(v)
-        text = f"{v:,.{places}f}"
-        # a value that rounds to zero has no sign to show
-        return text.lstrip("-") if float(text.replace(",", "")) == 0 else text
-    return fmt
+
+def fmt_places(v: float, places: int) -> str:
+    """v at `places` decimals (thousands separated); a value that rounds to zero unsigned."""
+    if not math.isfinite(v):
+        return fmt_num(v)
+    return f"{0.0 if round(v, places) == 0 else v:,.{places}f}"
 
 
 def also_as(png: Path) -> str:

@@ -33,7 +33,6 @@ from typing import Sequence
 
 from scipy import stats as sps
 
-from analysis.spread import steady_values
 from analysis.stats import ALPHA, holm
 
 MIN_PROCESSES = 3     # per configuration: its median is the reference of its processes
@@ -81,17 +80,12 @@ def _machine(record: dict) -> str | None:
 def busy_minutes(records: Sequence[dict]) -> dict[int, float]:
     """id(record) -> minutes since the first of `records` from the same machine (boot); records
     without a start time or a boot id are left out."""
+    known = [(id(r), t, m) for r in records
+             if (t := _started(r)) is not None and (m := _machine(r)) is not None]
     first: dict[str, datetime.datetime] = {}
-    for r in records:
-        t, m = _started(r), _machine(r)
-        if t is not None and m is not None and (m not in first or t < first[m]):
-            first[m] = t
-    out = {}
-    for r in records:
-        t, m = _started(r), _machine(r)
-        if t is not None and m is not None:
-            out[id(r)] = (t - first[m]).total_seconds() / 60.0
-    return out
+    for _, t, m in known:
+        first[m] = min(t, first.get(m, t))
+    return {key: (t - first[m]).total_seconds() / 60.0 for key, t, m in known}
 
 
 def measure(groups: Sequence) -> list[Drift]:
@@ -104,16 +98,14 @@ def measure(groups: Sequence) -> list[Drift]:
     for metric, label in PARTS:
         xs, ys, setups, configs = [], [], [], 0
         for g in groups:
-            points = []
-            for r in g.timing_records:
-                values = steady_values(r, metric)
-                if values and id(r) in minutes:
-                    points.append((minutes[id(r)], statistics.median(values), _setup_ms(r)))
+            # each process's steady median (aggregate.Group's, in timing_records' order)
+            points = [(minutes[id(r)], v, _setup_ms(r))
+                      for r, v in zip(g.timing_records, g.process_medians(metric))
+                      if v is not None and id(r) in minutes]
             if len(points) < MIN_PROCESSES:
                 continue
-            ref = statistics.median(v for _, v, _ in points)
-            walls = [statistics.median(w) for w in map(steady_values, g.timing_records) if w]
-            if ref <= 0 or not walls or ref < MIN_SHARE * statistics.median(walls):
+            ref, wall = statistics.median(v for _, v, _ in points), g.median("wall_ms")
+            if ref <= 0 or wall is None or ref < MIN_SHARE * wall:
                 continue
             configs += 1
             for i, (m, v, _) in enumerate(points):
