@@ -79,9 +79,9 @@ def test_a_part_that_is_a_small_share_of_the_epoch_is_left_out():
 
 def test_the_table_has_one_column_per_band():
     headers, rows = drift.table(drift.measure(aggregate(plant(0.003))))
-    assert headers[:7] == ["part", "processes", "busy time: rho", "Holm p", "drifts",
-                           "set-up time: rho", "Holm p"]
-    assert headers[7] == "0-5 min" and len(headers) == 7 + 6
+    assert headers[:9] == ["part", "processes", "machines: Holm p", "boots' medians",
+                           "busy time: rho", "Holm p", "drifts", "set-up time: rho", "Holm p"]
+    assert headers[9] == "0-5 min" and len(headers) == 9 + 6
     assert [r[0] for r in rows] == ["epoch (wall clock)", "GPU time", "host work"]
     assert all(len(r) == len(headers) for r in rows)
 
@@ -90,7 +90,8 @@ def test_the_docs_block_renders_the_table_or_says_why_not():
     from types import SimpleNamespace
     from analysis.block_generators_drift import drift_block
     text = drift_block(SimpleNamespace(groups=aggregate(plant(0.003))), None)
-    assert text.startswith("Parts of the epoch that drift with the machine's busy time: epoch "
+    assert text.startswith("No part of the epoch differs between the machines (boots) that ran "
+                           "the set. Parts that drift with the machine's busy time: epoch "
                            "(wall clock), host work. No part follows its process's own set-up "
                            "time.")
     assert "| host work | 48 |" in text and "2 machine boot(s)" in text
@@ -119,3 +120,35 @@ def test_a_process_whose_own_host_is_slow_is_found_by_its_set_up_time():
         del r["setup"]                       # records without it: no set-up test
     d = by_metric(drift.measure(aggregate(recs)))
     assert d["host_ms"].setup_rho is None and d["host_ms"].setup_p is None
+
+
+def test_a_slow_boot_is_found_between_machines_and_not_as_a_process_factor():
+    """Boot b runs the host 12% slower, set-up included (another tenant's load, say); no drift
+    and no per-process factor. The machines test finds host work; the set-up test, within a
+    boot, does not (pooled over boots it would: slow set-up and slow epochs share the boot)."""
+    recs = plant(0.0, boots=("a", "b"), seed=3)
+    for r in recs:
+        if r["env"]["boot_id"] == "b":
+            r["setup"]["ms"] *= 1.12
+            for e in r["epochs"]:
+                e["host_ms"] *= 1.12
+                e["wall_ms"] = e["gpu_ms"] + e["host_ms"]
+    d = by_metric(drift.measure(aggregate(recs)))
+    host = d["host_ms"]
+    assert host.differs_by_machine and not d["gpu_ms"].differs_by_machine
+    assert not host.follows_setup and not host.drifts
+    (na, lo), (nb, hi) = host.levels                  # boot a first: it started first
+    assert na == nb == 24 and hi - lo > 0.08
+    assert drift.summary(list(d.values())).startswith(
+        "Parts of the epoch that differ between the machines (boots) that ran the set: epoch "
+        "(wall clock), host work. No part drifts")
+    headers, rows = drift.table([host])
+    assert rows[0][headers.index("boots' medians")].endswith("(2 boots)")
+
+
+def test_one_boot_has_no_machines_test():
+    d = by_metric(drift.measure(aggregate(plant(0.003, boots=("a",)))))
+    assert d["host_ms"].machine_p is None and d["host_ms"].levels[0][0] == 24
+    headers, rows = drift.table([d["host_ms"]])
+    assert rows[0][headers.index("machines: Holm p")] == "n/a"
+    assert rows[0][headers.index("boots' medians")].endswith("(1 boot)")
