@@ -119,8 +119,8 @@ def measure(groups: Sequence) -> list[Drift]:
     every = [r for g in groups for r in g.timing_records]
     minutes = busy_minutes(every)
     first = _first_starts(_known(every))
-    order = sorted(first, key=lambda m: (first[m], m))
-    raw = []
+    order = sorted(first, key=lambda m: (first[m], m))   # boots in order of their first start
+    drafts = []                                           # p-values not yet adjusted
     for metric, label in PARTS:
         points, configs = _relative_points(groups, metric, minutes)
         if configs < 2:
@@ -128,40 +128,42 @@ def measure(groups: Sequence) -> list[Drift]:
         by_machine: dict[str, list[tuple[float, float, float | None]]] = {}
         for machine, x, y, u in points:
             by_machine.setdefault(machine, []).append((x, y, u))
-        xs, ys, paired = [], [], []
-        for machine, pts in by_machine.items():
-            # within the machine: its own level taken out (the machine test sees the levels)
-            y_mid = statistics.median(y for _, y, _ in pts)
-            known = [u for _, _, u in pts if u is not None]
-            u_mid = statistics.median(known) if known else 0.0
-            for x, y, u in pts:
-                xs.append(x)
-                ys.append(y - y_mid)
-                if u is not None:
-                    paired.append((u - u_mid, y - y_mid))
+        xs, ys, setups = _within_machine(by_machine.values())
         rho, p = _spearman(xs, ys)
+        paired = [(u, y) for u, y in zip(setups, ys) if u is not None]
         setup_rho, setup_p = _spearman([u for u, _ in paired], [y for _, y in paired])
-        levels = [(m, [y for _, y, _ in by_machine[m]]) for m in order if m in by_machine]
-        tested = [v for _, v in levels if len(v) >= MIN_PROCESSES]
+        levels = [[y for _, y, _ in by_machine[m]] for m in order if m in by_machine]
+        tested = [v for v in levels if len(v) >= MIN_PROCESSES]
         machine_p = (float(sps.kruskal(*tested).pvalue)
                      if len(tested) >= 2 and len({y for v in tested for y in v}) > 1 else None)
         bands: dict[int, list[float]] = {}
         for x, y in zip(xs, ys):
             bands.setdefault(int(x // BAND_MINUTES) * BAND_MINUTES, []).append(y)
-        raw.append([metric, label, len(xs), configs, rho, p,
-                    tuple((b, len(v), statistics.median(v)) for b, v in sorted(bands.items())),
-                    setup_rho, setup_p, machine_p,
-                    tuple((len(v), statistics.median(v)) for _, v in levels)])
-    # one family: the three tests of every part
-    ps = [q for r in raw for q in (r[5], r[8], r[9]) if q is not None]
-    it = iter(holm(ps))
-    adj = lambda q: next(it) if q is not None else None  # noqa: E731  (in the order of ps)
-    out = []
-    for metric, label, n, configs, rho, p, bands, setup_rho, setup_p, machine_p, lv in raw:
-        p_adj, setup_adj, machine_adj = adj(p), adj(setup_p), adj(machine_p)
-        out.append(Drift(metric, label, n, configs, len(first), rho, p_adj, bands,
-                         setup_rho, setup_adj, machine_adj, lv))
-    return out
+        drafts.append(Drift(
+            metric, label, len(xs), configs, len(first), rho, p,
+            tuple((b, len(v), statistics.median(v)) for b, v in sorted(bands.items())),
+            setup_rho, setup_p, machine_p,
+            tuple((len(v), statistics.median(v)) for v in levels)))
+    # one family: the three tests of every part (adjusted in the order they are listed here)
+    it = iter(holm([q for d in drafts for q in (d.p, d.setup_p, d.machine_p) if q is not None]))
+    adj = lambda q: next(it) if q is not None else None  # noqa: E731
+    return [dataclasses.replace(d, p=adj(d.p), setup_p=adj(d.setup_p), machine_p=adj(d.machine_p))
+            for d in drafts]
+
+
+def _within_machine(machines) -> tuple[list[float], list[float], list[float | None]]:
+    """Busy minutes, relative values and relative set-up times of every machine's points, each
+    machine's median value and set-up time taken out (the machines test sees those levels)."""
+    xs, ys, setups = [], [], []
+    for pts in machines:
+        y_mid = statistics.median(y for _, y, _ in pts)
+        known = [u for _, _, u in pts if u is not None]
+        u_mid = statistics.median(known) if known else 0.0
+        for x, y, u in pts:
+            xs.append(x)
+            ys.append(y - y_mid)
+            setups.append(None if u is None else u - u_mid)
+    return xs, ys, setups
 
 
 def _relative_points(groups: Sequence, metric: str, minutes: dict[int, float]
