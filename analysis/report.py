@@ -416,7 +416,7 @@ def build_report(inputs: Sequence[str | Path], out: str | Path, title: str | Non
         doc.table(spread.HEADERS, spread_rows)
     drifts = drift.measure(groups)
     if drifts:
-        doc.h(3, "Drift over a machine's busy time")
+        doc.h(3, "Machines, and drift over a machine's busy time")
         doc.p(drift.summary(drifts) + " " + drift.RULE)
         doc.table(*drift.table(drifts))
 
