@@ -1,11 +1,12 @@
-"""The drift block: whether a results set's processes slow down (or speed up) with their
-machine's busy time, per part of the epoch (analysis/drift.py's test, rendered).
+"""The drift block: whether a results set's processes differ between the machines (boots) that
+ran them, and slow down (or speed up) with their machine's busy time or their own set-up time,
+per part of the epoch (analysis/drift.py's tests, rendered).
 
     <!-- generated:drift from docs/results/nvidia-h200 -->
 
 Registered with analysis/block_generators.py's ``@generator`` (analysis/docs_blocks.py imports
 this module). It reads every timed process of the set, whatever the marker's batch or scenario:
-busy time is the machine's, shared by all of them. A set whose records name no machine boot
+boots and busy time are the machine's, shared by all of them. A set whose records name no machine boot
 (`env.boot_id`) or no start time says so instead of a table.
 """
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Where spread between processes comes from, beyond the strategy: the machine's busy time,
-and the process's own host.
+"""Where spread between processes comes from, beyond the strategy: the machine (boot) that ran
+the process, the machine's busy time, and the process's own host.
 
 A configuration's processes are spread over the whole run in a shuffled order, so a machine
-whose speed changes while it works does not bias one configuration against another: it widens
-every configuration's spread between processes instead (analysis/spread.py finds that spread;
-this tests two sources of it). For each timed process:
+that is slower than another, or whose speed changes while it works, does not bias one
+configuration against another: it widens every configuration's spread between processes
+instead (analysis/spread.py finds that spread; this tests three sources of it). For each timed process:
 
 - its **busy time**: minutes from the first record of its machine (the records' `env.boot_id`,
   one per boot of the machine) in the results set to its own `started_at`;
