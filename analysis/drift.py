@@ -95,7 +95,11 @@ def busy_minutes(records: Sequence[dict]) -> dict[int, float]:
     """id(record) -> minutes since the first of `records` from the same machine (boot); records
     without a start time or a boot id are left out."""
     known = _known(records)
-    first = _first_starts(known)
+    return _minutes(known, _first_starts(known))
+
+
+def _minutes(known: Sequence[tuple[int, datetime.datetime, str]],
+             first: dict[str, datetime.datetime]) -> dict[int, float]:
     return {key: (t - first[m]).total_seconds() / 60.0 for key, t, m in known}
 
 
@@ -117,8 +121,9 @@ def measure(groups: Sequence) -> list[Drift]:
     """One Drift per part of PARTS that at least two configurations time (aggregate.Group's
     timing records)."""
     every = [r for g in groups for r in g.timing_records]
-    minutes = busy_minutes(every)
-    first = _first_starts(_known(every))
+    known = _known(every)                                 # each start time parsed once
+    first = _first_starts(known)
+    minutes = _minutes(known, first)
     order = sorted(first, key=lambda m: (first[m], m))   # boots in order of their first start
     drafts = []                                           # p-values not yet adjusted
     for metric, label in PARTS:
