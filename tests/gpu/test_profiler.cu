@@ -1,7 +1,8 @@
 // test_profiler.cu: the built-in CUPTI profiler on a real GPU: API calls counted per window
-// (set-up apart from epochs), unified-memory counters (fault-driven vs prefetched), kernel and
-// memcpy time, and a Chrome trace that passes validate_trace_events() and shows copy/compute
-// overlap. Skips with the reason when no CUDA device is usable.
+// (set-up apart from epochs), unified-memory counters (fault-driven vs prefetched, and in a
+// second profiler of the same process), kernel and memcpy time, and a Chrome trace that passes
+// validate_trace_events() and shows copy/compute overlap. Skips with the reason when no CUDA device
+// is usable.
 //
 // Raw cudaMalloc/cudaFree on purpose: the test counts exactly the calls it makes.
 #include <gtest/gtest.h>
@@ -190,6 +191,36 @@ TEST(CuptiProfilerGpu, UnifiedMemoryCountersFaultVersusPrefetch) {
   EXPECT_EQ(prof.late_records(), 0u) << joined(prof.notes());
   CUDA_CHECK(cudaFree(m));
   CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// The unified-memory counters stay enabled once a process has enabled them (disabling them can
+// wait seconds in the driver): a second profiler, after the first has gone, counts with them.
+// ctest runs each test in a process of its own, so both profilers are here.
+TEST(CuptiProfilerGpu, UnifiedMemoryCountersInEachOfTwoProfilers) {
+  SKIP_WITHOUT_GPU();
+  CUDA_CHECK(cudaFree(0));
+  if (!concurrent_managed_access())
+    GTEST_SKIP() << "device without concurrentManagedAccess: no GPU page faults to count";
+  constexpr size_t kN = 4u << 20;  // 16 MiB of floats
+  constexpr size_t kBytes = kN * sizeof(float);
+  float* m = nullptr;
+  CUDA_CHECK(cudaMallocManaged(&m, kBytes));
+  for (int k = 1; k <= 2; ++k) {
+    CuptiProfiler::Options o;
+    CuptiProfiler prof(o);
+    ASSERT_TRUE(prof.api_available()) << "profiler " << k << ":\n" << joined(prof.notes());
+    prof.enable_device_counters();
+    for (size_t i = 0; i < kN; ++i) m[i] = 1.0f;  // the pages go to the host
+    prof.begin_window("epoch 1");
+    add_one<<<264, 256>>>(m, kN);  // and fault back in
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    WindowCounters w = prof.end_window();
+    ASSERT_TRUE(w.um_htod_bytes.has_value()) << "profiler " << k << ":\n" << joined(prof.notes());
+    EXPECT_GE(*w.um_htod_bytes, kBytes) << "profiler " << k;
+    EXPECT_EQ(prof.late_records(), 0u) << "profiler " << k << ":\n" << joined(prof.notes());
+  }
+  CUDA_CHECK(cudaFree(m));
 }
 
 TEST(CuptiProfilerGpu, TraceIsValidAndShowsCopyComputeOverlap) {
