@@ -95,6 +95,11 @@ class GroupKey:
     workers: int | None = None     # the stream scenario's input pipeline; None elsewhere
     prefetch: int | None = None
     augment: str | None = None
+    # Whether the run took its strategy's own launch form (config.launch_form auto, or a record
+    # that predates the option) rather than one named by --launch-form. Not part of the
+    # configuration's identity: a form run both ways is one configuration (the matrices never
+    # run it twice); it decides which form stands for the strategy (variant_rank).
+    own_form: bool = dataclasses.field(default=True, compare=False)
 
     @property
     def hidden_label(self) -> str:
@@ -266,6 +271,7 @@ def group_key(record: dict[str, Any]) -> GroupKey:
         streams=(cfg.get("streams") or DEFAULT_STREAMS) if reads_option(cfg, "streams") else None,
         epochs=int(cfg["epochs"]), other=other,
         epoch_launch=epoch_launch, epoch_form=epoch_form_of(cfg),
+        own_form=cfg.get("launch_form") in (None, "auto"),
         **({"workers": cfg.get("workers"), "prefetch": cfg.get("prefetch"),
             "augment": cfg.get("augment")} if cfg["scenario"] == "stream" else {}))
 
@@ -417,8 +423,8 @@ def slices(groups: Sequence[Group]) -> list[list[Group]]:
 def representative(groups: Sequence[Group]) -> list[Group]:
     """One group per (strategy, scenario, transfer, batch): the strategy's own options at their
     defaults when run; for double-buffer the default variant (depth 2, 1 copy stream) when it
-    was run, else the smallest depth/streams; the default epoch launch (one launch per epoch
-    where the strategy allows it) when run."""
+    was run, else the smallest depth/streams; the strategy's own launch form (config.launch_form
+    auto) when run, else one launch per epoch where the strategy allows it."""
     best: dict[tuple, Group] = {}
     for g in groups:
         k = (g.key.strategy, g.key.scenario, g.key.transfer, g.key.batch)
@@ -429,13 +435,18 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 
 
 def variant_rank(key: GroupKey) -> tuple:
+    """Lower first: the variants a figure shows first. The strategy's own options at their
+    defaults and the step --fused on took; the default pipeline depth; the strategy's own launch
+    form (a form named by --launch-form is a variant of it); then the smaller depth/streams and
+    one launch per epoch. The first two entries are (0, 0) for a strategy at its defaults,
+    whatever its launch form."""
     launch = 0 if key.epoch_launch else 1
-    # the variants a figure shows first: the strategy's own defaults, the step --fused on took
+    own = 0 if key.own_form else 1
     custom = len(key.custom_strategy_options()) + (0 if key.option("fused", True) else 1)
     if key.depth is None:
-        return (custom, 0, 0, 0, launch)
+        return (custom, 0, own, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS
-    return (custom, 0 if is_default else 1, key.depth, key.streams or 0, launch)
+    return (custom, 0 if is_default else 1, own, key.depth, key.streams or 0, launch)
 
 
 def reference_batch(groups: Sequence[Group]) -> int | None:

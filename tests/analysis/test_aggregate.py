@@ -287,3 +287,32 @@ def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):
     assert trained.runs == 2 * len(base) and "consumer" not in trained.key.variant_label
     piped = next(g for g in groups if g.key.option("consumer") == "none")
     assert piped.key.variant_label.endswith("(no consumer: the pipeline alone)")
+
+
+def test_the_strategys_own_launch_form_stands_for_it(fixtures_dir):
+    """A strategy run at its own launch form (config.launch_form auto) and, as variants, at forms
+    named by --launch-form: the figures and tables show the own form, even where a named form
+    launches the epoch once; records that predate the option are the own form."""
+    import copy
+    base = [r for r in load_records(fixtures_dir / "repeats.jsonl")]
+    own = copy.deepcopy(base)
+    for r in own:
+        r["config"].update(launch_form="auto", epoch_form="graph", epoch_launch=False)
+    named = copy.deepcopy(base)
+    for r in named:
+        r["config"].update(launch_form="kernel", epoch_form="kernel", epoch_launch=True)
+        for e in r["epochs"]:
+            e["wall_ms"] = e["wall_ms"] / 2
+    groups = aggregate(own + named)
+    assert len(groups) == 2
+    (rep,) = representative(groups)
+    assert rep.key.epoch_form == "graph" and rep.key.own_form
+    # without the own form, the one-launch form is the variant shown
+    (rep,) = representative([g for g in groups if g.key.epoch_form == "kernel"])
+    assert rep.key.epoch_form == "kernel" and not rep.key.own_form
+    # before the option existed every form was the strategy's own: one launch per epoch first
+    old = copy.deepcopy(own + named)
+    for r in old:
+        del r["config"]["launch_form"]
+    (rep,) = representative(aggregate(old))
+    assert rep.key.epoch_form == "kernel" and rep.key.own_form
