@@ -148,9 +148,10 @@ def estimate_seconds(a: argparse.Namespace) -> float:
 
 
 def memstrat_args(a: argparse.Namespace, aug: str, m: str) -> list[str]:
-    """memstrat-resident's options for one augmentation and measure."""
+    """memstrat-resident's options for one augmentation and measure; timed with the profiler
+    off, as every published timing is (docs/methodology.md, "Profiler on and off")."""
     args = ["--strategy", "resident", "--batch", str(a.batch), "--epochs", str(a.epochs),
-            "--transfer", "u8"]
+            "--transfer", "u8", "--no-profile"]
     if m == "step":
         return args + ["--scenario", "static", "--launch-form", "per-batch"]
     args += ["--scenario", "stream", "--augment", aug, "--augment-device", "gpu"]

@@ -43,6 +43,8 @@ def test_memstrat_runs_resident_with_gpu_augmentation_and_its_step_batch_by_batc
     assert step[step.index("--launch-form") + 1] == "per-batch"
     pipeline = bp.memstrat_args(a, "heavy", "pipeline")
     assert pipeline == epoch + ["--consumer", "none"]
+    # timed with the profiler off, like every published timing
+    assert all("--no-profile" in args for args in (epoch, step, pipeline))
 
 
 def test_records_are_keyed_by_their_run_tag():
