@@ -37,7 +37,7 @@ from analysis.results_set import ResultsSet
 
 SHARE = 0.05        # a data-movement cost under this share of resident's epoch: it stops mattering
 AGREE = 0.15        # measured and predicted crossing widths closer than this: they agree
-SCENARIOS = ("static", "refresh")
+SCENARIOS = ("static", "refresh", "stream")
 TRANSFERS = ("u8", "f32")
 HOW_TO_MEASURE = ("the compute stage: `bash experiments/scripts/reproduce.sh --stages compute` "
                   "(experiments/matrix/matrices/compute.toml)")
@@ -73,15 +73,37 @@ def sweep(rs: ResultsSet, a: BlockArgs) -> Sweep:
                  sorted(h for h in shapes if len(h) > 1))
 
 
+def pipeline_of(g: Group) -> tuple:
+    """The stream scenario's input pipeline (workers, slots, augmentation); () elsewhere."""
+    k = g.key
+    return (k.workers, k.prefetch, k.augment) if k.scenario == "stream" else ()
+
+
+def swept_pipeline(groups: Sequence[Group], strategy: str, transfer: str,
+                   widths: Sequence[int]) -> tuple:
+    """The stream pipeline the sweep ran the strategy with: the one held at the most widths
+    (compute.toml runs one at every width; stream.toml varies it at 256 only), the most
+    workers first."""
+    seen: dict[tuple, set[int]] = {}
+    for g in groups:
+        k = g.key
+        if (k.strategy == strategy and k.scenario == "stream" and k.transfer == transfer
+                and len(k.hidden) == 1 and k.hidden[0] in widths):
+            seen.setdefault(pipeline_of(g), set()).add(k.hidden[0])
+    if not seen:
+        return ()
+    return max(seen, key=lambda p: (len(seen[p]), p[0] or 0, p))
+
+
 def own_form(groups: Sequence[Group], strategy: str, scenario: str, transfer: str,
-             hidden: tuple[int, ...]) -> Group | None:
-    """The strategy's configuration at its own launch form (config.launch_form auto where the
-    records say so, else the form aggregate.variant_rank shows first), at its defaults."""
+             hidden: tuple[int, ...], pipeline: tuple = ()) -> Group | None:
+    """The strategy's configuration at its own launch form, at its defaults (the variant
+    aggregate.variant_rank shows first); in the stream scenario, with the input pipeline
+    given."""
     found = [g for g in groups if g.key.strategy == strategy and g.key.scenario == scenario
-             and g.key.transfer == transfer and g.key.hidden == hidden]
-    auto = [g for g in found if any(r["config"].get("launch_form") == "auto" for r in g.records)]
-    pool = auto or found
-    return min(pool, key=lambda g: variant_rank(g.key)) if pool else None
+             and g.key.transfer == transfer and g.key.hidden == hidden
+             and pipeline_of(g) == pipeline]
+    return min(found, key=lambda g: variant_rank(g.key)) if found else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,8 +212,11 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
             for s in strategies:
                 if s == REFERENCE_STRATEGY and scenario == "static":
                     continue                     # the reference itself: no cost by definition
+                pipe = (swept_pipeline(sw.groups, s, transfer, sw.widths)
+                        if scenario == "stream" else ())
                 own = [g for w in sw.widths
-                       if (g := own_form(sw.groups, s, scenario, transfer, (w,))) is not None]
+                       if (g := own_form(sw.groups, s, scenario, transfer, (w,), pipe))
+                       is not None]
                 pts = [p for g in own if (p := point(sw.groups, g, g.key.hidden[0], tables))]
                 if pts:
                     rows.append([s, *row(pts, sw.widths)])
@@ -200,8 +225,13 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
                                  "no resident run at its form (no data-movement cost)", "n/a",
                                  "n/a", "n/a"])
             if rows:
+                pipes = sorted({p for s in strategies if scenario == "stream"
+                                for p in [swept_pipeline(sw.groups, s, transfer, sw.widths)]
+                                if p})
+                inputs = "".join(f"; {w} workers, {n} slots, {aug} augmentation"
+                                 for w, n, aug in pipes)
                 doc.p(f"**{scenario}, {transfer}** (batch {a.batch}; widths "
-                      f"{', '.join(map(str, sw.widths))})")
+                      f"{', '.join(map(str, sw.widths))}{inputs})")
                 doc.table(["strategy", "launch form", "data movement / resident's epoch, by "
                            "width", f"measured: under {SHARE:.0%} from width",
                            f"predicted: under {SHARE:.0%} from width", "agreement"], rows,

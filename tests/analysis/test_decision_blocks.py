@@ -120,6 +120,38 @@ def test_crossover_uses_the_interval_not_the_estimate(tmp_path):
     assert cells[3] == "1024", cells
 
 
+def test_crossover_in_the_stream_scenario_follows_the_swept_pipeline(tmp_path):
+    """In the stream scenario the sweep's input pipeline (compute.toml: 16 workers, light, at
+    every width) stands for the strategy, not stream.toml's other worker counts at 256; the cost
+    model has no stream model, and the row says so."""
+    runs = [("resident", "static", w, c) for w, c in C.items()]
+    root = write_set(tmp_path, runs)
+    path = root / SET / "records" / "results.jsonl"
+
+    def stream_runs(hidden, wall, workers, augment):
+        out = []
+        for p in range(10):
+            rec = run_record("pinned", "stream", hidden, wall, p)
+            rec["run_id"] += f"-w{workers}-{augment}"
+            rec["config"].update(workers=workers, prefetch=32, augment=augment,
+                                 run_tag=rec["run_id"])
+            out.append(json.dumps(rec))
+        return out
+
+    lines = []
+    for w, c in C.items():                       # swept: 1% above resident at 64, then less
+        lines += stream_runs(w, c * 1.5 if w == 64 else c + 0.1, 16, "light")
+    lines += stream_runs(256, 900.0, 1, "heavy")   # stream.toml's slow pipeline at 256 only
+    with open(path, "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+    text = rendered(root, "crossover stream u8")
+    assert "**stream, u8**" in text and "16 workers, 32 slots, light augmentation" in text
+    cells = [c.strip() for c in row(text, "pinned").split("|")[1:-1]]
+    assert "256: +0.1%" in cells[2] and "64: +50%" in cells[2], cells   # not the 1-worker run
+    assert cells[3] == "256", cells
+    assert cells[4].startswith("no model"), cells
+
+
 def test_crossover_without_a_sweep_says_not_measured_and_how(tmp_path):
     root = write_set(tmp_path, [("resident", "static", 256, 10.0), ("pinned", "static", 256, 12.0)])
     text = rendered(root, "crossover")

@@ -177,15 +177,28 @@ def test_compute_sweeps_the_widths_with_10_processes_of_20_steady_epochs(compute
     assert {c.profile for c in compute.cells} == {False}
 
 
+# stream.toml's strategies: one per hand-off kind
+STREAM_STRATEGIES = {"pageable", "pinned", "double-buffer", "zero-copy", "um-prefetch"}
+
+
 def test_compute_runs_every_strategy_at_its_own_form_at_every_width(compute, all_strategies):
     counts = timing(compute)
     for s in all_strategies:
+        scenarios = ("static", "refresh") + (("stream",) if s["name"] in STREAM_STRATEGIES
+                                             else ())
         for hidden in SWEEP:
             got = {(k.scenario, k.transfer) for k in counts if k.strategy == s["name"]
                    and k.hidden == hidden and (s["name"] == "resident" or
                                                (k.launch_form is None and k.fused is None))}
-            assert got == {(sc, t) for sc in ("static", "refresh") for t in ("u8", "f32")}, \
+            assert got == {(sc, t) for sc in scenarios for t in ("u8", "f32")}, \
                 (s["name"], hidden)
+
+
+def test_compute_streams_with_16_workers_and_light_augmentation(compute):
+    stream = [k for k in timing(compute) if k.scenario == "stream"]
+    assert {k.strategy for k in stream} == STREAM_STRATEGIES
+    assert {(k.workers, k.prefetch, k.augment) for k in stream} == {(16, 32, "light")}
+    assert all(k.workers is None for k in timing(compute) if k.scenario != "stream")
 
 
 def test_compute_has_resident_at_every_configurations_form_and_step(compute, fake):
