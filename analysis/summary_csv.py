@@ -26,7 +26,7 @@ CSV_COLUMNS = (
     "wall_ms_process_min", "wall_ms_process_max", "wall_ms_process_rel_iqr",
     "pooled_epochs_wall_ms_p25", "pooled_epochs_wall_ms_p75",
     "pooled_epochs_wall_ms_min", "pooled_epochs_wall_ms_max",
-    "gpu_ms_median", "gpu_ms_ci_low", "gpu_ms_ci_high", "gpu_ms_ci_coverage",
+    "gpu_ms_median", "gpu_ms_ci_low", "gpu_ms_ci_high", "gpu_ms_ci_method", "gpu_ms_ci_coverage",
     "host_ms_median", "copy_ms_median", "compute_ms_median", "stall_ms_median",
     "h2d_bytes_median", "um_htod_bytes_median", "um_dtoh_bytes_median",
     "um_gpu_faults_median", "um_cpu_faults_median",
@@ -41,9 +41,12 @@ CSV_COLUMNS = (
     "compute_floor_ms", "transfer_floor_ms", "transfer_link", "floor_form", "floor_ms",
     "gpu_ms_over_floor",
     # Data-movement cost: the epoch minus resident's (static) at the same launch form, step and
-    # batch, wall with wall: Hodges-Lehmann shift over processes with its Moses interval.
+    # batch, wall with wall and GPU with GPU: Hodges-Lehmann shift over processes with its
+    # Moses interval.
     "launch_form", "data_movement_ms", "data_movement_ci_low", "data_movement_ci_high",
-    "data_movement_ci_coverage", "data_movement_gpu_ms",
+    "data_movement_ci_method", "data_movement_ci_coverage", "data_movement_gpu_ms",
+    "data_movement_gpu_ms_ci_low", "data_movement_gpu_ms_ci_high",
+    "data_movement_gpu_ms_ci_method", "data_movement_gpu_ms_ci_coverage",
     "overlap_efficiency",
 )
 
@@ -87,6 +90,7 @@ def csv_rows(groups: Sequence[Group], pinned_bw: LinkRates | float | None = None
             "gpu_ms_median": gpu.median if gpu else None,
             "gpu_ms_ci_low": gpu.ci.low if gpu and gpu.ci else None,
             "gpu_ms_ci_high": gpu.ci.high if gpu and gpu.ci else None,
+            "gpu_ms_ci_method": gpu.ci.method if gpu and gpu.ci else None,
             "gpu_ms_ci_coverage": gpu.ci.coverage if gpu and gpu.ci else None,
             **{f"{m}_median": g.median(m) for m in
                ("host_ms", "copy_ms", "compute_ms", "stall_ms", "h2d_bytes",
@@ -106,8 +110,13 @@ def csv_rows(groups: Sequence[Group], pinned_bw: LinkRates | float | None = None
             "data_movement_ms": dm.estimate if dm else None,
             "data_movement_ci_low": dm.ci.low if dm else None,
             "data_movement_ci_high": dm.ci.high if dm else None,
+            "data_movement_ci_method": dm.ci.method if dm else None,
             "data_movement_ci_coverage": dm.ci.coverage if dm else None,
             "data_movement_gpu_ms": dm_gpu.estimate if dm_gpu else None,
+            "data_movement_gpu_ms_ci_low": dm_gpu.ci.low if dm_gpu else None,
+            "data_movement_gpu_ms_ci_high": dm_gpu.ci.high if dm_gpu else None,
+            "data_movement_gpu_ms_ci_method": dm_gpu.ci.method if dm_gpu else None,
+            "data_movement_gpu_ms_ci_coverage": dm_gpu.ci.coverage if dm_gpu else None,
             "overlap_efficiency": p.efficiency if p else None,
         })
     return rows

@@ -252,3 +252,24 @@ def test_only_profiled_runs_are_used_and_flagged():
     gs = groups_of(rec("pinned", gpu=13.0, copy=2.0, h2d=U8_BYTES, profile=True))
     (g,) = gs.values()
     assert g.timing_profiled is True and g.n_processes == 1
+
+
+def test_summary_csv_names_every_intervals_method_and_coverage(tmp_path):
+    """summary.csv gives each interval it prints with its method and coverage: the median's
+    (wall, GPU) and the data-movement shift's (wall, GPU)."""
+    import csv
+    from analysis.stats import MOSES_METHOD
+    from analysis.summary_csv import write_csv
+    runs = []
+    for i in range(10):
+        runs.append(rec("resident", gpu=10.0 + 0.001 * i, epoch_launch=False))
+        runs.append(rec("pinned", gpu=12.5 + 0.001 * i, copy=2.1, h2d=U8_BYTES))
+    path = tmp_path / "summary.csv"
+    write_csv(aggregate(runs), path)
+    row = next(r for r in csv.DictReader(open(path)) if r["strategy"] == "pinned")
+    for prefix in ("ci", "gpu_ms_ci", "data_movement_ci", "data_movement_gpu_ms_ci"):
+        assert row[f"{prefix}_method"], prefix
+        assert float(row[f"{prefix}_coverage"]) >= 0.95, prefix
+    assert row["data_movement_ci_method"] == row["data_movement_gpu_ms_ci_method"] == MOSES_METHOD
+    assert float(row["data_movement_gpu_ms_ci_low"]) <= 2.5 <= float(
+        row["data_movement_gpu_ms_ci_high"])
