@@ -417,6 +417,19 @@ def located(g: Group) -> list[str]:
     return [shifts, spread_rules.format_parts(spread_rules.part_spreads(recs))]
 
 
+def fastest_workers(points: Sequence[Any]) -> tuple[Any, str]:
+    """(the point that stands for a strategy's fastest stream epoch, its label): the smallest
+    median among rank 1 of Holm-corrected Mann-Whitney tests over the worker counts, with the
+    counts the tests cannot tell from it; without enough processes to test, said so."""
+    ranked = rank_by_tests(points, lambda p: p.group.process_values("wall_ms"))
+    top = [r.item for r in ranked if r.rank == 1] or list(points)
+    best = min(top, key=lambda p: p.epoch_ms.median)
+    if not any(r.rank is not None for r in ranked):
+        return best, f"{best.workers} (smallest median; too few processes to test)"
+    tied = sorted(p.workers for p in top if p is not best)
+    return best, f"{best.workers}" + (f" (tied with {', '.join(map(str, tied))})" if tied else "")
+
+
 @generator("stream", defaults={"batch": 256, "transfer": "u8"})
 def stream(rs: ResultsSet, a: BlockArgs) -> str:
     """The stream scenario: where each strategy stops starving (analysis/stream.py's table),
@@ -436,20 +449,23 @@ def stream(rs: ResultsSet, a: BlockArgs) -> str:
         timed = [p for p in curve if p.epoch_ms is not None]
         if not timed:
             continue
-        best = min(timed, key=lambda p: p.epoch_ms.median)
+        best, fastest = fastest_workers(timed)
         base = pick(static, strategy)
         over = NOT_MEASURED
         if base is not None and wall(base) is not None:
             over = effect_text(ratio(base.process_values("wall_ms"),
                                      best.group.process_values("wall_ms")))
-        rows.append([augment, strategy, f"{best.workers}", value(best.epoch_ms),
+        rows.append([augment, strategy, fastest, value(best.epoch_ms),
                      group_value(base), over])
     doc.table(["augment", "strategy", "fastest at workers", "stream ms/epoch there",
                "static ms/epoch", "stream/static [interval]"], rows, align="llrlll")
     envs = [r.get("env") or {} for g in groups for r in g.timing_records]
     hosts = {e.get("cpu_model") for e in envs}
     cores = {e.get("cpu_count") for e in envs}
-    doc.p(f"At batch {a.batch}, {a.transfer}. Stream/static: the fastest worker count's epoch "
+    doc.p(f"At batch {a.batch}, {a.transfer}. Fastest at workers: the smallest median among "
+          "the worker counts no other count of the strategy beats (two-sided Mann-Whitney over "
+          "processes, Holm-corrected over the strategy's worker counts), with those the tests "
+          "cannot tell from it. Stream/static: its epoch "
           "over the same strategy's static epoch (the Hodges-Lehmann ratio with its Moses "
           "interval). Host: " + ", ".join(sorted(map(str, hosts))) + "; "
           + ", ".join(sorted(map(str, cores))) + " logical CPUs, shared by the workers, the "
