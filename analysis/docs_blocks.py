@@ -47,6 +47,7 @@ import analysis.block_generators_model  # noqa: E402,F401  (registers its blocks
 import analysis.block_generators_pipelines  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_ranking  # noqa: E402,F401  (registers its blocks)
 import analysis.block_generators_summary  # noqa: E402,F401  (registers its blocks)
+import analysis.block_generators_timelines  # noqa: E402,F401  (registers its blocks)
 from analysis.records import RecordError  # noqa: E402
 from analysis.results_set import ResultsSet, load_results_set  # noqa: E402
 

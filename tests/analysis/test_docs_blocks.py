@@ -547,3 +547,24 @@ def test_a_data_movement_cost_is_signed_unless_it_prints_as_zero(monkeypatch, es
                                      (1.0, "1.00"), (150.26, "150.3"), (12345.6, "12,346")])
 def test_a_number_just_under_one_prints_as_the_numbers_of_one_do(v, text):
     assert fmt_num(v) == text
+
+
+def test_timelines_block_shows_the_sets_figures_linked_from_the_doc(root):
+    """The timelines block links each timeline figure of the set, relative to the doc's folder,
+    with its trace; a set without them says so and how to draw them, with no image."""
+    doc = write(root, "# P\n\n" + block("timelines relative_to=docs"), "docs/profiling.md")
+    assert run(root) == 0
+    text = body(doc.read_text(), "timelines")
+    assert NOT_MEASURED in text and "--stages timelines" in text and "![" not in text
+    plots = root / SET / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    for s in ("resident", "double-buffer"):
+        (plots / f"timeline_{s}.svg").write_text("<svg/>")
+    assert run(root) == 0
+    text = body(doc.read_text(), "timelines")
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
+    assert links == ["results/nvidia-h200/plots/timeline_double-buffer.svg",
+                     "results/nvidia-h200/plots/timeline_resident.svg"]
+    assert all((doc.parent / link).is_file() for link in links)
+    assert f"`{SET}/traces/resident.json.gz`" in text
+    assert run(root, "--check") == 0
