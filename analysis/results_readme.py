@@ -43,6 +43,12 @@ DESCRIPTIONS = {
     "records/primitives.jsonl": "`memstrat primitives`: each transfer primitive against size",
     "records/stream.jsonl": "the stream scenario: host workers x augmentation "
                             "(experiments/matrix/matrices/stream.toml)",
+    "records/compute.jsonl": "compute per byte: the hidden-width sweep, every strategy at its "
+                             "own form x u8/f32 x static/refresh/stream at batch 256 "
+                             "(experiments/matrix/matrices/compute.toml)",
+    "records/budget.jsonl": "data larger than the device budget: MNIST x 11 under budgets of "
+                            "data-to-budget ratio 0.5 to 8 "
+                            "(experiments/matrix/matrices/budget.toml)",
     "spread/records/spread.jsonl": "the configurations whose run-to-run spread "
                                    "docs/strategies.md explains, under the conditions that "
                                    "change it (experiments/matrix/matrices/spread.toml)",
