@@ -239,12 +239,12 @@ def budget(run_matrix, describe):
     return run_matrix.load_matrix(MATRICES / "budget.toml", describe)
 
 
-def test_budget_runs_10_processes_of_10_steady_epochs_on_11_copies(budget):
+def test_budget_runs_10_processes_of_20_steady_epochs_on_11_copies(budget):
     counts = timing(budget)
     for k, (unprofiled, profiled) in counts.items():
         assert (unprofiled, profiled) == (10, 0), k.key
         assert (k.batch, k.transfer, k.scenario, k.replicate) == (256, "u8", "static", 11), k.key
-        assert k.epochs >= 11, k.key
+        assert k.epochs >= 21, k.key   # the decision table publishes them at batch 256
     assert {k.device_budget for k in counts} == set(BUDGETS)
 
 
