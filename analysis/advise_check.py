@@ -3,12 +3,14 @@
 
     analysis/advise_check.py docs/results/nvidia-h200
 
-For each configuration family of the set (GPU, scenario, transfer, batch and launch form, at
-hidden 256), the advice is made as a user would make it (analysis/advise.py): C from the
-family's compute-only reference (analysis.aggregate.compute_reference: resident at the same
-launch form and step, what a user measures as their own step at that form), the set's own
-primitives, the MNIST shape, no memory budget (every strategy ran), among the strategies
-measured in the family. Like with like: the model leaves out what a launch form saves, so the
+For each configuration family of the set (GPU, scenario, transfer, batch, hidden width, data
+set size and device budget, and launch form; static and refresh, the scenarios the model
+covers), the advice is made as a user would make it (analysis/advise.py): C from the family's
+compute-only reference (analysis.aggregate.compute_reference: resident at the same launch form,
+step and width, what a user measures as their own step at that form), the set's own
+primitives, the family's data set (MNIST, or its --replicate copies), the family's
+--device-budget as the user's budget (none: the whole device), among the strategies measured
+in the family. Like with like: the model leaves out what a launch form saves, so the
 advice is held only against strategies measured at the form its C was measured at; a family
 without resident at its form has no C and is listed as not checked. The measured side: one
 configuration per strategy (its defaults), ranked by analysis/stats.rank_by_tests on the processes'
@@ -40,8 +42,9 @@ from analysis.records import RecordError  # noqa: E402
 from analysis.results_set import load_results_set  # noqa: E402
 from analysis.stats import family_can_order, rank_by_tests  # noqa: E402
 
-HIDDEN = (256,)
+DEFAULT_HIDDEN = (256,)      # labels name the width only where it differs
 METRIC = "gpu_ms"            # the model predicts GPU time per epoch
+GIB = float(1 << 30)
 
 
 @dataclasses.dataclass
@@ -100,10 +103,21 @@ def families(groups: Sequence[Group]) -> dict[tuple, list[Group]]:
     out: dict[tuple, list[Group]] = {}
     for g in groups:
         k = g.key
-        if k.hidden == HIDDEN and k.scenario in ("static", "refresh") and k.strategy in M.MODELS:
+        if k.scenario in ("static", "refresh") and k.strategy in M.MODELS:
             out.setdefault((k.slice_key(), k.scenario, k.transfer, k.batch, k.epoch_form),
                            []).append(g)
     return out
+
+
+def family_label(k: Any) -> str:
+    """'NVIDIA H200 static/u8/b256 per-batch', with the width, the copies of the set and the
+    budget where they are not the defaults ('.../b256/h1024/x11/budget 0.24 GiB graph')."""
+    extra = "" if k.hidden == DEFAULT_HIDDEN else f"/h{k.hidden_label}"
+    if (k.option("replicate") or 1) > 1:
+        extra += f"/x{k.option('replicate')}"
+    if k.option("device_budget_gib") is not None:
+        extra += f"/budget {k.option('device_budget_gib'):g} GiB"
+    return f"{k.gpu} {k.scenario}/{k.transfer}/b{k.batch}{extra} {k.epoch_form}"
 
 
 def check_family(groups: Sequence[Group], family: Sequence[Group],
@@ -112,7 +126,7 @@ def check_family(groups: Sequence[Group], family: Sequence[Group],
     measured: dict[str, Group] = {}
     for g in sorted(family, key=_variant_rank):
         measured.setdefault(g.key.strategy, g)
-    fc = FamilyCheck(f"{k.gpu} {k.scenario}/{k.transfer}/b{k.batch} {k.epoch_form}", measured)
+    fc = FamilyCheck(family_label(k), measured)
     compute = family_compute_ms(groups, family)
     if table is None:
         fc.reason = f"no primitive records for {k.gpu}"
@@ -126,7 +140,9 @@ def check_family(groups: Sequence[Group], family: Sequence[Group],
     names = sorted(measured, key=lambda s: sort_key(measured[s].key))
     shape = user_shape(family[0].train_samples, k.batch,
                        IMAGE_PIXELS * M.PIXEL_BYTES[k.transfer], k.transfer)
-    fc.advice = advise(shape, k.scenario, compute, table, None, names, k.epoch_form)
+    gib = k.option("device_budget_gib")
+    fc.advice = advise(shape, k.scenario, compute, table, None if gib is None else gib * GIB,
+                       names, k.epoch_form)
     ranked = rank_by_tests(names, lambda s: measured[s].process_values(METRIC))
     fc.ranks = {r.item: r.rank for r in ranked}
     fc.winner = ranked[0].item if ranked and ranked[0].rank == 1 else None
@@ -158,8 +174,8 @@ def _both(c: FamilyCheck, s: str) -> str:
 
 
 def text_lines(checks: Sequence[FamilyCheck], source: str) -> list[str]:
-    lines = [f"advice against the measured winners of {source} (GPU ms per epoch, hidden "
-             f"{'x'.join(map(str, HIDDEN))}; C from resident at the family's launch form)",
+    lines = [f"advice against the measured winners of {source} (GPU ms per epoch; C from "
+             "resident at the family's launch form and width; the family's budget)",
              f"{'family':<46} {'advice':<22} {'rank':>4} {'winner':<22} {'tests can order':<15}"]
     for c in checks:
         if c.reason:
@@ -202,9 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = OneLineParser(
         prog="advise_check.py",
         description="Compare the advice of analysis/advise.py with the measured winners of a "
-                    "results set: per family (GPU, scenario, transfer, batch, launch form at hidden 256), "
-                    "the recommendation from the compute-only reference at that form and the set's "
-                    "primitives against the strategies' ranks by Holm-corrected Mann-Whitney "
+                    "results set: per family (GPU, scenario, transfer, batch, hidden width, data "
+                    "set and device budget, launch form), the recommendation from the "
+                    "compute-only reference at that form and width, the set's primitives and the "
+                    "family's budget against the strategies' ranks by Holm-corrected Mann-Whitney "
                     "tests on GPU time per epoch; and by medians.",
         epilog="Example: analysis/advise_check.py docs/results/nvidia-h200")
     ap.add_argument("results", help="a results set folder (records/*.jsonl with the primitive "

@@ -35,8 +35,8 @@ def advice_check(rs: ResultsSet, a: BlockArgs) -> str:
     cannot = sum(1 for c in checks if c.agrees is not None and not c.can_order)
     unchecked = sum(1 for c in checks if c.reason)
     lines = [f"The advice (analysis/advise.py) shares the measured first rank in **{agree} of "
-             f"{n}** families ({agree / n:.0%}): GPU time per epoch at hidden "
-             f"{'x'.join(map(str, AC.HIDDEN))}, ranked by two-sided Mann-Whitney tests with "
+             f"{n}** families ({agree / n:.0%}): GPU time per epoch at every width and "
+             f"budget of the set, ranked by two-sided Mann-Whitney tests with "
              f"Holm's correction over each family; {cannot} of them have too few processes "
              f"for any pair to differ. By medians, its measured median is within "
              f"{AC.TIE_TOLERANCE:.0%} of the fastest in {by_median} of {n_median}. {unchecked} "
