@@ -6,6 +6,7 @@ augmentation, batch, data and sample order.
     python3 experiments/baselines/benchmark_stream.py                 # the full default run
     python3 experiments/baselines/benchmark_stream.py --quick         # 1 and 4 workers, light
     python3 experiments/baselines/benchmark_stream.py --dry-run       # plan, estimate, order
+    python3 experiments/baselines/benchmark_stream.py --reproduce --resume   # what is missing
     python3 experiments/baselines/benchmark_stream.py --from-records results/vs_dataloader/records.jsonl
 
 For every augmentation (--augments, default light,heavy) and worker count (--workers,
@@ -40,8 +41,8 @@ includes the training step itself, which is faster in memstrat than in PyTorch e
 memstrat with --consumer none (each batch acquired, one element of it read on the GPU, released)
 against the DataLoader through pytorch_prefetch_graph.py --measure pipeline (each batch copied to
 the GPU on a side stream and touched by one small kernel), the same workers, pin_memory, fetch
-and prefetch otherwise. Its runs are tagged -pipeline, so both measures can share a records file;
-the table keeps them apart.
+and prefetch otherwise. Its runs are tagged -pipeline, so both measures can share a records file
+(the second measure runs into it with --resume); the table keeps them apart.
 
 --reproduce is the results set's preset (experiments/scripts/reproduce.sh): augment
 light,heavy; the DataLoader with 0,1,2,4,8 workers, pin_memory on, fetch batch, persistent
@@ -60,12 +61,22 @@ Output: a progress line per run; the table printed and written as Markdown to --
 1) and a plan record (command, seed, run order, notes) appended to --out-jsonl (default
 OUT_DIR/records.jsonl), from which --from-records rebuilds the same table, running nothing.
 
-Exit codes: 0 every run ok; 2 bad option or missing memstrat/torch/data (before any run); 3
-some runs failed (the report lists which).
+--resume: a plan stopped half-way (Ctrl-C, a time limit) or split over sittings continues where
+it was: the same options run only the processes that have no ok record in --out-jsonl yet, in
+the plan's seeded order (the same as without --resume); a process interrupted leaves no record,
+so it runs again. The table covers every record of the file. A file that holds runs is refused
+without --resume (a second plan would mix into it), and with it when its records are of another
+plan (another benchmark, shuffle seed or repeats, a run tag this plan does not have, a run of
+another batch or number of epochs). The other --measure's runs with the same options may share
+the file: reproduce.sh runs both measures into one, each with --resume.
+
+Exit codes: 0 every run ok; 2 bad option, missing memstrat/torch/data or a records file of
+another plan (before any run); 3 some runs failed (the report lists which).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass, field
@@ -183,7 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "vs_dataloader"),
                    help="where records and the table go (default %(default)s)")
     p.add_argument("--out-md", help="Markdown table (default OUT_DIR/benchmark_stream.md)")
-    p.add_argument("--out-jsonl", help="records, appended (default OUT_DIR/records.jsonl)")
+    p.add_argument("--out-jsonl",
+                   help="records, appended (default OUT_DIR/records.jsonl); a file that holds "
+                        "runs already is refused unless --resume continues its plan")
+    p.add_argument("--resume", action="store_true",
+                   help="run only the processes of the plan that have no ok record in "
+                        "--out-jsonl yet (same options, same order; the other --measure's runs "
+                        "may share the file); the table then covers the whole file")
     return p
 
 
@@ -454,6 +471,39 @@ def write_report(records: Sequence[dict], out_md: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# --resume: what the records file already holds
+
+def expected_runs(plan: Plan, repeats: int) -> dict[str, dict]:
+    """Every run tag of the plan at either measure (both can share a records file), with the
+    config values the tag does not name: the batch and the epochs."""
+    out: dict[str, dict] = {}
+    for m in MEASURES:
+        p = dataclasses.replace(plan, measure=m)
+        out.update({s.tag: {"batch": p.batch, "epochs": p.epochs_for(s.side, s.config)}
+                    for s in p.specs(repeats)})
+    return out
+
+
+def resume_point(a: argparse.Namespace, plan: Plan, order: Sequence[pr.RunSpec],
+                 out_jsonl: Path) -> list[pr.RunSpec] | None:
+    """The runs still to do, in the plan's order, as pr.resumable() has them; None (the reason
+    on stderr) when the records file cannot take this plan."""
+    if a.resume and out_jsonl.is_file():
+        try:
+            why = pr.other_plan(pr.read_records([out_jsonl]), PROG, a.shuffle_seed, a.repeats,
+                                expected_runs(plan, a.repeats))
+        except (OSError, ValueError) as e:
+            usage(str(e))
+            return None
+        if why:
+            usage(f"{out_jsonl} holds records of another plan ({why}): --resume continues only "
+                  "the plan that wrote the file; give the options it ran with, or another "
+                  "--out-jsonl")
+            return None
+    return pr.resumable(PROG, order, out_jsonl, a.resume)
+
+
+# ---------------------------------------------------------------------------------------------
 # runs
 
 def run_spec(runner: pr.Runner, plan: Plan, s: pr.RunSpec) -> pr.RunResult:
@@ -496,12 +546,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         if a.reproduce:
-            pr.apply_preset(a, parser, REPRODUCE, [*REPRODUCE, "quick"], sys.argv[1:] if argv is None else argv)
+            pr.apply_preset(a, parser, REPRODUCE, [*REPRODUCE, "quick"], argv)
         plan = make_plan(a)
         order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
     except ValueError as e:
         return usage(str(e))
+    if not order:
+        return usage("no run: every DataLoader configuration is left out and memstrat has none "
+                     "(it runs 1 worker or more)")
+    todo = resume_point(a, plan, order, out_jsonl)
+    if todo is None:
+        return EXIT_USAGE
     est = estimate_seconds(plan, a.repeats)
+    if len(todo) < len(order):        # the estimate of what is left, as benchmark_pipelines.py
+        est *= len(todo) / len(order)
     lengths = sorted({plan.epochs_for(s.side, s.config) for s in order})
     epochs = (f"{lengths[0]}" if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}") \
         if lengths else str(plan.epochs)
@@ -511,25 +569,22 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"DataLoader pin_memory {plan.pins} x fetch {plan.fetches}; {a.repeats} processes per "
           f"configuration: {n_mem} memstrat + {len(order) - n_mem} DataLoader runs of "
           f"{epochs} epochs, batch {plan.batch}, u8, in one shuffled order (seed "
-          f"{a.shuffle_seed})" + "".join(f"; {n}" for n in plan.notes()), flush=True)
+          f"{a.shuffle_seed}), {len(todo)} to run" + "".join(f"; {n}" for n in plan.notes()),
+          flush=True)
     try:
         data_dir = memstrat_inputs.resolve_data_dir(a.data)
         if a.dry_run:
-            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
+            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(todo, 1)))
             return EXIT_OK
-        pr.check_memstrat(a.memstrat, plan.strategies)
-        pr.check_torch(a.python, "cuda")
+        if todo:
+            pr.check_memstrat(a.memstrat, plan.strategies)
+            pr.check_torch(a.python, "cuda")
     except memstrat_inputs.UsageError as e:
         return usage(str(e))
-    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est,
-                           plan.notes())
-    failed = [r for r in (run_spec(runner, plan, s) for s in order) if not r.ok]
-    runner.close()
-    write_report(runner.records, out_md)
-    print(f"wrote {out_md} and {out_jsonl}")
-    for r in failed:
-        print(f"failed: {r.label}: {r.error}", file=sys.stderr)
-    return EXIT_RUNS_FAILED if failed else EXIT_OK
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    # the runs still to do, their plan record first; then the table of the whole file
+    return pr.execute_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, out_md, todo, est,
+                           plan.notes(), lambda runner, s: run_spec(runner, plan, s), report)
 
 
 if __name__ == "__main__":

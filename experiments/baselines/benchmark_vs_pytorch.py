@@ -5,6 +5,7 @@
     python3 experiments/baselines/benchmark_vs_pytorch.py                # the full default run
     python3 experiments/baselines/benchmark_vs_pytorch.py --quick        # a few configurations
     python3 experiments/baselines/benchmark_vs_pytorch.py --dry-run      # plan, estimate, order
+    python3 experiments/baselines/benchmark_vs_pytorch.py --reproduce --resume  # what is missing
     python3 experiments/baselines/benchmark_vs_pytorch.py --from-records results/vs_pytorch/records.jsonl
 
 Part 1, speed. For every batch size (--batches, default 8,64,256,1024) and hidden size
@@ -57,12 +58,23 @@ baseline's, schema 1), a plan record (the command, the seed, the run order) and 
 check's result record are appended to --out-jsonl. --from-records FILE... rebuilds the same
 report from such a file, running nothing. Defaults go under results/vs_pytorch/.
 
-Exit codes: 0 all runs ok and curves agree; 1 the curve check failed; 2 bad option or
-missing memstrat/torch/data (before any run); 3 some runs failed (the report lists which).
+--resume: a plan stopped half-way (Ctrl-C, a time limit) or split over sittings continues where
+it was: the same options run only the processes that have no ok record in --out-jsonl yet, in
+the plan's seeded order (the same as without --resume), then the curve checks that have no ok
+record; a process interrupted leaves no record, so it runs again. The report covers every record
+of the file. A file that holds runs is refused without --resume (a second plan would mix into
+it), and with it when its records are of another plan (another benchmark, shuffle seed or
+repeats, a run tag this plan does not have, a curve check at another batch or tolerance).
+
+Exit codes: 0 all runs ok and curves agree; 1 the curve check failed; 2 bad option, missing
+memstrat/torch/data or a records file of another plan (before any run); 3 some runs failed (the
+report lists which).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +85,9 @@ BASELINE = REPO_ROOT / "experiments" / "baselines" / "pytorch_mlp.py"
 sys.path.insert(0, str(BASELINE.parent))
 import memstrat_inputs  # noqa: E402  (the data-dir search, usage errors)
 import process_runs as pr  # noqa: E402  (processes, order, plan record)
-from comparison import (CURVE_TAG, PAIRINGS, Tolerance, build_rows,  # noqa: E402
-                        compare_curves, curve_markdown, curve_record, curve_sections,
-                        read_curve, speed_markdown, speed_verdict)
+from comparison import (CURVE_KIND, CURVE_TAG, PAIRINGS, Tolerance,  # noqa: E402
+                        build_rows, compare_curves, curve_markdown, curve_record,
+                        curve_sections, read_curve, speed_markdown, speed_verdict)
 
 EXIT_OK, EXIT_CURVE, EXIT_USAGE, EXIT_RUNS_FAILED = 0, 1, 2, 3
 PROG = "benchmark_vs_pytorch.py"
@@ -186,7 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "vs_pytorch"),
                    help="where records, curves and the report go (default %(default)s)")
     p.add_argument("--out-md", help="Markdown report (default OUT_DIR/benchmark.md)")
-    p.add_argument("--out-jsonl", help="records, appended (default OUT_DIR/records.jsonl)")
+    p.add_argument("--out-jsonl",
+                   help="records, appended (default OUT_DIR/records.jsonl); a file that holds "
+                        "runs already is refused unless --resume continues its plan")
+    p.add_argument("--resume", action="store_true",
+                   help="run only the processes and curve checks of the plan that have no ok "
+                        "record in --out-jsonl yet (same options, same order); the report then "
+                        "covers the whole file")
     p.add_argument("--pytorch-device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: the baseline runs on the CPU (self-test of this script only)")
     return p
@@ -298,6 +316,11 @@ def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunR
                           str(h), "--epochs", str(e), "--device", a.pytorch_device])
 
 
+def curve_tag(side: str, hidden: int) -> str:
+    """The run tag of the curve check's process on `side` (memstrat or pytorch)."""
+    return f"{CURVE_TAG}{side}-h{hidden}"
+
+
 def run_curve_check(runner: pr.Runner, a: argparse.Namespace, hidden: int, curves_dir: Path,
                     tol: Tolerance) -> dict:
     """One memstrat and one PyTorch process from the same initial weights; the check's record."""
@@ -307,12 +330,12 @@ def run_curve_check(runner: pr.Runner, a: argparse.Namespace, hidden: int, curve
     init, a_csv, b_csv = d / "init", d / "memstrat.csv", d / "pytorch.csv"
     for f in (a_csv, b_csv):
         f.unlink(missing_ok=True)
-    m = runner.memstrat(f"{CURVE_TAG}memstrat-h{hidden}", f"curve memstrat b={batch} h={hidden}",
+    m = runner.memstrat(curve_tag("memstrat", hidden), f"curve memstrat b={batch} h={hidden}",
                         [*memstrat_args(a, "resident", "f32", batch, hidden, 1), "--gemm",
                          "cublas", "--export-init", str(init), "--loss-curve", str(a_csv)])
     if not m.ok:
         return curve_record(hidden, batch, None, "memstrat: " + m.error, "", tol)
-    p = runner.script(BASELINE, f"{CURVE_TAG}pytorch-h{hidden}",
+    p = runner.script(BASELINE, curve_tag("pytorch", hidden),
                       f"curve pytorch  b={batch} h={hidden}",
                       ["--mode", "resident", "--epochs", "1", "--init", str(init), "--device",
                        a.pytorch_device, "--loss-curve", str(b_csv)])
@@ -327,6 +350,64 @@ def run_curve_check(runner: pr.Runner, a: argparse.Namespace, hidden: int, curve
 
 
 # ---------------------------------------------------------------------------------------------
+# --resume: what the records file already holds
+
+def foreign_records(records: Sequence[dict], a: argparse.Namespace, plan: Plan,
+                    order: Sequence[pr.RunSpec], tol: Tolerance) -> str | None:
+    """process_runs.other_plan() for this benchmark's plan: its speed runs, its curve checks'
+    runs, and loss-curve-check records at its curve batch, hidden sizes and tolerance."""
+    expected: dict[str, dict] = {s.tag: {} for s in order}
+    for h in plan.curve_hiddens:
+        expected.update({curve_tag(side, h): {"batch": a.curve_batch}
+                         for side in ("memstrat", "pytorch")})
+    why = pr.other_plan(records, PROG, a.shuffle_seed, a.repeats, expected)
+    if why:
+        return why
+    mine = (a.curve_batch, dataclasses.asdict(tol))
+    for r in records:
+        if r.get("record") == CURVE_KIND and ((r.get("batch"), r.get("tolerance")) != mine or
+                                              r.get("hidden") not in plan.curve_hiddens):
+            return (f"a loss-curve check at hidden {r.get('hidden')}, batch {r.get('batch')}, "
+                    f"tolerance {r.get('tolerance')}")
+    return None
+
+
+def curves_to_run(records: Sequence[dict], plan: Plan) -> list[int]:
+    """The plan's curve-check hidden sizes that have no ok loss-curve-check record."""
+    done = {r.get("hidden") for r in records
+            if r.get("record") == CURVE_KIND and r.get("status") == "ok"}
+    return [h for h in plan.curve_hiddens if h not in done]
+
+
+def resume_point(a: argparse.Namespace, plan: Plan, order: Sequence[pr.RunSpec],
+                 out_jsonl: Path, tol: Tolerance) -> tuple[list[pr.RunSpec], list[int]] | None:
+    """(the runs still to do, in the plan's order; the curve checks still to do), as
+    pr.resumable() has it; None (the reason on stderr) when the records file cannot take this
+    plan."""
+    records: list[dict] = []
+    if a.resume and out_jsonl.is_file():
+        try:
+            records = pr.read_records([out_jsonl])
+        except (OSError, ValueError) as e:
+            usage(str(e))
+            return None
+        why = foreign_records(records, a, plan, order, tol)
+        if why:
+            usage(f"{out_jsonl} holds records of another plan ({why}): --resume continues only "
+                  "the plan that wrote the file; give the options it ran with, or another "
+                  "--out-jsonl")
+            return None
+    todo = pr.resumable(PROG, order, out_jsonl, a.resume)
+    if todo is None:
+        return None
+    curves = curves_to_run(records, plan)
+    if len(curves) < len(plan.curve_hiddens):
+        done = [h for h in plan.curve_hiddens if h not in curves]
+        print(f"resuming: the curve check at hidden {done} already has an ok record", flush=True)
+    return todo, curves
+
+
+# ---------------------------------------------------------------------------------------------
 # the report, from records alone
 
 def _memstrat_settings(records: Sequence[dict]) -> str:
@@ -335,6 +416,16 @@ def _memstrat_settings(records: Sequence[dict]) -> str:
     graphs = sorted({"on" if c.get("graphs") else "off" for c in cfgs})
     profile = sorted({"CUPTI on" if c.get("profile") else "`--no-profile`" for c in cfgs})
     return f"memstrat `--graphs {'/'.join(graphs)}`, {', '.join(profile)}"
+
+
+def latest_curve_checks(records: Sequence[dict]) -> list[dict]:
+    """The records less each loss-curve check that a later one of the same hidden size, batch
+    and tolerance replaces (one that failed, run again by --resume)."""
+    def key(r: dict) -> str:
+        return json.dumps([r.get("hidden"), r.get("batch"), r.get("tolerance")], sort_keys=True)
+    last = {key(r): i for i, r in enumerate(records) if r.get("record") == CURVE_KIND}
+    return [r for i, r in enumerate(records)
+            if r.get("record") != CURVE_KIND or last[key(r)] == i]
 
 
 def report(records: Sequence[dict]) -> tuple[str, bool, bool]:
@@ -359,7 +450,7 @@ def report(records: Sequence[dict]) -> tuple[str, bool, bool]:
         md += [f"- {v}" for v in verdict]
         md += [f"- {n}" for p in pr.plans(records) for n in p.get("notes", [])] + [""]
     curves_ok = True
-    for batch, tol, results in curve_sections(records):
+    for batch, tol, results in curve_sections(latest_curve_checks(records)):
         text, ok = curve_markdown(results, tol, batch)
         curves_ok &= ok
         md += ["## Loss curves: memstrat vs PyTorch from the same initial weights", "", text, ""]
@@ -401,12 +492,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         if a.reproduce:
-            pr.apply_preset(a, parser, REPRODUCE, PRESET_OPTIONS, sys.argv[1:] if argv is None else argv)
+            pr.apply_preset(a, parser, REPRODUCE, PRESET_OPTIONS, argv)
         plan = make_plan(a)
         order = pr.shuffled(plan.specs(a.repeats), a.shuffle_seed)
     except ValueError as e:
         return usage(str(e))
+    tol = Tolerance(a.first_batch_rtol, a.early_atol, a.early_batches, a.curve_atol)
+    left = resume_point(a, plan, order, out_jsonl, tol)
+    if left is None:
+        return EXIT_USAGE
+    todo, curves = left
     est = estimate_seconds(plan, a.repeats)
+    runs, processes = len(todo) + 2 * len(curves), len(order) + 2 * len(plan.curve_hiddens)
+    fresh = runs == processes         # nothing of this plan in the records file yet
+    if not fresh:                     # the estimate of what is left (processes > runs >= 0)
+        est *= runs / processes
     n_mem = sum(s.side == "memstrat" for s in order)
     print(f"plan: estimated {est / 60:.1f} min ({est:.0f} s) on an H200; {len(plan.configs)} "
           f"configurations (batch, hidden, epochs) {plan.configs}; memstrat transfers "
@@ -415,27 +515,34 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{len(order) - n_mem} PyTorch processes in one shuffled order (seed "
           f"{a.shuffle_seed}); curve check hidden {plan.curve_hiddens} at batch "
           f"{a.curve_batch} (+{2 * len(plan.curve_hiddens)} processes)"
+          + ("" if fresh else f"; still to run: {len(todo)} processes, curve check hidden "
+             f"{curves}")
           + "".join(f"; {n}" for n in plan.notes()), flush=True)
     try:
         data_dir = memstrat_inputs.resolve_data_dir(a.data)
         if a.dry_run:
-            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(order, 1)))
+            print("\n".join(f"{i:4d}. {s.tag}" for i, s in enumerate(todo, 1)))
             print(f"data: {data_dir}; would write {out_md} and {out_jsonl}")
             return EXIT_OK
-        pr.check_memstrat(a.memstrat, [m for m, _ in PAIRINGS])
-        pr.check_torch(a.python, a.pytorch_device)
+        if runs:
+            pr.check_memstrat(a.memstrat, [m for m, _ in PAIRINGS])
+            pr.check_torch(a.python, a.pytorch_device)
     except memstrat_inputs.UsageError as e:
         return usage(str(e))
 
-    runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, order, est,
-                           plan.notes(), extra_runs=2 * len(plan.curve_hiddens))
-    failed = [r for r in (run_spec(runner, a, s) for s in order) if not r.ok]
-    tol = Tolerance(a.first_batch_rtol, a.early_atol, a.early_batches, a.curve_atol)
-    for h in plan.curve_hiddens:
-        runner.append(run_curve_check(runner, a, h, out_dir / "curves", tol))
-    runner.close()
+    failed = []
+    if runs or fresh:
+        # the plan record lists the runs of this sitting (all of the plan's unless resumed); a
+        # sitting left with curve checks only writes none
+        runner = pr.start_plan(a, PROG, argv, data_dir, out_dir, out_jsonl, todo, est,
+                               plan.notes(), extra_runs=2 * len(curves)) if todo or fresh \
+            else pr.Runner(a, data_dir, out_jsonl, out_dir, runs)
+        failed = [r for r in (run_spec(runner, a, s) for s in todo) if not r.ok]
+        for h in curves:
+            runner.append(run_curve_check(runner, a, h, out_dir / "curves", tol))
+        runner.close()
 
-    rows_ok, curves_ok = write_report(runner.records, out_md)
+    rows_ok, curves_ok = write_report(pr.read_records([out_jsonl]), out_md)
     print(f"\nwrote {out_md} and {out_jsonl}; curves under {out_dir / 'curves'}")
     for r in failed:
         print(f"failed: {r.label}: {r.error}", file=sys.stderr)

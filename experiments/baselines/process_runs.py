@@ -422,6 +422,29 @@ def drop_jax_without_it(a, variant: str, prog: str, notes: list[str]) -> bool:
     return bool(a.variants)
 
 
+def other_plan(records: Sequence[dict], benchmark: str, seed: int, repeats: int,
+               expected: dict[str, dict]) -> str | None:
+    """Why `records` are not of this plan, or None. A plan's own records are plan records of
+    `benchmark` with its shuffle seed and processes per configuration that list only runs of
+    `expected` (the plan's run tags, each with the config values its tag does not name), and run
+    records of those tags with those values."""
+    for p in plans(records):
+        if (p.get("benchmark"), p.get("shuffle_seed"), p.get("repeats")) != \
+                (benchmark, seed, repeats) or not set(p.get("order") or ()) <= expected.keys():
+            return (f"a plan record of {p.get('benchmark')}, --shuffle-seed "
+                    f"{p.get('shuffle_seed')}, --repeats {p.get('repeats')}, command "
+                    f"`{p.get('command')}`")
+    for r in run_records(records):
+        tag = tag_of(r)
+        if tag not in expected:
+            return f"run {tag}, which this plan does not have"
+        diff = [f"{k} {r['config'].get(k)!r} (this plan: {v!r})"
+                for k, v in expected[tag].items() if r["config"].get(k) != v]
+        if diff:
+            return f"run {tag} with {', '.join(diff)}"
+    return None
+
+
 def resumable(prog: str, order: Sequence[RunSpec], out_jsonl: Path,
               resume: bool) -> list[RunSpec] | None:
     """pending(), saying how far a resumed plan got; None (the reason on stderr) when the

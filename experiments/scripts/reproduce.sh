@@ -32,14 +32,15 @@
 #               2,206 processes, about 80 minutes on an H200
 #   compute     experiments/matrix/matrices/compute.toml: compute per byte, the hidden-width
 #               sweep (--hidden 64, 1024, 4096, 1024,1024; 256 is the matrix stage's), every
-#               strategy at its own form x u8/f32 x static/refresh at batch 256, resident at
-#               every form as the references, 10 processes of 21 epochs per configuration:
-#               2,140 processes, about 90 minutes; records/compute.jsonl (README's decision
-#               guide and crossover blocks read it)
+#               strategy at its own form x u8/f32 x static/refresh at batch 256, the stream
+#               scenario's five strategies (16 workers, light), resident at every form as the
+#               references, 10 processes of 21 epochs per configuration: 2,540 processes, about
+#               70 minutes; records/compute.jsonl (README's decision guide and crossover blocks
+#               read it)
 #   budget      experiments/matrix/matrices/budget.toml: data larger than the device budget,
 #               MNIST x 11 (--replicate 11) under --device-budget none .. 0.06 GiB (data-to-budget
 #               ratios 0.5 to 8), every strategy where it fits, resident at every form as the
-#               references, 10 processes of 11 epochs: 660 processes, about 30 minutes;
+#               references, 10 processes of 21 epochs: 690 processes, about 40 minutes;
 #               records/budget.jsonl
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it (and
@@ -55,8 +56,9 @@
 #   baselines   PyTorch: the plain training loop (experiments/baselines/benchmark_vs_pytorch.py)
 #               and the DataLoader pipeline (experiments/baselines/benchmark_stream.py), end to
 #               end and as pipeline throughput (no step on either side), 10 processes per
-#               configuration (about 50 minutes on an H200 by the scripts' estimates); needs
-#               the pins of experiments/baselines/requirements.txt (torch), checked first:
+#               configuration (about 50 minutes on an H200 by the scripts' estimates), resumed
+#               where stopped (both scripts' --resume); needs the pins of
+#               experiments/baselines/requirements.txt (torch), checked first:
 #               python3 -m pip install -r experiments/baselines/requirements.txt
 #   pipelines   memstrat's resident with GPU augmentation beside the strongest PyTorch pipelines
 #               (DataLoader + side-stream prefetch + CUDA-graphed step; data resident on the GPU
@@ -385,18 +387,20 @@ stage_timelines() {
 stage_baselines() {
   local dest="$OUT_DIR/baselines"
   mkdir -p "$dest/records"
-  : > "$WORK/vs_pytorch.jsonl"; : > "$WORK/vs_dataloader.jsonl"
-  $PY experiments/baselines/benchmark_vs_pytorch.py --memstrat "$MS" --reproduce \
-      --out-jsonl "$WORK/vs_pytorch.jsonl" --out-md "$dest/vs_pytorch.md"
-  cp "$WORK/vs_pytorch.jsonl" "$dest/records/vs_pytorch.jsonl"
+  # --resume: a stage stopped half-way (or split over sittings) runs only what is missing; the
+  # work folders' records.jsonl are checked for this commit and machine like the others
+  $PY experiments/baselines/benchmark_vs_pytorch.py --memstrat "$MS" --reproduce --resume \
+      --out-dir "$WORK/vs_pytorch" --out-md "$dest/vs_pytorch.md"
+  cp "$WORK/vs_pytorch/records.jsonl" "$dest/records/vs_pytorch.jsonl"
   # end to end, then the pipelines alone (pipeline throughput: no step on either side), one file
+  # (the two measures' run tags differ: each resumes its own runs)
   for measure in epoch pipeline; do
     $PY experiments/baselines/benchmark_stream.py --memstrat "$MS" --reproduce --measure "$measure" \
-        --out-jsonl "$WORK/vs_dataloader.jsonl" --out-md "$WORK/vs_dataloader_$measure.md"
+        --resume --out-dir "$WORK/vs_dataloader" --out-md "$WORK/vs_dataloader/$measure.md"
   done
-  $PY experiments/baselines/benchmark_stream.py --from-records "$WORK/vs_dataloader.jsonl" \
+  $PY experiments/baselines/benchmark_stream.py --from-records "$WORK/vs_dataloader/records.jsonl" \
       --out-md "$dest/vs_dataloader.md" >/dev/null
-  cp "$WORK/vs_dataloader.jsonl" "$dest/records/vs_dataloader.jsonl"
+  cp "$WORK/vs_dataloader/records.jsonl" "$dest/records/vs_dataloader.jsonl"
 }
 
 stage_pipelines() {

@@ -5,7 +5,9 @@ of the same shape as pytorch_dataloader.py writes), usage errors before any run,
 with stand-ins (fake_runs.py) whose table --from-records rebuilds unchanged."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -290,3 +292,136 @@ def test_the_pipeline_measure_runs_no_step_on_either_side_and_is_tabled_apart(re
     assert len(rows) == 1 and "13.58" in rows[0] and "246.81" in rows[0]
     end_to_end = md.split("### --augment light")[1].split("###")[0]
     assert "13.58" not in end_to_end and "246.81" not in end_to_end
+
+
+# ---------------------------------------------------------------------------------------------
+# --resume
+
+REAL_RUN = subprocess.run
+
+
+class Sitting:
+    """Spies on the runs a benchmark starts (their run tags, in order); with `stop_at`, the run
+    of that index is interrupted as a SIGINT would: its process ran and wrote its record, but
+    KeyboardInterrupt reaches the benchmark before the record is appended."""
+
+    def __init__(self, monkeypatch, stop_at: int | None = None):
+        self.tags: list[str] = []
+
+        def run(cmd, *args, **kw):
+            if "--run-tag" not in cmd:
+                return REAL_RUN(cmd, *args, **kw)          # `memstrat list`, the torch check
+            self.tags.append(cmd[cmd.index("--run-tag") + 1])
+            done = REAL_RUN(cmd, *args, **kw)
+            if len(self.tags) - 1 == stop_at:
+                raise KeyboardInterrupt
+            return done
+        monkeypatch.setattr(pr.subprocess, "run", run)
+
+
+def outcome(path: Path) -> list:
+    """Every run record's tag, status and value, sorted: what a plan leaves, less what differs
+    from process to process (ids, times)."""
+    return sorted((pr.tag_of(r), r["status"], r["summary"]["wall_ms_median"])
+                  for r in pr.run_records(pr.read_records([path])))
+
+
+def test_resume_runs_exactly_the_missing_processes_of_each_measure(tmp_path, data, monkeypatch):
+    # the stand-in python plays pytorch_dataloader.py; here it plays the prefetch script too
+    monkeypatch.setattr(bs, "PREFETCH", bs.DATALOADER)
+    memstrat, python = fake_runs.install(tmp_path / "bin")
+
+    def argv(out: str, measure: str) -> list[str]:
+        return ["--memstrat", str(memstrat), "--python", str(python), "--data", str(data),
+                "--strategies", "pinned,double-buffer", "--workers", "0,1,2", "--augments",
+                "light", "--pin-memory", "on", "--epochs", "3", "--repeats", "2",
+                "--shuffle-seed", "4", "--train-samples", "2048", "--measure", measure,
+                "--out-dir", str(tmp_path / out)]
+
+    # uninterrupted: end to end, then the pipeline measure into the same file
+    whole = {}
+    for measure in bs.MEASURES:
+        whole[measure] = Sitting(monkeypatch).tags
+        assert bs.main(argv("whole", measure) + (["--resume"] if measure != "epoch" else [])) \
+            == bs.EXIT_OK
+    epoch, pipeline = whole["epoch"], whole["pipeline"]
+    assert len(epoch) == len(pipeline) == 2 * (2 * 2 + 3)
+    assert all(t.endswith(("-r0", "-r1")) and "-pipeline-" in t for t in pipeline)
+
+    # the same, stopped once in each measure and resumed, as reproduce.sh runs it
+    out = tmp_path / "split" / "records.jsonl"
+    first = Sitting(monkeypatch, stop_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        bs.main(argv("split", "epoch") + ["--resume"])
+    assert first.tags == epoch[:5]
+    # the interrupted run wrote its own record, but none reached the records file
+    assert [pr.tag_of(r) for r in pr.run_records(pr.read_records([out]))] == epoch[:4]
+    rest = Sitting(monkeypatch)
+    assert bs.main(argv("split", "epoch") + ["--resume"]) == bs.EXIT_OK
+    assert rest.tags == epoch[4:]                 # the missing ones, in the plan's order
+    piped = Sitting(monkeypatch, stop_at=9)
+    with pytest.raises(KeyboardInterrupt):
+        bs.main(argv("split", "pipeline") + ["--resume"])
+    assert piped.tags == pipeline[:10]
+    rest = Sitting(monkeypatch)
+    assert bs.main(argv("split", "pipeline") + ["--resume"]) == bs.EXIT_OK
+    assert rest.tags == pipeline[9:]
+    for measure in bs.MEASURES:                   # nothing left: nothing runs
+        assert bs.main(argv("split", measure) + ["--resume"]) == bs.EXIT_OK
+    assert rest.tags == pipeline[9:]
+
+    assert outcome(out) == outcome(tmp_path / "whole" / "records.jsonl")
+    recs = pr.read_records([out])
+    assert [p["order"] for p in pr.plans(recs)] == [epoch, epoch[4:], pipeline, pipeline[9:]]
+    md = (tmp_path / "split" / "benchmark_stream.md").read_text()
+    assert "Runs without an ok record" not in md
+    table_md = bs.ratio_markdown(bs.entries(recs))
+    assert table_md == bs.ratio_markdown(bs.entries(
+        pr.read_records([tmp_path / "whole" / "records.jsonl"]))) and table_md in md
+
+
+def test_a_records_file_of_another_plan_is_refused(tmp_path, data, no_processes, capsys):
+    out = tmp_path / "out"
+    argv = ["--data", str(data), "--out-dir", str(out), "--strategies", "pinned", "--workers",
+            "0,2", "--augments", "light", "--pin-memory", "on", "--epochs", "3"]
+    a = bs.build_parser().parse_args(argv)
+    order = pr.shuffled(bs.make_plan(a).specs(3), 1)
+    cmd = "python3 experiments/baselines/benchmark_stream.py"
+    plan = pr.plan_record(bs.PROG, cmd, 1, 3, order, 60.0, [])
+    run = fake_runs.stream_record("pinned", "light", 2, order[0].tag, 5.0, epochs=3)
+
+    def holding(*recs) -> None:
+        out.mkdir(exist_ok=True)
+        (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+    holding(plan, run)
+    # the same plan resumes: the run with an ok record is left out
+    assert no_processes(bs.main, ["--dry-run", "--resume", *argv]) == bs.EXIT_OK
+    listed = capsys.readouterr().out
+    assert f"resuming: 1 of {len(order)} runs" in listed and order[0].tag not in listed
+    # so does it beside the other measure's runs of the same options (one file for both)
+    piped = pr.shuffled(bs.make_plan(bs.build_parser().parse_args(
+        [*argv, "--measure", "pipeline"])).specs(3), 1)
+    holding(plan, run, pr.plan_record(bs.PROG, cmd, 1, 3, piped, 60.0, []),
+            fake_runs.stream_record("pinned", "light", 2, piped[0].tag, 5.0, epochs=3))
+    assert no_processes(bs.main, ["--dry-run", "--resume", *argv]) == bs.EXIT_OK
+    assert f"resuming: 1 of {len(order)} runs" in capsys.readouterr().out
+    # without --resume a file that holds runs is refused: a second plan would mix into it
+    assert no_processes(bs.main, ["--dry-run", *argv]) == bs.EXIT_USAGE
+    assert "--resume continues that plan" in capsys.readouterr().err
+    other = [["--shuffle-seed", "2"],            # another order of the same runs
+             ["--repeats", "5"],                 # more processes of each configuration
+             ["--workers", "1,2"],               # runs this plan does not have
+             ["--batch", "128"],                 # the same run tags, another batch ...
+             ["--epochs", "4"]]                  # ... or other epochs
+    for options in other:
+        assert no_processes(bs.main, ["--dry-run", "--resume", *argv, *options]) == \
+            bs.EXIT_USAGE, options
+        err = capsys.readouterr().err
+        assert "holds records of another plan" in err and "--resume continues only" in err
+    assert no_processes(bs.main, ["--dry-run", "--resume", *argv, "--batch", "128"]) == 2
+    assert f"run {order[0].tag} with batch 256 (this plan: 128)" in capsys.readouterr().err
+    # another benchmark's plan record
+    holding(dict(plan, benchmark="benchmark_pipelines.py"), run)
+    assert no_processes(bs.main, ["--dry-run", "--resume", *argv]) == bs.EXIT_USAGE
+    assert "a plan record of benchmark_pipelines.py" in capsys.readouterr().err

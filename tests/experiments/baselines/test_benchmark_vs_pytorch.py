@@ -5,6 +5,7 @@ whose report --from-records rebuilds unchanged."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -184,3 +185,152 @@ def test_whole_run_and_from_records_round_trip(tmp_path, data):
     assert bench.main(["--from-records", str(out / "records.jsonl"), "--out-md",
                        str(rebuilt)]) == bench.EXIT_OK
     assert rebuilt.read_text() == md
+
+
+# ---------------------------------------------------------------------------------------------
+# --resume
+
+REAL_RUN = subprocess.run
+
+
+class Sitting:
+    """Spies on the runs a benchmark starts (their run tags, in order); with `stop_at`, the run
+    of that index is interrupted as a SIGINT would: its process ran and wrote its record, but
+    KeyboardInterrupt reaches the benchmark before the record is appended."""
+
+    def __init__(self, monkeypatch, stop_at: int | None = None):
+        self.tags: list[str] = []
+
+        def run(cmd, *args, **kw):
+            if "--run-tag" not in cmd:
+                return REAL_RUN(cmd, *args, **kw)          # `memstrat list`, the torch check
+            self.tags.append(cmd[cmd.index("--run-tag") + 1])
+            done = REAL_RUN(cmd, *args, **kw)
+            if len(self.tags) - 1 == stop_at:
+                raise KeyboardInterrupt
+            return done
+        monkeypatch.setattr(pr.subprocess, "run", run)
+
+
+def outcome(path: Path) -> tuple[list, list]:
+    """(every run record's tag, status and value; every curve check's result), sorted: what a
+    run leaves, less what differs from process to process (ids, times)."""
+    recs = pr.read_records([path])
+    runs = sorted((pr.tag_of(r), r["status"], r["summary"]["wall_ms_median"])
+                  for r in pr.run_records(recs))
+    checks = sorted(json.dumps([r["hidden"], r["batch"], r["status"], r["comparison"]])
+                    for r in recs if r.get("record") == comparison.CURVE_KIND)
+    return runs, checks
+
+
+def small_plan(tmp_path, data, out) -> list[str]:
+    memstrat, python = fake_runs.install(tmp_path / "bin")
+    return ["--memstrat", str(memstrat), "--python", str(python), "--data", str(data),
+            "--batches", "64,256", "--hiddens", "256", "--epochs", "3", "--transfers", "f32",
+            "--curve-hiddens", "256", "--train-samples", "2048", "--repeats", "2",
+            "--shuffle-seed", "3", "--out-dir", str(out)]
+
+
+def test_resume_runs_exactly_the_missing_processes_in_the_plan_s_order(tmp_path, data,
+                                                                       monkeypatch):
+    whole = Sitting(monkeypatch)
+    assert bench.main(small_plan(tmp_path, data, tmp_path / "whole")) == bench.EXIT_OK
+    curve = ["vs-pytorch-curve-memstrat-h256", "vs-pytorch-curve-pytorch-h256"]
+    order = whole.tags[:-2]
+    assert whole.tags[-2:] == curve and len(order) == 2 * 2 * (4 + 3)
+
+    argv = small_plan(tmp_path, data, tmp_path / "split") + ["--resume"]
+    out = tmp_path / "split" / "records.jsonl"
+    k = 5
+    first = Sitting(monkeypatch, stop_at=k)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(argv)
+    assert first.tags == order[:k + 1]
+    # the interrupted run wrote its own record, but none reached the records file
+    assert [pr.tag_of(r) for r in pr.run_records(pr.read_records([out]))] == order[:k]
+    # the rest, in the same order; this sitting stops in the curve check's second process
+    second = Sitting(monkeypatch, stop_at=len(order) - k + 1)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(argv)
+    assert second.tags == order[k:] + curve
+    third = Sitting(monkeypatch)
+    assert bench.main(argv) == bench.EXIT_OK
+    assert third.tags == curve                    # the check again, both of its processes
+    assert bench.main(argv) == bench.EXIT_OK      # nothing left: nothing runs
+    assert len(third.tags) == 2
+
+    runs, checks = outcome(out)
+    whole_runs, whole_checks = outcome(tmp_path / "whole" / "records.jsonl")
+    # the same records as the uninterrupted run, and the first curve process of the check that
+    # was stopped (its record had been appended before the stop)
+    assert checks == whole_checks and len(checks) == 1
+    extra = next(r for r in runs if r[0] == curve[0])
+    runs.remove(extra)
+    assert runs == whole_runs
+    recs = pr.read_records([out])
+    assert [p["order"] for p in pr.plans(recs)] == [order, order[k:]]
+    md = (tmp_path / "split" / "benchmark.md").read_text()
+    assert "Runs without an ok record" not in md and "| agree |" in md
+    speed = comparison.speed_markdown(comparison.build_rows(recs))
+    assert speed == comparison.speed_markdown(comparison.build_rows(
+        pr.read_records([tmp_path / "whole" / "records.jsonl"])))
+    assert speed in md
+
+
+def test_a_records_file_of_another_plan_is_refused(tmp_path, data, no_processes, capsys):
+    out = tmp_path / "out"
+    argv = ["--data", str(data), "--out-dir", str(out), "--batches", "64", "--hiddens", "256",
+            "--transfers", "f32", "--epochs", "3", "--curve-hiddens", "256", "--repeats", "3"]
+    a = bench.build_parser().parse_args(argv)
+    order = pr.shuffled(bench.make_plan(a).specs(3), 1)
+    plan = pr.plan_record(bench.PROG, "python3 experiments/baselines/benchmark_vs_pytorch.py",
+                          1, 3, order, 60.0, [])
+    run = fake_runs.memstrat_record("pinned", "f32", 64, 256, 3, order[0].tag, 5.0)
+    tol = comparison.Tolerance()
+
+    def holding(*recs) -> None:
+        out.mkdir(exist_ok=True)
+        (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+    holding(plan, run)
+    # the same plan resumes: the run with an ok record is left out
+    assert no_processes(bench.main, ["--dry-run", "--resume", *argv]) == bench.EXIT_OK
+    listed = capsys.readouterr().out
+    assert "resuming: 1 of 21 runs" in listed and order[0].tag not in listed
+    assert order[1].tag in listed
+    # without --resume a file that holds runs is refused: a second plan would mix into it
+    assert no_processes(bench.main, ["--dry-run", *argv]) == bench.EXIT_USAGE
+    assert "--resume continues that plan" in capsys.readouterr().err
+    other = [["--shuffle-seed", "2"],            # another order of the same runs
+             ["--repeats", "5"],                 # more processes of each configuration
+             ["--batches", "256"],               # runs this plan does not have
+             ["--epochs", "4"]]
+    for options in other:
+        assert no_processes(bench.main, ["--dry-run", "--resume", *argv, *options]) == \
+            bench.EXIT_USAGE, options
+        err = capsys.readouterr().err
+        assert "holds records of another plan" in err and "--resume continues only" in err
+    # a curve check of another tolerance, or a run no plan record lists
+    c = comparison.compare_curves({(1, 0): 2.3}, {(1, 0): 2.3})
+    holding(plan, run, comparison.curve_record(256, 256, c, "", "", tol))
+    assert no_processes(bench.main, ["--dry-run", "--resume", *argv]) == bench.EXIT_OK
+    assert no_processes(bench.main, ["--dry-run", "--resume", *argv, "--curve-atol",
+                                     "1e-2"]) == bench.EXIT_USAGE
+    assert "a loss-curve check at hidden 256" in capsys.readouterr().err
+    holding(plan, fake_runs.memstrat_record("pinned", "f32", 64, 256, 3, "vs-pytorch-x-r0", 5.0))
+    assert no_processes(bench.main, ["--dry-run", "--resume", *argv]) == bench.EXIT_USAGE
+    assert "run vs-pytorch-x-r0, which this plan does not have" in capsys.readouterr().err
+
+
+def test_a_curve_check_run_again_replaces_the_one_that_failed():
+    tol = comparison.Tolerance()
+    failed = comparison.curve_record(256, 256, None, "pytorch: exit 1", "", tol)
+    c = comparison.compare_curves({(1, 0): 2.3, (1, 1): 2.0}, {(1, 0): 2.3, (1, 1): 2.0})
+    ok = comparison.curve_record(256, 256, c, "", "97.10% / 97.08%", tol)
+    plan = bench.make_plan(bench.build_parser().parse_args(["--curve-hiddens", "256,1024"]))
+    assert bench.curves_to_run([failed], plan) == [256, 1024]    # --resume runs it again
+    assert bench.curves_to_run([failed, ok], plan) == [1024]
+    text, _, curves_ok = bench.report([failed, ok])
+    assert curves_ok and "FAILED" not in text and "| agree |" in text
+    text, _, curves_ok = bench.report([failed])
+    assert not curves_ok and "FAILED: pytorch: exit 1" in text
