@@ -17,6 +17,14 @@ than the budget "does not fit". Then the recommendation: the fastest that fits, 
 are predicted within TIE_TOLERANCE of it, the simplest of those (SIMPLICITY), with one line of
 why. docs/methodology.md, "Choosing a strategy for your model", says what it does not model;
 analysis/advise_check.py compares the advice with a results set's measured winners.
+
+With --gpus G >= 2 (data-parallel training, each GPU its own batch of --batch rows per step), the
+terms are analysis/scaling_model.py's (the ONE several-GPU model): step(G) = X + transfer +
+combine(G) from `memstrat primitives --gpus G` records, for the strategies it models (resident:
+every GPU holds the whole set; pinned); the epoch is ⌈samples / (G x batch)⌉ steps of step(G)
+(the trainer's ShardPlan). The gradient size is --parameters P, cut into ring buckets as one layer
+of P floats (at most 4 MiB each): an approximation of the trainer's per-layer cut. Every other
+strategy has "no several-GPU model". The recommendation follows the same rule (choose).
 """
 from __future__ import annotations
 
@@ -37,7 +45,9 @@ if __package__ in (None, ""):  # run as a script: make `analysis` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import cost_model as M  # noqa: E402
+from analysis import scaling_model as SM  # noqa: E402
 from analysis.aggregate import DEFAULT_DEPTH, LABEL_BYTES  # noqa: E402
+from analysis.jsonl import read_jsonl  # noqa: E402
 from analysis.primitives import PrimitiveTable  # noqa: E402
 from analysis.records import RecordError  # noqa: E402
 from analysis.stats import UNSTABLE_HALF_WIDTH  # noqa: E402
@@ -63,6 +73,14 @@ NOT_MODELLED = (
 NO_PRIMITIVES_HINT = (
     "pass --primitives FILE: records of `memstrat primitives --json FILE` run on your GPU (or on "
     "one like it, e.g. docs/results/nvidia-h200/records/primitives.jsonl for an H200)")
+GPUS_NOT_MODELLED = (
+    "Several GPUs: analysis/scaling_model.py's weak scaling, each GPU its own batch: step(G) = "
+    "your step + the batch's transfer at h2d-all's per-GPU rate (every GPU copying at once) + "
+    "combine(G) from the measured NCCL curves, counted after the backward pass with no overlap "
+    "(an upper bound on the step); the last, partial step counts as a full one. The gradients "
+    "are --parameters floats cut as one layer: the trainer's per-layer cut makes at least one "
+    "bucket per layer, so a model of many small layers pays more per-collective latency than "
+    "shown. Only resident and pinned have a several-GPU model.")
 
 # Ties go to the simplest strategy: what a user has to write and keep right, simplest first.
 SIMPLICITY: tuple[tuple[str, str], ...] = (
@@ -241,6 +259,141 @@ def why(o: Option) -> str:
     return f"{moves} on the compute stream, added to {c} ms of compute"
 
 
+# ---- several GPUs: analysis/scaling_model.py's terms ------------------------------------------
+
+def global_steps(samples: int, batch: int, gpus: int) -> int:
+    """The steps of an epoch on `gpus` GPUs of `batch` rows each (ShardPlan::global_batches:
+    ⌈samples / (gpus x batch)⌉); one GPU: Shape.batches."""
+    return -(-samples // (gpus * batch))
+
+
+def parameter_layers(parameters: int) -> list[int]:
+    """Layer sizes for scaling_model whose one layer holds `parameters` floats (parameters - 1
+    weights into one unit, and its bias): bucket_floats and combine_us then cut the gradients
+    as the trainer cuts one layer, into buckets of at most 4 MiB of floats. A stand-in for the
+    user's own layers, which the trainer never merges into one bucket."""
+    if parameters < 2:
+        raise ValueError(f"--parameters {parameters}: at least 2")
+    return [parameters - 1, 1]
+
+
+def parameter_buckets(parameters: int) -> list[int]:
+    """The ring buckets (floats each, in reduction order) of `parameters` floats cut as one
+    layer: scaling_model.bucket_floats of parameter_layers."""
+    return SM.bucket_floats(parameter_layers(parameters))
+
+
+def pinned_transfer_us(shape: M.Shape, c: dict[str, SM.Curve]) -> float:
+    """scaling_model.transfer_us's pinned term (one batch's images and labels on h2d-all's
+    per-GPU curve) at the user's bytes per sample: transfer_us itself ships an MNIST image."""
+    SM.need(c, "h2d-all")
+    return c["h2d-all"].time_us(one_batch(shape))
+
+
+@dataclasses.dataclass(frozen=True)
+class GpusOption:
+    """One strategy on several GPUs: scaling_model's terms per step (None: no several-GPU model,
+    `no_model` says why), the epoch and whether one GPU's footprint fits the budget. `usable`
+    and `predicted_ms` make it an option choose() ranks."""
+    strategy: str
+    terms: dict[str, float] | None   # step_us, transfer_us, combine_us, step_n_us, efficiency
+    epoch_ms: float | None
+    no_model: str | None
+    device_bytes: int | None
+    footprint: str | None
+    fits: bool
+
+    @property
+    def usable(self) -> bool:
+        return self.terms is not None and self.fits
+
+    @property
+    def predicted_ms(self) -> float | None:
+        return self.epoch_ms
+
+
+@dataclasses.dataclass(frozen=True)
+class GpusAdvice:
+    shape: M.Shape
+    scenario: str
+    gpus: int
+    parameters: int
+    reduce: str
+    step_us: float
+    budget_bytes: float | None       # per GPU; None: no limit
+    options: tuple[GpusOption, ...]  # fitting by prediction, then not fitting, then no model
+    recommended: GpusOption | None
+    tied: tuple[GpusOption, ...]
+
+    @property
+    def steps(self) -> int:
+        return global_steps(self.shape.samples, self.shape.batch, self.gpus)
+
+    @property
+    def compute_ms(self) -> float:
+        """Every GPU's compute-only epoch: steps x X."""
+        return self.steps * self.step_us / 1e3
+
+    @property
+    def is_tie(self) -> bool:
+        return len(self.tied) > 1
+
+
+def gpus_option(strategy: str, scenario: str, shape: M.Shape, step_us: float, gpus: int,
+                parameters: int, reduce: str, c: dict[str, SM.Curve],
+                budget_bytes: float | None) -> GpusOption:
+    """`strategy` on `gpus` GPUs; AdviceError with scaling_model's message where the primitives
+    lack a curve the terms need."""
+    if strategy not in SM.STRATEGIES:
+        return GpusOption(strategy, None, None, "analysis/scaling_model.py models "
+                          f"{' and '.join(SM.STRATEGIES)} only", None, None, False)
+    if strategy == "resident" and scenario == "refresh":
+        return GpusOption(strategy, None, None, "refresh uploads the set to every GPU each "
+                          "epoch; scaling_model counts no transfer for resident", None, None,
+                          False)
+    fp = FOOTPRINTS[strategy]
+    need = fp.nbytes(shape)
+    try:
+        move = pinned_transfer_us(shape, c) if strategy == "pinned" else 0.0
+        comb = SM.combine_us(parameter_layers(parameters), gpus, reduce, c)
+    except KeyError as e:
+        raise AdviceError(e.args[0]) from None
+    total = step_us + move + comb
+    terms = {"step_us": step_us, "transfer_us": move, "combine_us": comb, "step_n_us": total,
+             "efficiency": step_us / total}
+    return GpusOption(strategy, terms, global_steps(shape.samples, shape.batch, gpus) * total
+                      / 1e3, None, need, fp.what + ", on every GPU",
+                      budget_bytes is None or need <= budget_bytes)
+
+
+def advise_gpus(shape: M.Shape, scenario: str, step_us: float, gpus: int, parameters: int,
+                reduce: str, c: dict[str, SM.Curve], budget_bytes: float | None = None,
+                strategies: Iterable[str] | None = None) -> GpusAdvice:
+    """Every strategy of `strategies` (default: every one the one-GPU model has an entry for) on
+    `gpus` GPUs (scaling_model's terms, `c`: its curves at `gpus`), the budget per GPU, and the
+    recommendation by the one-GPU rule (choose)."""
+    names = list(strategies) if strategies is not None else list(M.MODELS)
+    opts = [gpus_option(n, scenario, shape, step_us, gpus, parameters, reduce, c, budget_bytes)
+            for n in names]
+    opts.sort(key=lambda o: (not o.usable, o.terms is None,
+                             o.epoch_ms if o.usable else 0.0, SIMPLICITY_RANK[o.strategy]))
+    recommended, tied = choose(opts)  # type: ignore[arg-type]
+    return GpusAdvice(shape, scenario, gpus, parameters, reduce, step_us, budget_bytes,
+                      tuple(opts), recommended, tied)  # type: ignore[arg-type]
+
+
+def why_gpus(a: GpusAdvice, o: GpusOption) -> str:
+    """One line: the recommended strategy's terms per step."""
+    t = o.terms
+    comb = (f"{len(parameter_buckets(a.parameters))} all-reduce(s)" if a.reduce == "ring"
+            else "one all-gather")
+    moved = f"{one_batch(a.shape):,} B at h2d-all's per-GPU rate" if t["transfer_us"] \
+        else "nothing moves"
+    return (f"step({a.gpus}) = {t['step_us']:.4g} µs + transfer {t['transfer_us']:.4g} µs "
+            f"({moved}) + combine {t['combine_us']:.4g} µs ({comb}) = {t['step_n_us']:.4g} µs; "
+            f"efficiency {t['efficiency']:.3f}; {a.steps} steps")
+
+
 # ---- primitives -------------------------------------------------------------------------------
 
 def load_table(files: Sequence[str]) -> tuple[PrimitiveTable, str]:
@@ -271,23 +424,71 @@ def find_memstrat(explicit: str | None) -> str:
     return found
 
 
+def run_primitives(memstrat: str, out: Path, extra: Sequence[str] = (),
+                   env: dict[str, str] | None = None, shown: str = "") -> None:
+    """Run `memstrat primitives --json OUT EXTRA...` (with `env`; `shown` is printed before the
+    command, e.g. the environment it sets); AdviceError when it fails or writes nothing."""
+    cmd = [memstrat, "primitives", "--json", str(out), *extra]
+    print(f"measuring the transfer primitives: {shown}{' '.join(cmd)}", file=sys.stderr)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    except OSError as e:
+        raise AdviceError(f"cannot run {memstrat}: {e.strerror}; {NO_PRIMITIVES_HINT}") \
+            from None
+    if res.returncode != 0 or not out.is_file():
+        said = (res.stderr.strip() or res.stdout.strip() or "no message").splitlines()[-1]
+        raise AdviceError(f"`{memstrat} primitives` failed (exit {res.returncode}: {said}); "
+                          f"{NO_PRIMITIVES_HINT}")
+
+
 def measure_primitives(memstrat: str) -> tuple[PrimitiveTable, str]:
     """Run `memstrat primitives --json` on this machine's GPU and load what it wrote."""
     with tempfile.TemporaryDirectory(prefix="advise-") as tmp:
         out = Path(tmp) / "primitives.jsonl"
-        print(f"measuring the transfer primitives: {memstrat} primitives --json {out}",
-              file=sys.stderr)
-        try:
-            res = subprocess.run([memstrat, "primitives", "--json", str(out)],
-                                 capture_output=True, text=True)
-        except OSError as e:
-            raise AdviceError(f"cannot run {memstrat}: {e.strerror}; {NO_PRIMITIVES_HINT}") \
-                from None
-        if res.returncode != 0 or not out.is_file():
-            said = (res.stderr.strip() or res.stdout.strip() or "no message").splitlines()[-1]
-            raise AdviceError(f"`{memstrat} primitives` failed (exit {res.returncode}: {said}); "
-                              f"{NO_PRIMITIVES_HINT}")
+        run_primitives(memstrat, out)
         return load_table([str(out)])
+
+
+def gpus_patterns(reduce: str) -> list[str]:
+    """The `memstrat primitives --gpus G` patterns scaling_model's terms read at `reduce`."""
+    return ["h2d-all", "nccl-all-reduce" if reduce == "ring" else "nccl-all-gather"]
+
+
+def load_gpus_curves(files: Sequence[str], gpus: int) -> tuple[dict[str, SM.Curve], str]:
+    """(scaling_model.curves at `gpus`, "GPU name xG") of `memstrat primitives --gpus G` record
+    files; AdviceError for unreadable files or records of several GPU models."""
+    try:
+        recs = [r for f in files for _, r in read_jsonl(f) if isinstance(r, dict)]
+    except RecordError as e:
+        raise AdviceError(str(e)) from None
+    names = sorted({str((r.get("env") or {}).get("gpu_name")) for r in recs
+                    if r.get("record") == "multi-gpu-primitive"
+                    and (r.get("config") or {}).get("gpus") == gpus})
+    if len(names) > 1:
+        raise AdviceError(f"--gpus {gpus} primitive records of several GPUs ({', '.join(names)})"
+                          ": pass the files of one machine, the one you will train on or one "
+                          "like it")
+    try:
+        c = SM.curves(recs, gpus)
+    except (KeyError, TypeError, ValueError) as e:
+        raise AdviceError(f"--gpus {gpus} primitive records scaling_model cannot read: "
+                          f"{e!r}") from None
+    return c, f"{names[0]} x{gpus}" if names else f"{gpus} GPUs"
+
+
+def measure_gpus_primitives(memstrat: str, gpus: int, reduce: str
+                            ) -> tuple[dict[str, SM.Curve], str]:
+    """Run `memstrat primitives --gpus G -p <what the terms read>` on this machine's GPUs, with
+    NVLink multicast off (NCCL_NVLS_ENABLE=0, as memstrat's several-GPU runs need) unless the
+    environment says otherwise, and load what it wrote."""
+    env = dict(os.environ)
+    shown = "" if "NCCL_NVLS_ENABLE" in env else "NCCL_NVLS_ENABLE=0 "
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    with tempfile.TemporaryDirectory(prefix="advise-") as tmp:
+        out = Path(tmp) / "primitives.jsonl"
+        run_primitives(memstrat, out, ["--gpus", str(gpus), "-p", ",".join(gpus_patterns(reduce))],
+                       env, shown)
+        return load_gpus_curves([str(out)], gpus)
 
 
 # ---- outputs ----------------------------------------------------------------------------------
@@ -352,6 +553,70 @@ def as_json(a: Advice, gpu: str, inputs: dict[str, Any]) -> dict[str, Any]:
             "simplicity_order": [n for n, _ in SIMPLICITY], "not_modelled": NOT_MODELLED}
 
 
+def gpus_text_lines(a: GpusAdvice, gpu: str) -> list[str]:
+    """The several-GPU table: each strategy's epoch and its terms per step, or why none."""
+    s = a.shape
+    budget = "no limit" if a.budget_bytes is None else mib(a.budget_bytes) + " per GPU"
+    buckets = parameter_buckets(a.parameters)
+    comb = (f"{len(buckets)} all-reduce(s), one per bucket of at most {mib(4 * buckets[0])} "
+            "(cut as one layer)" if a.reduce == "ring"
+            else f"one all-gather of {a.gpus} x {a.parameters} floats")
+    lines = [f"{s.samples} samples x {s.image_bytes_per_sample} B ({s.transfer}) + "
+             f"{LABEL_BYTES} B label over {a.gpus} GPUs, batch {s.batch} per GPU ({a.steps} "
+             f"steps), {a.scenario}, device budget {budget}, primitives of {gpu}",
+             f"gradients: {a.parameters} parameters, --reduce {a.reduce}: {comb}",
+             f"compute-only epoch C = {a.steps} steps x {a.step_us:.4g} µs = "
+             f"{M.fmt_ms(a.compute_ms)} ms", "",
+             f"{'strategy':<20} {'predicted ms':>12} {f'step({a.gpus}) µs':>11} "
+             f"{'transfer µs':>11} {'combine µs':>11} {'effic.':>6}  device memory per GPU"]
+    for o in a.options:
+        if o.terms is None:
+            lines.append(f"{o.strategy:<20} no several-GPU model: {o.no_model}")
+        elif o.fits:
+            t = o.terms
+            lines.append(f"{o.strategy:<20} {M.fmt_ms(o.epoch_ms):>12} {t['step_n_us']:>11.4g} "
+                         f"{t['transfer_us']:>11.4g} {t['combine_us']:>11.4g} "
+                         f"{t['efficiency']:>6.3f}  {mib(o.device_bytes)}: {o.footprint}")
+        else:
+            lines.append(f"{o.strategy:<20} does not fit: needs {mib(o.device_bytes)} "
+                         f"({o.footprint}), the budget is {budget}")
+    lines.append("")
+    r = a.recommended
+    if r is None:
+        lines.append("no recommendation: no strategy with a several-GPU prediction fits the "
+                     "budget")
+    else:
+        lines.append(f"recommended: {r.strategy} ({M.fmt_ms(r.epoch_ms)} ms per epoch)")
+        if a.is_tie:
+            others = [o.strategy for o in a.tied if o is not r]
+            lines.append(f"  tie: {r.strategy} and {', '.join(others)} are predicted within "
+                         f"{TIE_TOLERANCE:.0%} of the fastest; {r.strategy} is the simplest")
+        lines.append(f"  why: {why_gpus(a, r)}")
+    lines += ["", "simplicity order (a tie goes to the first): "
+              + " < ".join(n for n, _ in SIMPLICITY), GPUS_NOT_MODELLED]
+    return lines
+
+
+def gpus_json(a: GpusAdvice, gpu: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """as_json's object for several GPUs, with scaling_model's terms per strategy."""
+    def opt(o: GpusOption) -> dict[str, Any]:
+        t = o.terms or {}
+        return {"strategy": o.strategy, "predicted_ms": o.epoch_ms,
+                **{k: t.get(k) for k in ("step_n_us", "transfer_us", "combine_us",
+                                         "efficiency")},
+                "fits": o.fits, "device_bytes": o.device_bytes, "footprint": o.footprint,
+                "no_model": o.no_model, "simplicity": SIMPLICITY_RANK[o.strategy]}
+    r = a.recommended
+    return {"inputs": inputs, "gpu": gpu, "gpus": a.gpus, "parameters": a.parameters,
+            "reduce": a.reduce, "buckets": parameter_buckets(a.parameters),
+            "step_us": a.step_us, "compute_ms": a.compute_ms, "batches": a.steps,
+            "tie_tolerance": TIE_TOLERANCE, "strategies": [opt(o) for o in a.options],
+            "recommendation": None if r is None else {
+                "strategy": r.strategy, "predicted_ms": r.epoch_ms,
+                "tie": [o.strategy for o in a.tied] if a.is_tie else [], "why": why_gpus(a, r)},
+            "simplicity_order": [n for n, _ in SIMPLICITY], "not_modelled": GPUS_NOT_MODELLED}
+
+
 # ---- command line -----------------------------------------------------------------------------
 
 class OneLineParser(argparse.ArgumentParser):
@@ -387,7 +652,17 @@ def parser() -> OneLineParser:
                "docs/results/nvidia-h200/records/primitives.jsonl\n\n" + textwrap.fill(
                    "A batch larger than --samples is one batch of every sample, as memstrat "
                    "runs it. Without --primitives, `memstrat primitives` is run on this "
-                   "machine's GPU (build/memstrat or --memstrat).", 78),
+                   "machine's GPU (build/memstrat or --memstrat).", 78) + "\n\n"
+               "several GPUs:\n  analysis/advise.py --step-us 180 --bytes-per-sample 3072 "
+               "--samples 50000 --budget-gib 2 \\\n      --gpus 2 --parameters 203530 "
+               "--primitives results/primitives_x2.jsonl\n\n" + textwrap.fill(
+                   "With --gpus G >= 2 the epoch is analysis/scaling_model.py's: ⌈samples / "
+                   "(G x batch)⌉ steps of step(G) = X + transfer + combine(G), for resident (the "
+                   "whole set on every GPU, so it must fit the budget of each) and pinned; the "
+                   "other strategies have no several-GPU model. --primitives then holds records "
+                   "of `memstrat primitives --gpus G` (h2d-all and nccl-all-reduce, or "
+                   "nccl-all-gather for --reduce exact); without it they are measured now, "
+                   "with NCCL_NVLS_ENABLE=0 unless it is set.", 78),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--step-us", type=positive(float), metavar="X", required=True,
                     help="your training step in µs with the batch already on the GPU (the "
@@ -414,22 +689,64 @@ def parser() -> OneLineParser:
                     metavar="MIB", help="MiB per prefetch of um-prefetch-coarse (default "
                                         f"{M.DEFAULT_PREFETCH_CHUNK_MIB})")
     ap.add_argument("--primitives", action="append", metavar="FILE",
-                    help="records of `memstrat primitives --json` of one GPU (repeat for more "
-                         "files); default: measure them now with memstrat")
+                    help="records of `memstrat primitives --json` of one GPU (with --gpus G: "
+                         "of `memstrat primitives --gpus G --json`; repeat for more files); "
+                         "default: measure them now with memstrat")
     ap.add_argument("--memstrat", metavar="PATH",
                     help="the memstrat binary that measures the primitives (default: "
                          "build/memstrat in the repository, else memstrat on PATH)")
+    ap.add_argument("--gpus", type=positive(int), default=1, metavar="G",
+                    help="GPUs of data-parallel training, each with its own --batch rows per "
+                         "step (default 1); G >= 2 needs --parameters and predicts resident and "
+                         "pinned only, from analysis/scaling_model.py")
+    ap.add_argument("--parameters", type=positive(int), metavar="P",
+                    help="your model's trainable parameters (floats), the gradients the GPUs "
+                         "combine; required with --gpus >= 2. They are cut into ring buckets "
+                         "of at most 4 MiB as if one layer: an approximation of the trainer's "
+                         "cut, which never merges layers (more, smaller buckets)")
+    ap.add_argument("--reduce", choices=("ring", "exact"), default="ring",
+                    help="with --gpus >= 2: ring, one all-reduce per gradient bucket (default), "
+                         "or exact, one all-gather of G x P floats (memstrat train's --reduce)")
     ap.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     return ap
 
 
 INPUTS = ("step_us", "bytes_per_sample", "samples", "budget_gib", "batch", "scenario", "input",
           "copy_chunk", "prefetch_chunk", "primitives")
+GPUS_INPUTS = INPUTS + ("gpus", "parameters", "reduce")
+
+
+def main_gpus(args: argparse.Namespace) -> int:
+    """--gpus G >= 2: scaling_model's terms for every strategy it models."""
+    try:
+        c, gpu = (load_gpus_curves(args.primitives, args.gpus) if args.primitives
+                  else measure_gpus_primitives(find_memstrat(args.memstrat), args.gpus,
+                                               args.reduce))
+        shape = user_shape(args.samples, args.batch, args.bytes_per_sample, args.input,
+                           args.copy_chunk, args.prefetch_chunk)
+        a = advise_gpus(shape, args.scenario, args.step_us, args.gpus, args.parameters,
+                        args.reduce, c, args.budget_gib * GIB)
+    except AdviceError as e:
+        print(f"advise.py: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        inputs = {k: getattr(args, k) for k in GPUS_INPUTS}
+        print(json.dumps(gpus_json(a, gpu, inputs), indent=1))
+    else:
+        print("\n".join(gpus_text_lines(a, gpu)))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
+    if args.gpus >= 2:
+        if args.parameters is None:
+            ap.error(f"--gpus {args.gpus} needs --parameters P: your model's trainable "
+                     "parameter count, the gradients the GPUs combine every step")
+        if args.parameters < 2:
+            ap.error(f"argument --parameters: {args.parameters} must be >= 2")
+        return main_gpus(args)
     try:
         table, gpu = (load_table(args.primitives) if args.primitives
                       else measure_primitives(find_memstrat(args.memstrat)))

@@ -49,8 +49,9 @@ PROCEDURE = (
     "`--scenario refresh` for data rewritten every epoch, `--input u8|f32`, the primitives of "
     "your GPU). It predicts every strategy's epoch with the cost model above, leaves out those "
     "whose device memory exceeds W, and recommends the fastest, or the simplest of those within "
-    "5% of it. The table above is what this results set measured; the crossover block says "
-    "from which hidden width each strategy's data path stops mattering.")
+    "5% of it; with `--gpus G --parameters P` it predicts resident and pinned on G GPUs "
+    "(analysis/scaling_model.py). The table above is what this results set measured; the "
+    "crossover block says from which hidden width each strategy's data path stops mattering.")
 BUDGET_TODO = (f"{NOT_HERE} — `memstrat train --replicate K --device-budget GiB` runs it and "
                "`experiments/scripts/reproduce.sh --stages budget` sweeps it (budget.toml), not "
                "yet run for this set; `analysis/advise.py --budget-gib` gives the model's answer "

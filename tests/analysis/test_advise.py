@@ -15,6 +15,7 @@ import pytest
 from analysis import advise as A
 from analysis import advise_check as AC
 from analysis import cost_model as M
+from analysis import scaling_model as SM
 from analysis.primitives import Curve, Point, PrimitiveTable
 
 from conftest import REPO
@@ -400,3 +401,226 @@ def test_check_runs_on_the_committed_h200_set(capsys):
     assert {f["family"].split()[-2].split("/")[0] for f in doc["families"]} == \
         {"static", "refresh"}
     assert doc["checked"] == len(per_batch)
+
+
+# ---- several GPUs (--gpus G >= 2: analysis/scaling_model.py's terms) ---------------------------
+
+MULTI_RATE = 1e4      # h2d-all's slower GPU: 10 GB/s = 1e4 B/µs
+BUCKET = 1 << 20      # floats of one full ring bucket (4 MiB)
+PARAMS = BUCKET + 24  # one full bucket and one of 24 floats (96 B: below the curves' first size)
+X_US = 500.0
+
+
+def multi_record(pattern, points, gpus=2, gpu_name="NVIDIA H200"):
+    """A `memstrat primitives --gpus N` record as scaling_model.curves reads it (points: (bytes,
+    median_us) or (bytes, median_us, per_gpu_gbps))."""
+    return {"record": "multi-gpu-primitive", "status": "ok", "implementation": "memstrat",
+            "started_at": "2026-11-27T00:00:00Z", "env": {"gpu_name": gpu_name},
+            "config": {"pattern": pattern, "gpus": gpus},
+            "results": [dict(bytes=b, median_us=u, per_gpu_gbps=per[0] if per else None)
+                        for b, u, *per in points]}
+
+
+# Two points each, all power laws of slope 1 (log-log interpolation is exact): h2d-all at the
+# slower GPU's 10 GB/s; all-reduce at 1e4 B/µs, all-gather at 2e4 B/µs, each from 1000 B up,
+# below which its first time is the floor.
+H2D_ALL = multi_record("h2d-all", [(100_000, 0.0, [20.0, 10.0]), (1_000_000, 0.0, [20.0, 10.0])])
+ALL_REDUCE = multi_record("nccl-all-reduce", [(1000, 0.1), (100_000_000, 10_000.0)])
+ALL_GATHER = multi_record("nccl-all-gather", [(1000, 0.05), (100_000_000, 5_000.0)])
+# ring: the 4 MiB bucket on the curve, the 96 B one at the floor; exact: 2 x PARAMS floats
+RING_US = 4 * BUCKET / 1e4 + 0.1                  # 419.5304 µs
+EXACT_US = 4 * 2 * PARAMS / 2e4                   # 419.44 µs
+PINNED_US = 251_000 / MULTI_RATE                  # one batch of 250 x 1004 B: 25.1 µs
+STEPS = 2                                         # ⌈1000 / (2 x 250)⌉
+
+
+def write_records(path, *records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def curves_x2(*records):
+    return SM.curves(records or (H2D_ALL, ALL_REDUCE, ALL_GATHER), 2)
+
+
+def test_parameters_become_ring_buckets_of_at_most_4_mib_as_one_layer():
+    assert A.parameter_buckets(PARAMS) == [BUCKET, 24]
+    assert A.parameter_buckets(3 * BUCKET) == [BUCKET] * 3
+    assert A.parameter_buckets(1000) == [1000]
+    assert sum(A.parameter_buckets(203_530)) == 203_530
+    with pytest.raises(ValueError):
+        A.parameter_layers(1)
+    # the trainer's steps: ShardPlan::global_batches
+    assert A.global_steps(1000, 250, 2) == 2 and A.global_steps(1001, 250, 2) == 3
+    assert A.global_steps(1000, 250, 1) == SHAPE.batches
+
+
+def test_two_gpu_predictions_by_hand():
+    a = A.advise_gpus(SHAPE, "static", X_US, 2, PARAMS, "ring", curves_x2())
+    o = {x.strategy: x for x in a.options}
+    assert a.steps == STEPS and a.compute_ms == pytest.approx(STEPS * X_US / 1e3)
+    res, pin = o["resident"].terms, o["pinned"].terms
+    assert res["transfer_us"] == 0 and res["combine_us"] == pytest.approx(RING_US)
+    assert res["step_n_us"] == pytest.approx(X_US + RING_US)
+    assert o["resident"].epoch_ms == pytest.approx(STEPS * (X_US + RING_US) / 1e3)  # 1.8391
+    assert res["efficiency"] == pytest.approx(X_US / (X_US + RING_US))
+    assert pin["transfer_us"] == pytest.approx(PINNED_US)
+    assert o["pinned"].epoch_ms == pytest.approx(STEPS * (X_US + PINNED_US + RING_US) / 1e3)
+    # the footprints per GPU: resident the whole set on every GPU, pinned one batch
+    assert o["resident"].device_bytes == DATA_SET and o["pinned"].device_bytes == 251_000
+    # every other strategy: no number
+    others = [x for x in a.options if x.strategy not in ("resident", "pinned")]
+    assert len(others) == len(M.MODELS) - 2
+    assert all(x.terms is None and x.epoch_ms is None and not x.usable for x in others)
+    # --reduce exact: one all-gather of 2 x PARAMS floats
+    ex = {x.strategy: x for x in A.advise_gpus(SHAPE, "static", X_US, 2, PARAMS, "exact",
+                                               curves_x2()).options}
+    assert ex["resident"].terms["combine_us"] == pytest.approx(EXACT_US)
+    assert ex["pinned"].epoch_ms == pytest.approx(STEPS * (X_US + PINNED_US + EXACT_US) / 1e3)
+
+
+def test_two_gpu_recommendation_follows_the_one_gpu_rule():
+    c = curves_x2()
+    # pinned is 2.7% slower: a tie, resident the simplest
+    a = A.advise_gpus(SHAPE, "static", X_US, 2, PARAMS, "ring", c)
+    assert a.recommended.strategy == "resident" and a.is_tie
+    assert [o.strategy for o in a.tied] == ["resident", "pinned"]
+    # a 10 µs step and 1000 parameters (one bucket at 0.4 µs): pinned 3.5x slower, no tie
+    b = A.advise_gpus(SHAPE, "static", 10.0, 2, 1000, "ring", c)
+    assert b.recommended.strategy == "resident" and not b.is_tie
+    # the whole set does not fit one GPU's budget: pinned
+    small = A.advise_gpus(SHAPE, "static", X_US, 2, PARAMS, "ring", c, budget_bytes=DATA_SET - 1)
+    o = {x.strategy: x for x in small.options}
+    assert not o["resident"].fits and o["resident"].terms is not None
+    assert small.recommended.strategy == "pinned" and not small.is_tie
+    text = "\n".join(A.gpus_text_lines(small, "GPU x2"))
+    assert "resident             does not fit: needs 1.0 MiB (the data set (resident.cpp), on " \
+           "every GPU)" in text
+    assert "recommended: pinned (1.889 ms per epoch)" in text
+    # refresh: scaling_model has no transfer for resident re-uploading its set
+    r = A.advise_gpus(SHAPE, "refresh", X_US, 2, PARAMS, "ring", c)
+    assert {x.strategy: x for x in r.options}["resident"].terms is None
+    assert r.recommended.strategy == "pinned"
+    # nothing with a prediction fits
+    none = A.advise_gpus(SHAPE, "static", X_US, 2, PARAMS, "ring", c, budget_bytes=1)
+    assert none.recommended is None and none.tied == ()
+
+
+GOOD_X2 = ["--step-us", X_US, "--bytes-per-sample", 1000, "--samples", 1000, "--batch", 250,
+           "--budget-gib", 1, "--gpus", 2, "--parameters", PARAMS]
+
+
+def test_two_gpu_command_prints_the_terms_and_no_model_for_the_others(tmp_path, capsys):
+    f = write_records(tmp_path / "x2.jsonl", H2D_ALL, ALL_REDUCE, ALL_GATHER)
+    assert A.main([str(a) for a in GOOD_X2] + ["--primitives", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "over 2 GPUs, batch 250 per GPU (2 steps)" in out
+    assert "primitives of NVIDIA H200 x2" in out
+    assert "resident                    1.839       919.5           0       419.5  0.544" in out
+    assert "pinned                      1.889       944.6        25.1       419.5  0.529" in out
+    assert "double-buffer        no several-GPU model: " in out
+    assert "recommended: resident (1.839 ms per epoch)" in out
+    assert "tie: resident and pinned are predicted within 5%" in out
+
+
+def test_two_gpu_json_has_the_several_gpu_fields(tmp_path, capsys):
+    f = write_records(tmp_path / "x2.jsonl", H2D_ALL, ALL_REDUCE, ALL_GATHER)
+    args = [str(a) for a in GOOD_X2] + ["--primitives", str(f), "--json", "--reduce", "exact"]
+    assert A.main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["gpus"], doc["parameters"], doc["reduce"]) == (2, PARAMS, "exact")
+    assert doc["inputs"]["gpus"] == 2 and doc["buckets"] == [BUCKET, 24]
+    assert doc["batches"] == STEPS and doc["compute_ms"] == pytest.approx(1.0)
+    rows = {s["strategy"]: s for s in doc["strategies"]}
+    assert set(rows) == set(M.MODELS)
+    res = rows["resident"]
+    assert res["combine_us"] == pytest.approx(EXACT_US) and res["transfer_us"] == 0
+    assert res["step_n_us"] == pytest.approx(X_US + EXACT_US)
+    assert res["efficiency"] == pytest.approx(X_US / (X_US + EXACT_US))
+    assert res["predicted_ms"] == pytest.approx(STEPS * (X_US + EXACT_US) / 1e3)
+    assert rows["pinned"]["transfer_us"] == pytest.approx(PINNED_US)
+    assert rows["um"]["predicted_ms"] is None and rows["um"]["step_n_us"] is None
+    assert "scaling_model" in rows["um"]["no_model"]
+    assert doc["recommendation"]["strategy"] == "resident"
+    assert doc["recommendation"]["tie"] == ["resident", "pinned"]
+
+
+def test_gpus_without_parameters_exits_2(capsys):
+    args = [str(a) for a in GOOD_X2[:-2]] + ["--primitives", "unused.jsonl"]
+    with pytest.raises(SystemExit) as exc:
+        A.main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "--gpus 2 needs --parameters P" in err
+    with pytest.raises(SystemExit) as exc:
+        A.main(args + ["--parameters", "1"])
+    assert exc.value.code == 2 and "--parameters: 1 must be >= 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("records, missing", [
+    ((ALL_REDUCE, ALL_GATHER), "h2d-all"),
+    ((H2D_ALL, ALL_GATHER), "nccl-all-reduce"),
+    ((H2D_ALL, ALL_REDUCE, multi_record("nccl-all-reduce", [(1000, 0.1)], gpus=4)),
+     None)])
+def test_primitives_without_what_the_model_needs_exit_2_with_its_message(
+        tmp_path, capsys, records, missing):
+    f = write_records(tmp_path / "x2.jsonl", *records)
+    rc = A.main([str(a) for a in GOOD_X2] + ["--primitives", str(f)])
+    err = capsys.readouterr().err
+    if missing is None:        # all there: a record at another GPU count changes nothing
+        assert rc == 0 and not err
+        return
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    with pytest.raises(KeyError) as want:
+        SM.need({}, missing)
+    assert err.strip() == f"advise.py: error: {want.value.args[0]}"
+    assert f"no ok memstrat '{missing}' record" in err
+
+
+def test_gpus_primitives_of_several_gpu_models_or_one_gpu_records_exit_2(tmp_path, capsys):
+    other = multi_record("nccl-all-reduce", [(1000, 0.1)], gpu_name="NVIDIA A100")
+    f = write_records(tmp_path / "x2.jsonl", H2D_ALL, ALL_REDUCE, other)
+    assert A.main([str(a) for a in GOOD_X2] + ["--primitives", str(f)]) == 2
+    assert "several GPUs (NVIDIA A100, NVIDIA H200)" in capsys.readouterr().err
+    # the one-GPU primitives hold no --gpus 2 record
+    assert A.main([str(a) for a in GOOD_X2] + ["--primitives", str(FIXTURES /
+                                                                   "primitives.jsonl")]) == 2
+    assert "no ok memstrat" in capsys.readouterr().err
+
+
+def test_without_primitives_memstrat_measures_them_on_g_gpus(tmp_path, capsys, monkeypatch):
+    f = write_records(tmp_path / "x2.jsonl", H2D_ALL, ALL_REDUCE, ALL_GATHER)
+    seen = tmp_path / "argv"
+    works = fake_memstrat(tmp_path, f'echo "$@ NVLS=$NCCL_NVLS_ENABLE" > "{seen}"; '
+                                    f'cp "{f}" "$3"')
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    assert A.main([str(a) for a in GOOD_X2] + ["--memstrat", str(works), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"] == "NVIDIA H200 x2"
+    argv = seen.read_text().split()
+    assert argv[:2] == ["primitives", "--json"] and argv[3:] == [
+        "--gpus", "2", "-p", "h2d-all,nccl-all-reduce", "NVLS=0"]
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")           # the user's setting is kept
+    assert A.main([str(a) for a in GOOD_X2] + ["--memstrat", str(works), "--reduce",
+                                                "exact"]) == 0
+    assert seen.read_text().split()[-3:] == ["-p", "h2d-all,nccl-all-gather", "NVLS=1"]
+    capsys.readouterr()
+    (tmp_path / "fail").mkdir()
+    fails = fake_memstrat(tmp_path / "fail",
+                          'echo "error: --gpus 2: this machine has 1 GPU" >&2; exit 3')
+    assert A.main([str(a) for a in GOOD_X2] + ["--memstrat", str(fails)]) == 2
+    err = capsys.readouterr().err
+    assert "this machine has 1 GPU" in err and "--primitives FILE" in err
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--scenario", "refresh", "--batch", "100"],
+                                   ["--parameters", "5", "--reduce", "exact"]])
+def test_one_gpu_output_is_the_same_with_and_without_gpus_1(extra):
+    base = run(*GOOD, *extra)
+    one = run(*GOOD, *extra, "--gpus", "1")
+    assert base.returncode == one.returncode == 0, base.stderr + one.stderr
+    assert base.stdout == one.stdout and base.stderr == one.stderr
+    assert "several" not in base.stdout and "step(" not in base.stdout
+    if "--json" in extra:
+        assert "gpus" not in json.loads(base.stdout)["inputs"]
+    else:
+        assert "predicted ms" in base.stdout
