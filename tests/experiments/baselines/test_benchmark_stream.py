@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import benchmark_stream as bs  # noqa: E402
 from analysis import stats  # noqa: E402
 import fake_runs  # noqa: E402
 import process_runs as pr  # noqa: E402
+from sittings import Sitting  # noqa: E402
 
 
 def rec(strategy, augment, workers, values, wait=0.0, status="ok"):
@@ -296,27 +296,6 @@ def test_the_pipeline_measure_runs_no_step_on_either_side_and_is_tabled_apart(re
 
 # ---------------------------------------------------------------------------------------------
 # --resume
-
-REAL_RUN = subprocess.run
-
-
-class Sitting:
-    """Spies on the runs a benchmark starts (their run tags, in order); with `stop_at`, the run
-    of that index is interrupted as a SIGINT would: its process ran and wrote its record, but
-    KeyboardInterrupt reaches the benchmark before the record is appended."""
-
-    def __init__(self, monkeypatch, stop_at: int | None = None):
-        self.tags: list[str] = []
-
-        def run(cmd, *args, **kw):
-            if "--run-tag" not in cmd:
-                return REAL_RUN(cmd, *args, **kw)          # `memstrat list`, the torch check
-            self.tags.append(cmd[cmd.index("--run-tag") + 1])
-            done = REAL_RUN(cmd, *args, **kw)
-            if len(self.tags) - 1 == stop_at:
-                raise KeyboardInterrupt
-            return done
-        monkeypatch.setattr(pr.subprocess, "run", run)
 
 
 def outcome(path: Path) -> list:

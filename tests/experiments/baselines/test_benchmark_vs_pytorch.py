@@ -5,7 +5,6 @@ whose report --from-records rebuilds unchanged."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from analysis import stats  # noqa: E402
 import comparison  # noqa: E402
 import fake_runs  # noqa: E402
 import process_runs as pr  # noqa: E402
+from sittings import Sitting  # noqa: E402
 
 
 def mem(strategy, transfer, values, batch=64):
@@ -189,27 +189,6 @@ def test_whole_run_and_from_records_round_trip(tmp_path, data):
 
 # ---------------------------------------------------------------------------------------------
 # --resume
-
-REAL_RUN = subprocess.run
-
-
-class Sitting:
-    """Spies on the runs a benchmark starts (their run tags, in order); with `stop_at`, the run
-    of that index is interrupted as a SIGINT would: its process ran and wrote its record, but
-    KeyboardInterrupt reaches the benchmark before the record is appended."""
-
-    def __init__(self, monkeypatch, stop_at: int | None = None):
-        self.tags: list[str] = []
-
-        def run(cmd, *args, **kw):
-            if "--run-tag" not in cmd:
-                return REAL_RUN(cmd, *args, **kw)          # `memstrat list`, the torch check
-            self.tags.append(cmd[cmd.index("--run-tag") + 1])
-            done = REAL_RUN(cmd, *args, **kw)
-            if len(self.tags) - 1 == stop_at:
-                raise KeyboardInterrupt
-            return done
-        monkeypatch.setattr(pr.subprocess, "run", run)
 
 
 def outcome(path: Path) -> tuple[list, list]:
