@@ -517,20 +517,28 @@ def text_lines(a: Advice, gpu: str) -> list[str]:
                          f"({o.footprint}), the budget is {budget}")
         else:
             lines.append(f"{o.strategy:<20} no model: {o.no_model}")
-    lines.append("")
     r = a.recommended
+    return lines + recommendation_lines(
+        r, r and r.predicted_ms, a.tied if a.is_tie else (), r and why(r),
+        "no strategy with a prediction fits the budget", NOT_MODELLED)
+
+
+def recommendation_lines(r: Any, epoch_ms: float | None, tied: Sequence[Any],
+                         why_text: str | None, none_text: str, not_modelled: str) -> list[str]:
+    """The text's closing lines: the recommendation (or why none), its tie and why, the
+    simplicity order and what the model leaves out."""
+    lines = [""]
     if r is None:
-        lines.append("no recommendation: no strategy with a prediction fits the budget")
+        lines.append(f"no recommendation: {none_text}")
     else:
-        lines.append(f"recommended: {r.strategy} ({M.fmt_ms(r.predicted_ms)} ms per epoch)")
-        if a.is_tie:
-            others = [o.strategy for o in a.tied if o is not r]
+        lines.append(f"recommended: {r.strategy} ({M.fmt_ms(epoch_ms)} ms per epoch)")
+        if tied:
+            others = [o.strategy for o in tied if o is not r]
             lines.append(f"  tie: {r.strategy} and {', '.join(others)} are predicted within "
                          f"{TIE_TOLERANCE:.0%} of the fastest; {r.strategy} is the simplest")
-        lines.append(f"  why: {why(r)}")
-    lines += ["", "simplicity order (a tie goes to the first): "
-              + " < ".join(n for n, _ in SIMPLICITY), NOT_MODELLED]
-    return lines
+        lines.append(f"  why: {why_text}")
+    return lines + ["", "simplicity order (a tie goes to the first): "
+                    + " < ".join(n for n, _ in SIMPLICITY), not_modelled]
 
 
 def as_json(a: Advice, gpu: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -580,21 +588,10 @@ def gpus_text_lines(a: GpusAdvice, gpu: str) -> list[str]:
         else:
             lines.append(f"{o.strategy:<20} does not fit: needs {mib(o.device_bytes)} "
                          f"({o.footprint}), the budget is {budget}")
-    lines.append("")
     r = a.recommended
-    if r is None:
-        lines.append("no recommendation: no strategy with a several-GPU prediction fits the "
-                     "budget")
-    else:
-        lines.append(f"recommended: {r.strategy} ({M.fmt_ms(r.epoch_ms)} ms per epoch)")
-        if a.is_tie:
-            others = [o.strategy for o in a.tied if o is not r]
-            lines.append(f"  tie: {r.strategy} and {', '.join(others)} are predicted within "
-                         f"{TIE_TOLERANCE:.0%} of the fastest; {r.strategy} is the simplest")
-        lines.append(f"  why: {why_gpus(a, r)}")
-    lines += ["", "simplicity order (a tie goes to the first): "
-              + " < ".join(n for n, _ in SIMPLICITY), GPUS_NOT_MODELLED]
-    return lines
+    return lines + recommendation_lines(
+        r, r and r.epoch_ms, a.tied if a.is_tie else (), r and why_gpus(a, r),
+        "no strategy with a several-GPU prediction fits the budget", GPUS_NOT_MODELLED)
 
 
 def gpus_json(a: GpusAdvice, gpu: str, inputs: dict[str, Any]) -> dict[str, Any]:
