@@ -263,6 +263,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: no configuration: {', '.join(a.variants)} offer none of the measures "
               f"{', '.join(a.measures)}", file=sys.stderr)
         return EXIT_USAGE
+    if a.resume and out_jsonl.is_file():
+        try:
+            why = pr.other_plan(pr.read_records([out_jsonl]), PROG, a.shuffle_seed, a.repeats,
+                                {s.tag: {"batch": a.batch, "epochs": a.epochs} for s in order})
+        except (OSError, ValueError) as e:
+            why = str(e)
+        if why:
+            print(f"{PROG}: {out_jsonl} holds records of another plan ({why}): --resume "
+                  "continues only the plan that wrote the file; give the options it ran with, "
+                  "or another --out-dir", file=sys.stderr)
+            return EXIT_USAGE
     todo = pr.resumable(PROG, order, out_jsonl, a.resume)
     if todo is None:
         return EXIT_USAGE

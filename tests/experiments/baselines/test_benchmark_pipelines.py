@@ -76,6 +76,20 @@ def test_resume_runs_only_what_has_no_ok_record(data, no_processes, capsys, tmp_
     assert "resuming: 1 of 3 runs" in out and "(2 to run)" in out
 
 
+def test_resume_refuses_a_records_file_of_another_plan(data, no_processes, capsys, tmp_path):
+    plan = ["--data", str(data), "--out-dir", str(tmp_path), "--variants", "jax-gpu-resident",
+            "--measures", "epoch", "--augments", "light", "--repeats", "3"]
+    rec = fake_record("jax-gpu-resident-jit", "epoch", [99.0, 13.0, 13.0],
+                      "pipelines-jax-gpu-resident-light-epoch-r1")
+    (tmp_path / "records.jsonl").write_text(json.dumps(rec) + "\n")
+    # the same plan at another batch, or with runs this plan does not have: refused
+    assert no_processes(bp.main, ["--dry-run", "--resume", "--batch", "128", *plan]) == 2
+    assert "records of another plan" in capsys.readouterr().err
+    assert no_processes(bp.main, ["--dry-run", "--resume", *plan[:-1], "1"]) == 2
+    assert "which this plan does not have" in capsys.readouterr().err
+    assert no_processes(bp.main, ["--dry-run", "--resume", *plan]) == 0
+
+
 def test_option_errors_exit_2(data, no_processes, capsys, tmp_path):
     for bad in (["--variants", "eager"], ["--measures", "all"], ["--repeats", "0"],
                 ["--variants", "dataloader-prefetch-graph", "--measures", "step"]):
@@ -88,7 +102,7 @@ def test_option_errors_exit_2(data, no_processes, capsys, tmp_path):
 def fake_record(strategy: str, measure: str, walls: list[float], tag: str) -> dict:
     return {"schema_version": 1, "status": "ok", "run_id": tag,
             "config": {"strategy": strategy, "augment": "light", "batch": 256, "measure": measure,
-                       "scenario": "stream", "run_tag": tag,
+                       "scenario": "stream", "run_tag": tag, "epochs": 21,
                        "dataset": {"train_samples": 60000}},
             "epochs": [{"epoch": i + 1, "wall_ms": w} for i, w in enumerate(walls)]}
 
