@@ -209,13 +209,13 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
     for scenario in [s for s in SCENARIOS if a.scenario in (None, s)]:
         for transfer in [t for t in TRANSFERS if a.transfer in (None, t)]:
             rows = []
+            pipes = {s: swept_pipeline(sw.groups, s, transfer, sw.widths)
+                     if scenario == "stream" else () for s in strategies}
             for s in strategies:
                 if s == REFERENCE_STRATEGY and scenario == "static":
                     continue                     # the reference itself: no cost by definition
-                pipe = (swept_pipeline(sw.groups, s, transfer, sw.widths)
-                        if scenario == "stream" else ())
                 own = [g for w in sw.widths
-                       if (g := own_form(sw.groups, s, scenario, transfer, (w,), pipe))
+                       if (g := own_form(sw.groups, s, scenario, transfer, (w,), pipes[s]))
                        is not None]
                 pts = [p for g in own if (p := point(sw.groups, g, g.key.hidden[0], tables))]
                 if pts:
@@ -225,11 +225,8 @@ def crossover(rs: ResultsSet, a: BlockArgs) -> str:
                                  "no resident run at its form (no data-movement cost)", "n/a",
                                  "n/a", "n/a"])
             if rows:
-                pipes = sorted({p for s in strategies if scenario == "stream"
-                                for p in [swept_pipeline(sw.groups, s, transfer, sw.widths)]
-                                if p})
                 inputs = "".join(f"; {w} workers, {n} slots, {aug} augmentation"
-                                 for w, n, aug in pipes)
+                                 for w, n, aug in sorted({p for p in pipes.values() if p}))
                 doc.p(f"**{scenario}, {transfer}** (batch {a.batch}; widths "
                       f"{', '.join(map(str, sw.widths))}{inputs})")
                 doc.table(["strategy", "launch form", "data movement / resident's epoch, by "
