@@ -203,13 +203,15 @@ TEST(CuptiProfilerGpu, UnifiedMemoryCountersInEachOfTwoProfilers) {
     GTEST_SKIP() << "device without concurrentManagedAccess: no GPU page faults to count";
   constexpr size_t kN = 4u << 20;  // 16 MiB of floats
   constexpr size_t kBytes = kN * sizeof(float);
-  float* m = nullptr;
-  CUDA_CHECK(cudaMallocManaged(&m, kBytes));
   for (int k = 1; k <= 2; ++k) {
     CuptiProfiler::Options o;
     CuptiProfiler prof(o);
     ASSERT_TRUE(prof.api_available()) << "profiler " << k << ":\n" << joined(prof.notes());
     prof.enable_device_counters();
+    // Allocated once the counters are on, as a run allocates at attach (the counters follow
+    // the managed allocations made after they were enabled).
+    float* m = nullptr;
+    CUDA_CHECK(cudaMallocManaged(&m, kBytes));
     for (size_t i = 0; i < kN; ++i) m[i] = 1.0f;  // the pages go to the host
     prof.begin_window("epoch 1");
     add_one<<<264, 256>>>(m, kN);  // and fault back in
@@ -219,8 +221,8 @@ TEST(CuptiProfilerGpu, UnifiedMemoryCountersInEachOfTwoProfilers) {
     ASSERT_TRUE(w.um_htod_bytes.has_value()) << "profiler " << k << ":\n" << joined(prof.notes());
     EXPECT_GE(*w.um_htod_bytes, kBytes) << "profiler " << k;
     EXPECT_EQ(prof.late_records(), 0u) << "profiler " << k << ":\n" << joined(prof.notes());
+    CUDA_CHECK(cudaFree(m));
   }
-  CUDA_CHECK(cudaFree(m));
 }
 
 TEST(CuptiProfilerGpu, TraceIsValidAndShowsCopyComputeOverlap) {
