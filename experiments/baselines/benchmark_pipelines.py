@@ -15,6 +15,11 @@ Variants (--variants; each a process of its own):
                              --launch-form per-batch (the same steps, launched the same way, with
                              no augmentation); pipeline = the epoch's run with --consumer none
                              (each batch gathered and augmented, then only read by one kernel)
+  dataloader                 pytorch_dataloader.py --fetch batch: the DataLoader as the stream
+                             comparison runs it (--workers host worker processes, pin_memory,
+                             persistent workers, one fetch per batch, non-blocking copies) and
+                             the eager step: what most PyTorch loops are (epoch only: its
+                             pipeline is dataloader-prefetch-graph's loader, its step eager)
   dataloader-prefetch-graph  pytorch_prefetch_graph.py: DataLoader (--workers host worker
                              processes, pin_memory, persistent workers, fetch batch), side-stream
                              prefetcher, CUDA-graphed step
@@ -24,8 +29,9 @@ Variants (--variants; each a process of its own):
   jax-gpu-resident           jax_gpu_resident.py: the same in JAX, jax.jit + lax.scan
 Measures (--measures; the run tag names it, and config.measure each baseline record): pipeline
 (samples/s the input pipeline delivers to a consumer that only touches each batch on the
-device), step (the steps with the data already in place; not offered by the DataLoader variant,
-whose step is the resident graph), epoch (end to end). For each augmentation (--augments,
+device), step (the steps with the data already in place; not offered by the DataLoader variants:
+dataloader-prefetch-graph's step is the resident graph, dataloader's eager PyTorch's), epoch (end
+to end). For each augmentation (--augments,
 default light,heavy), batch --batch (256), u8, --epochs (21) epochs, --repeats (default 10)
 processes per configuration.
 
@@ -65,6 +71,7 @@ TAG = "pipelines"
 MEMSTRAT = "memstrat-resident"
 VARIANTS = {
     MEMSTRAT: (None, [], "memstrat"),
+    "dataloader": ("pytorch_dataloader.py", ["--fetch", "batch"], "pytorch"),
     "dataloader-prefetch-graph": ("pytorch_prefetch_graph.py", ["--fetch", "batch"], "pytorch"),
     "gpu-resident-graph": ("pytorch_gpu_resident.py", ["--step", "graph"], "pytorch"),
     "gpu-resident-compile": ("pytorch_gpu_resident.py", ["--step", "compile"], "pytorch"),
@@ -72,16 +79,21 @@ VARIANTS = {
 }
 FRAMEWORK = {v: framework for v, (_, _, framework) in VARIANTS.items()}
 MEASURES = ("pipeline", "step", "epoch")
-NOT_OFFERED = {("dataloader-prefetch-graph", "step")}  # its step is gpu-resident-graph's
+# dataloader-prefetch-graph's step is gpu-resident-graph's; dataloader's pipeline is
+# dataloader-prefetch-graph's loader (pytorch_dataloader.py times the epoch only)
+NOT_OFFERED = {("dataloader-prefetch-graph", "step"), ("dataloader", "step"),
+               ("dataloader", "pipeline")}
 AUGMENTS = ("none", "light", "heavy")
 # For the estimate only (seconds; one process of each at 21 epochs, batch 256, on one H100). A
 # process's start: the framework import, the CUDA context, the host's draws of every epoch,
 # graph capture; torch.compile and XLA compile add their compile time. An epoch: the DataLoader
 # at 8 workers is bound by the numpy augmentation; the resident variants by the step and the
 # GPU augmentation.
-PROCESS_S = {MEMSTRAT: 1.5, "dataloader-prefetch-graph": 12.0, "gpu-resident-graph": 14.0,
-             "gpu-resident-compile": 27.0, "jax-gpu-resident": 26.0}
-EPOCH_S = {("dataloader-prefetch-graph", "light"): 0.35,
+PROCESS_S = {MEMSTRAT: 1.5, "dataloader": 12.0, "dataloader-prefetch-graph": 12.0,
+             "gpu-resident-graph": 14.0, "gpu-resident-compile": 27.0, "jax-gpu-resident": 26.0}
+EPOCH_S = {("dataloader", "light"): 0.42, ("dataloader", "heavy"): 0.80,
+           ("dataloader", "none"): 0.20,
+           ("dataloader-prefetch-graph", "light"): 0.35,
            ("dataloader-prefetch-graph", "heavy"): 0.80,
            ("dataloader-prefetch-graph", "none"): 0.05,
            ("gpu-resident-compile", "light"): 0.35, ("gpu-resident-compile", "heavy"): 0.35}
@@ -163,14 +175,23 @@ def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunR
     if v == MEMSTRAT:
         return runner.memstrat(s.tag, s.label, memstrat_args(a, aug, m))
     script, fixed, _ = VARIANTS[v]
-    args = [*fixed, "--augment", aug, "--measure", m, "--batch", str(a.batch),
-            "--epochs", str(a.epochs)]
+    return runner.script(HERE / script, s.tag, s.label, script_args(a, v, aug, m))
+
+
+def script_args(a: argparse.Namespace, v: str, aug: str, m: str) -> list[str]:
+    """A PyTorch or JAX variant's options for one augmentation and measure."""
+    script, fixed, _ = VARIANTS[v]
+    args = [*fixed, "--augment", aug, "--batch", str(a.batch), "--epochs", str(a.epochs)]
+    if v != "dataloader":  # it times the epoch only, and has no --measure
+        args += ["--measure", m]
     if script != "jax_gpu_resident.py":
         args += ["--transfer", "u8"]
-    if v == "dataloader-prefetch-graph":
+    if v in ("dataloader", "dataloader-prefetch-graph"):
         args += ["--workers", str(a.workers), "--pin-memory", "on", "--persistent-workers", "on",
                  "--prefetch-factor", "2"]
-    return runner.script(HERE / script, s.tag, s.label, args)
+    if v == "dataloader":
+        args += ["--non-blocking", "on"]
+    return args
 
 
 def groups(records: Iterable[dict]) -> dict[tuple, list[dict]]:

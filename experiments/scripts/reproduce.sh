@@ -60,12 +60,13 @@
 #               where stopped (both scripts' --resume); needs the pins of
 #               experiments/baselines/requirements.txt (torch), checked first:
 #               python3 -m pip install -r experiments/baselines/requirements.txt
-#   pipelines   memstrat's resident with GPU augmentation beside the strongest PyTorch pipelines
-#               (DataLoader + side-stream prefetch + CUDA-graphed step; data resident on the GPU
-#               with a CUDA-graphed or torch.compile'd step) and JAX (jit + lax.scan), light and
-#               heavy, batch 256, each measure (pipeline, step, epoch) apart, 10 processes each in
-#               one shuffled order (experiments/baselines/benchmark_pipelines.py; the JAX
-#               variant where jax imports): 280 processes, about 95 minutes estimated on an H100;
+#   pipelines   memstrat's resident with GPU augmentation beside the plain DataLoader with an
+#               eager step and the strongest PyTorch pipelines (DataLoader + side-stream
+#               prefetch + CUDA-graphed step; data resident on the GPU with a CUDA-graphed or
+#               torch.compile'd step) and JAX (jit + lax.scan), light and heavy, batch 256, each
+#               measure (pipeline, step, epoch) apart, 10 processes each in one shuffled order
+#               (experiments/baselines/benchmark_pipelines.py; the JAX variant where jax
+#               imports): 300 processes, about 103 minutes estimated on an H100;
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
 #   scaling     only on a machine of N >= 2 GPUs (on one it says so and does nothing):

@@ -19,15 +19,35 @@ def test_dry_run_plans_every_configuration_ten_times(data, no_processes, capsys,
     out = capsys.readouterr().out
     assert "plan: estimated" in out and "batch 256" in out
     tags = [ln.split(". ", 1)[1] for ln in out.splitlines() if ". pipelines-" in ln]
-    # 5 variants x 3 measures, less the DataLoader's step, x light, heavy
-    assert len(tags) == 14 * 2 * 10 and len(set(tags)) == len(tags)
+    # 6 variants x 3 measures, less the DataLoaders' steps and dataloader's pipeline, x light,
+    # heavy
+    assert len(tags) == 15 * 2 * 10 and len(set(tags)) == len(tags)
     configs = {t.rsplit("-r", 1)[0] for t in tags}
     assert "pipelines-gpu-resident-compile-heavy-step" in configs
     assert "pipelines-memstrat-resident-heavy-epoch" in configs
     assert "pipelines-dataloader-prefetch-graph-light-step" not in configs
     assert "pipelines-memstrat-resident-light-pipeline" in configs
-    assert tags[:14 * 2] != sorted(tags[:14 * 2])   # shuffled, first processes first
-    assert all(t.endswith("-r0") for t in tags[:28])
+    assert "pipelines-dataloader-heavy-epoch" in configs
+    assert not {"pipelines-dataloader-light-step", "pipelines-dataloader-light-pipeline"} & configs
+    assert tags[:15 * 2] != sorted(tags[:15 * 2])   # shuffled, first processes first
+    assert all(t.endswith("-r0") for t in tags[:30])
+
+
+def test_the_dataloader_variants_run_the_loader_as_the_stream_comparison_does():
+    a = bp.build_parser().parse_args(["--workers", "6"])
+    plain = bp.script_args(a, "dataloader", "heavy", "epoch")
+    assert "--measure" not in plain                 # pytorch_dataloader.py times the epoch
+    for args in (plain, bp.script_args(a, "dataloader-prefetch-graph", "heavy", "epoch")):
+        assert args[args.index("--workers") + 1] == "6"
+        assert args[args.index("--fetch") + 1] == "batch"
+        assert args[args.index("--pin-memory") + 1] == "on"
+        assert args[args.index("--persistent-workers") + 1] == "on"
+        assert args[args.index("--transfer") + 1] == "u8"
+        assert args[args.index("--augment") + 1] == "heavy"
+    assert plain[plain.index("--non-blocking") + 1] == "on"
+    assert "--workers" not in bp.script_args(a, "gpu-resident-graph", "light", "step")
+    jax = bp.script_args(a, "jax-gpu-resident", "light", "pipeline")
+    assert "--transfer" not in jax and jax[jax.index("--measure") + 1] == "pipeline"
 
 
 def test_memstrat_runs_resident_with_gpu_augmentation_and_its_step_batch_by_batch():
