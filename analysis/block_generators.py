@@ -164,9 +164,15 @@ def data_as_marked(g: Group, filters: dict[str, str]) -> bool:
     return any(k in filters for k in DATA_FILTERS) or g.key.data_as_loaded
 
 
-def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:
+# The stream tables name where each configuration augmented ("light (GPU)": stream.augment_label),
+# so augmentation on the GPU sits in their slice beside the host's.
+STREAM_SLICE_IGNORES = ("augment_device",)
+
+
+def select(rs: ResultsSet, a: BlockArgs, ignoring: tuple[str, ...] = ()) -> list[Group]:
     """Groups at the block's batch/transfer/scenario and filters, from one comparable slice
-    (BlockError when they span several: the marker must say which)."""
+    (BlockError when they span several: the marker must say which); `ignoring`: config fields
+    that do not split the slice (GroupKey.slice_key)."""
     filters = {k: v for k, v in a.options.items() if k in FILTERS}
     out = [g for g in rs.groups
            if (a.batch is None or g.key.batch == a.batch)
@@ -174,7 +180,7 @@ def select(rs: ResultsSet, a: BlockArgs) -> list[Group]:
            and (a.scenario is None or g.key.scenario == a.scenario)
            and all(key_fields(g.key).get(k) == v for k, v in filters.items())
            and data_as_marked(g, filters)]
-    slices = {g.key.slice_key() for g in out}
+    slices = {g.key.slice_key(ignoring) for g in out}
     if len(slices) > 1:
         differ = [f"{name} ({', '.join(sorted({_text(v) for v in vals}))})"
                   for name, vals in zip(("gpu", "hidden", "gemm", "epochs", "options"),
@@ -435,7 +441,7 @@ def stream(rs: ResultsSet, a: BlockArgs) -> str:
     """The stream scenario: where each strategy stops starving (analysis/stream.py's table),
     then per augmentation each strategy's fastest stream epoch against its static epoch, and
     the host the workers ran on."""
-    groups = select(rs, dataclasses.replace(a, scenario="stream"))
+    groups = select(rs, dataclasses.replace(a, scenario="stream"), STREAM_SLICE_IGNORES)
     points = stream_points(groups)
     doc = Doc()
     if not points:

@@ -34,6 +34,7 @@ from analysis.block_generators import (FILTERS, BlockArgs, BlockError, data_as_m
 from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
+from analysis.stream import augment_label
 
 SHARE = 0.05        # a data-movement cost under this share of resident's epoch: it stops mattering
 AGREE = 0.15        # measured and predicted crossing widths closer than this: they agree
@@ -60,9 +61,10 @@ def sweep(rs: ResultsSet, a: BlockArgs) -> Sweep:
     """The groups at the block's batch and filters over every hidden shape; BlockError when
     they span several slices other than the hidden shape (the marker must pick one)."""
     filters = {k: v for k, v in a.options.items() if k in FILTERS}
+    # Augmentation on the GPU (stream.toml's cells at width 256 only) is no part of the sweep.
     groups = [g for g in rs.groups if g.key.batch == a.batch and g.key.scenario in SCENARIOS
               and all(key_fields(g.key).get(k) == v for k, v in filters.items())
-              and data_as_marked(g, filters)]
+              and data_as_marked(g, filters) and g.key.option("augment_device") != "gpu"]
     slices = {(k.gpu, k.gemm, k.epochs, k.slice_key()[4]) for k in (g.key for g in groups)}
     if len(slices) > 1:
         raise BlockError(f"the configurations at batch {a.batch} differ in more than the hidden "
@@ -74,9 +76,10 @@ def sweep(rs: ResultsSet, a: BlockArgs) -> Sweep:
 
 
 def pipeline_of(g: Group) -> tuple:
-    """The stream scenario's input pipeline (workers, slots, augmentation); () elsewhere."""
+    """The stream scenario's input pipeline (workers, slots, augmentation, "(GPU)" where the GPU
+    augmented: stream.augment_label); () elsewhere."""
     k = g.key
-    return (k.workers, k.prefetch, k.augment) if k.scenario == "stream" else ()
+    return (k.workers, k.prefetch, augment_label(k)) if k.scenario == "stream" else ()
 
 
 def swept_pipeline(groups: Sequence[Group], strategy: str, transfer: str,

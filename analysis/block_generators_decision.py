@@ -3,7 +3,8 @@
     <!-- generated:decision b256 u8 from docs/results/nvidia-h200 -->
 
 One table, a row per regime: the data fits and is static; it fits but the host rewrites it every
-epoch (refresh) or augments it batch by batch (the stream scenario); it is larger than the
+epoch (refresh) or it is augmented batch by batch (the stream scenario: on the host, or on the GPU
+with --augment-device gpu); it is larger than the
 device budget; the step is light or heavy (the smallest and the largest one-layer width of the
 hidden sweep, with the data rewritten every epoch, where every byte moves); several GPUs. Per
 measured regime:
@@ -38,7 +39,7 @@ from analysis.document import Doc
 from analysis.primitives import PrimitiveTable
 from analysis.results_set import ResultsSet
 from analysis.stats import family_can_order, rank_by_tests
-from analysis.stream import ordered_curves, stream_points
+from analysis.stream import GPU_AUGMENT, augmented_on_gpu, ordered_curves, stream_points
 
 NOT_HERE = "not measured in this set"
 DEFAULT_HIDDEN = "256"
@@ -161,17 +162,19 @@ def over_budget(groups: Sequence[Group]) -> tuple[float, list[Group]] | None:
     return top, [g for r, g in ratios if r == top]
 
 
-def stream_groups(groups: Sequence[Group]) -> tuple[str, list[Group]] | None:
-    """(augmentation, each strategy at its fastest worker count) of the stream scenario, host
-    augmentation preferred over none."""
+def stream_groups(groups: Sequence[Group], on_gpu: bool = False
+                  ) -> tuple[str, list[Group]] | None:
+    """(augmentation, each strategy at its fastest worker count) of the stream scenario,
+    augmented on the host (or, on_gpu, on the GPU: --augment-device gpu), light preferred over
+    heavy; none augments nothing and is never the regime."""
     by_augment: dict[str, list[Group]] = {}
     for (augment, _), curve in ordered_curves(stream_points(groups)):
         timed = [p for p in curve if p.epoch_ms is not None]
-        if timed:
-            by_augment.setdefault(augment, []).append(
+        if timed and augment != "none" and augmented_on_gpu(augment) == on_gpu:
+            by_augment.setdefault(augment.removesuffix(GPU_AUGMENT), []).append(
                 min(timed, key=lambda p: p.epoch_ms.median).group)
     for augment in ("light", "heavy", *by_augment):
-        if augment in by_augment and augment != "none":
+        if augment in by_augment:
             return augment, by_augment[augment]
     return None
 
@@ -204,11 +207,12 @@ def decision(rs: ResultsSet, a: BlockArgs) -> str:
         groups = defaults_only(at(scenario, hidden))
         rows.append(regime_row(name, groups, rs.groups, tables) if groups else
                     [name, f"{NOT_HERE} — the matrix stage (results.toml)", "", "", ""])
-    stream = stream_groups(at("stream", hidden))
-    name = f"data fits, augmented on the host batch by batch (stream, {where})"
-    rows.append(regime_row(f"{name[:-1]}, {stream[0]} augmentation)", stream[1], rs.groups,
-                           tables) if stream else
-                [name, f"{NOT_HERE} — the stream stage (stream.toml)", "", "", ""])
+    for on_gpu, place in ((False, "on the host"), (True, "on the GPU")):
+        stream = stream_groups(at("stream", hidden), on_gpu)
+        name = f"data fits, augmented {place} batch by batch (stream, {where})"
+        rows.append(regime_row(f"{name[:-1]}, {stream[0]} augmentation)", stream[1], rs.groups,
+                               tables) if stream else
+                    [name, f"{NOT_HERE} — the stream stage (stream.toml)", "", "", ""])
     budget = over_budget(at("static", hidden, data=True))
     if budget:
         ratio, groups = budget

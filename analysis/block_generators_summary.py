@@ -16,8 +16,9 @@ import dataclasses
 from typing import Sequence
 
 from analysis.aggregate import LAUNCH_FORM_ORDER, LAUNCH_FORMS, REFERENCE_STRATEGY, Group
-from analysis.block_generators import (NOT_MEASURED, BlockArgs, BlockError, generator,
-                                       group_value, pick, pooling_notes, select)
+from analysis.block_generators import (NOT_MEASURED, STREAM_SLICE_IGNORES, BlockArgs,
+                                       BlockError, generator, group_value, pick, pooling_notes,
+                                       select)
 from analysis.block_generators_ranking import fastest_text, movement_clause
 from analysis.document import Doc
 from analysis.results_set import ResultsSet
@@ -60,7 +61,8 @@ def summary(rs: ResultsSet, a: BlockArgs) -> str:
                          fastest_text(moving, lambda g: f"{g.key.variant_label} "
                                       f"{group_value(g)}{movement_clause(rs.groups, g)}",
                                       power_note=SHORT_POWER_NOTE)])
-    points = stream_points(select(rs, dataclasses.replace(a, scenario="stream")))
+    points = stream_points(select(rs, dataclasses.replace(a, scenario="stream"),
+                                  STREAM_SLICE_IGNORES))
     by_augment: dict[str, list[Group]] = {}
     for (augment, _), curve in ordered_curves(points):
         timed = [p for p in curve if p.epoch_ms is not None]

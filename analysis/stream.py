@@ -23,7 +23,8 @@ from .stats import Summary, describe_interval, summarize
 
 STREAM = "stream"
 STARVATION_LIMIT = 0.05
-AUGMENT_ORDER = ("none", "light", "heavy")
+AUGMENT_ORDER = ("none", "light", "heavy", "light (GPU)", "heavy (GPU)")
+GPU_AUGMENT = " (GPU)"  # the label's suffix where the GPU augmented (config.augment_device gpu)
 CAPTION = ("Top: wall-clock ms per epoch; bottom: starvation, the share of the epoch the "
            "trainer waited for a batch the host workers had not finished (the first batch's "
            "wait, filling the pipeline, left out). Per process the median of its steady "
@@ -54,6 +55,18 @@ def process_starvation(record: dict[str, Any]) -> float | None:
     return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
 
 
+def augment_label(key: Any) -> str:
+    """A stream configuration's augmentation as tables name it: "light", or "light (GPU)" where
+    the GPU augmented each batch (--augment-device gpu): a configuration of its own, its curve
+    never merged with the host's."""
+    label = str(key.augment)
+    return label + GPU_AUGMENT if key.option("augment_device") == "gpu" else label
+
+
+def augmented_on_gpu(label: str) -> bool:
+    return label.endswith(GPU_AUGMENT)
+
+
 @dataclasses.dataclass
 class StreamPoint:
     """One stream configuration (one strategy, augmentation and worker count)."""
@@ -71,7 +84,7 @@ class StreamPoint:
 
     @property
     def augment(self) -> str:
-        return str(self.group.key.augment)
+        return augment_label(self.group.key)
 
     @property
     def starves(self) -> bool | None:
@@ -217,6 +230,13 @@ def stop_table(points: Sequence[StreamPoint]) -> tuple[list[str], list[list[str]
                "ms/epoch there", "starvation at fewest workers", "note"]
     rows = []
     for (aug, strategy), curve in ordered_curves(points):
+        if augmented_on_gpu(aug) and all(p.group.median("producer_samples_per_s") is None
+                                         for p in curve):
+            # resident, zero-copy, the um family: the GPU gathers, no host worker to wait for
+            rows.append([aug, strategy, "no host worker (the GPU gathers)", "n/a",
+                         fmt_num(curve[0].epoch_ms.median) if curve[0].epoch_ms else "n/a",
+                         "n/a", ""])
+            continue
         stop = stops_starving(curve)
         first = curve[0]
         note = ""

@@ -201,11 +201,62 @@ def test_decision_regimes_not_in_the_set_say_how_to_measure_them(tmp_path):
                         ("several GPUs", "memstrat train --gpus N"),
                         ("several GPUs", "`docs/results/<gpu>-x<N>/` (the scaling stage"),
                         ("data fits, augmented on the host batch by batch (stream, hidden 256)",
+                         "the stream stage"),
+                        ("data fits, augmented on the GPU batch by batch (stream, hidden 256)",
                          "the stream stage")):
         r = row(text, regime)
         assert "not measured in this set — " in r and how in r, r
     assert "python3 analysis/advise.py --step-us X --bytes-per-sample Y --samples N " \
            "--budget-gib W" in text
+
+
+def test_decision_keeps_augmentation_on_the_host_and_on_the_gpu_apart(tmp_path):
+    """stream.toml's GPU cells (--augment-device gpu) are their own regime: the host row never
+    takes a GPU-augmented configuration (pinned's, at the same workers, is faster here), nor the
+    GPU row a host one; each strategy's curve is its own per place (analysis/stream.py)."""
+    root = write_set(tmp_path, decision_runs())
+    path = root / SET / "records" / "results.jsonl"
+
+    def stream_runs(strategy, wall, workers, gpu):
+        out = []
+        for p in range(10):
+            rec = run_record(strategy, "stream", 256, wall, p)
+            rec["run_id"] += f"-w{workers}" + ("-gpu" if gpu else "")
+            rec["config"].update(workers=workers, prefetch=32, augment="light",
+                                 run_tag=rec["run_id"])
+            if gpu:
+                rec["config"]["augment_device"] = "gpu"
+            if strategy != "resident":                   # host workers: producer figures
+                for e in rec["epochs"]:
+                    e.update(input_wait_ms=0.5, input_wait_first_ms=0.1,
+                             producer_samples_per_s=1e6)
+            out.append(json.dumps(rec))
+        return out
+
+    lines = stream_runs("pinned", 40.0, 4, False) + stream_runs("pinned", 30.0, 16, False)
+    lines += stream_runs("double-buffer", 35.0, 16, False)
+    lines += stream_runs("pinned", 12.0, 4, True) + stream_runs("pinned", 11.0, 16, True)
+    lines += stream_runs("resident", 8.0, 4, True)
+    with open(path, "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+    text = rendered(root, "decision")
+    host = row(text, "data fits, augmented on the host batch by batch (stream, hidden 256, "
+                     "light augmentation)")
+    assert "**pinned (one launch per batch)** 30.1" in host, host   # 16 workers
+    assert "| double-buffer (one launch per batch) 35.1" in host, host
+    assert " 11.0" not in host and "resident" not in host.split("|")[2]
+    gpu = row(text, "data fits, augmented on the GPU batch by batch (stream, hidden 256, "
+                    "light augmentation)")
+    assert "**resident (one launch per batch)** 8.0" in gpu, gpu
+    assert "| pinned (one launch per batch) 11.0" in gpu, gpu   # its fastest count, 16 workers
+    assert " 30.1" not in gpu
+    stream = rendered(root, "stream")
+    assert re.search(r"^\| light \| pinned \| 16 ", stream, re.M), stream
+    assert re.search(r"^\| light \(GPU\) \| pinned \| 16 ", stream, re.M), stream
+    assert re.search(r"^\| light \(GPU\) \| resident \| 4 ", stream, re.M), stream
+    # resident gathers on the GPU: no host worker, no starvation; pinned's workers gather
+    assert re.search(r"^\| light \(GPU\) \| resident \| no host worker", stream, re.M), stream
+    assert re.search(r"^\| light \(GPU\) \| pinned \| 4 workers", stream, re.M), stream
 
 
 def test_decision_reads_light_and_heavy_steps_from_the_sweep(tmp_path):
