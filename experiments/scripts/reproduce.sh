@@ -66,7 +66,7 @@
 #               torch.compile'd step) and JAX (jit + lax.scan), light and heavy, batch 256, each
 #               measure (pipeline, step, epoch) apart, 10 processes each in one shuffled order
 #               (experiments/baselines/benchmark_pipelines.py; the JAX variant where jax
-#               imports): 300 processes, about 103 minutes estimated on an H100;
+#               imports): 280 processes, about 92 minutes estimated on an H100;
 #               baselines/records/pipelines.jsonl and baselines/vs_fast_pipelines.md (README's
 #               PyTorch block reads them)
 #   scaling     only on a machine of N >= 2 GPUs (on one it says so and does nothing):
