@@ -187,7 +187,8 @@ def plot_stream(points: Sequence[StreamPoint], path: Path, title: str) -> Path |
                         any_unstable = True
                         ax.plot(*zip(*bad), **UNSTABLE_MARK)
         _maybe_log(top, [p.epoch_ms.median for p in points if p.augment == aug and p.epoch_ms])
-        top.set_title(f"--augment {aug}")
+        top.set_title(f"--augment {aug.removesuffix(GPU_AUGMENT)}"
+                      + (" --augment-device gpu" if augmented_on_gpu(aug) else ""))
         top.set_ylabel("ms per epoch")
         if bottom is not None:
             bottom.axhline(STARVATION_LIMIT * 100, color="0.3", linestyle=":", linewidth=1.0)

@@ -126,6 +126,35 @@ def test_report_has_a_stream_section(records, fixtures_dir, tmp_path):
     assert {"workers", "prefetch", "augment", "input_wait_ms_median"} <= set(head)
 
 
+def test_report_keeps_augmentation_on_the_gpu_apart(records, tmp_path):
+    """stream.toml's --augment-device gpu cells: their own curves and figure, labelled "(GPU)",
+    never merged with the host's points at the same worker count."""
+    gpu = []
+    for r in records:
+        if r["config"]["workers"] in (4, 8) and r["config"]["strategy"] == "pinned":
+            g = copy.deepcopy({k: v for k, v in r.items() if not k.startswith("_")})
+            g["run_id"] += "-gpu"
+            g["config"].update(augment_device="gpu", run_tag=g["run_id"])
+            for e in g["epochs"]:
+                e["wall_ms"] *= 0.5
+            gpu.append(g)
+    path = tmp_path / "stream.jsonl"
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if not k.startswith("_")})
+                            + "\n" for r in records + gpu))
+    out = tmp_path / "report"
+    res = report.build_report([path], out)
+    md = (out / "report.md").read_text()
+    assert "| light | pinned | 4 workers |" in md            # the host's curve, as before
+    assert "| light (GPU) | pinned |" in md and "| heavy (GPU) | pinned |" in md
+    figures = sorted(p.name for p in res["plots"] if p.name.startswith("stream_workers"))
+    assert len(figures) == 2, figures                         # one per place of augmenting
+    points = stream.stream_points(aggregate([validate_record(r, r["run_id"])
+                                             for r in records + gpu]))
+    assert {p.augment for p in points} == {"light", "heavy", "light (GPU)", "heavy (GPU)"}
+    for (aug, strategy), curve in stream.curves(points).items():
+        assert len({p.workers for p in curve}) == len(curve), (aug, strategy)
+
+
 def test_stream_only_report(records, tmp_path):
     path = tmp_path / "stream.jsonl"
     path.write_text("".join(json.dumps({k: v for k, v in r.items() if not k.startswith("_")})
