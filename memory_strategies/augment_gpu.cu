@@ -1,12 +1,15 @@
 // augment_gpu.cu: gather_augment (augment_gpu.h).
 //
-// Kernel versions (one template, by the output format):
-//   gather_augment_kernel<std::uint8_t>  the augmented pixels (--transfer u8)
-//   gather_augment_kernel<float>         normalize_pixel of them (--transfer f32)
+// Kernel versions (two templates, by the format they write):
+//   gather_augment_kernel<std::uint8_t>   the augmented pixels (--transfer u8)
+//   gather_augment_kernel<float>          normalize_pixel of them (--transfer f32)
+//   augment_in_place_kernel<std::uint8_t> a copied uint8 batch, augmented where it lies
+//   augment_in_place_kernel<float>        a copied f32 batch: each value read back to its pixel
+//                                         (pixel_of), augmented, normalised again
 // One block per sample (grid-stride over the rows): the block stages its source image in shared
 // memory with coalesced loads, thread 0 draws the sample's parameters (augment_math.h) into
 // shared memory, then the threads write one output pixel each, in row-major order (coalesced
-// stores). The arithmetic is augment_math.h's, compiled here under the rules it states: this
+// stores; in place: after every thread has staged its pixels). The arithmetic is augment_math.h's, compiled here under the rules it states: this
 // file is built with -fmad=false -prec-div=true -ftz=false and never with -use_fast_math
 // (CMakeLists.txt).
 #include <algorithm>
@@ -28,6 +31,43 @@ __device__ inline void store(std::uint8_t* dst, std::size_t i, std::uint8_t v) {
 __device__ inline void store(float* dst, std::size_t i, std::uint8_t v) {
   dst[i] = kernels::normalize_pixel(v);
 }
+/// The pixel a stored value stands for: a uint8 as is; an f32 value normalize_pixel(v) back to v
+/// (v/255 is within half an ulp of its float, so x·255 rounds to v for every v in 0..255).
+__device__ inline std::uint8_t pixel_of(std::uint8_t x) { return x; }
+__device__ inline std::uint8_t pixel_of(float x) {
+  return static_cast<std::uint8_t>(__float2int_rn(x * 255.0f));
+}
+
+/// Draws (thread 0 of the block) the parameters of the sample in epoch row `row` into the shared
+/// `map` / shift; the caller synchronises the block before pixel_out reads them.
+__device__ inline void draw(const AugmentRows& a, std::int64_t row, augment_math::WarpMap& map,
+                            int& shift_dx, int& shift_dy) {
+  const int epoch = a.epoch_on_device != nullptr ? *a.epoch_on_device : a.epoch;
+  if (a.augment == Augment::Heavy)
+    map = augment_math::warp_map(augment_math::heavy_params(a.seed, epoch, row), a.image_rows,
+                                 a.image_cols);
+  else if (a.augment == Augment::Light) {
+    const Shift s = augment_math::light_shift(a.seed, epoch, row);
+    shift_dx = s.dx;
+    shift_dy = s.dy;
+  }
+}
+
+/// Output pixel p of the staged source `image` under the drawn parameters.
+__device__ inline std::uint8_t pixel_out(const std::uint8_t* image, const AugmentRows& a, int p,
+                                         const augment_math::WarpMap& map, int shift_dx,
+                                         int shift_dy) {
+  const int h = a.image_rows, w = a.image_cols;
+  const int y = p / w, x = p % w;
+  switch (a.augment) {
+    case Augment::Heavy:
+      return augment_math::warp_sample(image, h, w, map, augment_math::warp_u(map, x),
+                                       augment_math::warp_v(map, y));
+    case Augment::Light:
+      return augment_math::shift_pixel(image, h, w, Shift{shift_dx, shift_dy}, y, x);
+    default: return image[p];
+  }
+}
 
 template <typename Out>
 __global__ void __launch_bounds__(kThreads)
@@ -38,42 +78,39 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ std::uint8_t image[];  // one source image
   __shared__ augment_math::WarpMap map;
   __shared__ int shift_dx, shift_dy;  // Shift's default initialisers are not allowed here
-  const int h = a.image_rows, w = a.image_cols, pixels = h * w;
+  const int pixels = a.image_rows * a.image_cols;
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int32_t i = index[r];
     if (i < 0 || i >= samples) __trap();  // a corrupt order: fail loudly
     const std::uint8_t* from = src + static_cast<std::size_t>(i) * pixels;
     for (int p = threadIdx.x; p < pixels; p += blockDim.x) image[p] = from[p];
     if (threadIdx.x == 0) {
-      const std::int64_t row = a.first_row + r;  // the key: the sample's row of the epoch
-      const int epoch = a.epoch_on_device != nullptr ? *a.epoch_on_device : a.epoch;
-      if (a.augment == Augment::Heavy)
-        map = augment_math::warp_map(augment_math::heavy_params(a.seed, epoch, row), h, w);
-      else if (a.augment == Augment::Light) {
-        const Shift s = augment_math::light_shift(a.seed, epoch, row);
-        shift_dx = s.dx;
-        shift_dy = s.dy;
-      }
+      draw(a, a.first_row + r, map, shift_dx, shift_dy);  // key: the sample's row of the epoch
       dst_labels[r] = src_labels[i];
     }
     __syncthreads();
     Out* to = dst + static_cast<std::size_t>(r) * pixels;
-    for (int p = threadIdx.x; p < pixels; p += blockDim.x) {
-      const int y = p / w, x = p % w;
-      std::uint8_t v;
-      switch (a.augment) {
-        case Augment::Heavy:
-          v = augment_math::warp_sample(image, h, w, map, augment_math::warp_u(map, x),
-                                        augment_math::warp_v(map, y));
-          break;
-        case Augment::Light:
-          v = augment_math::shift_pixel(image, h, w, Shift{shift_dx, shift_dy}, y, x);
-          break;
-        default: v = image[p]; break;
-      }
-      store(to, p, v);
-    }
+    for (int p = threadIdx.x; p < pixels; p += blockDim.x)
+      store(to, p, pixel_out(image, a, p, map, shift_dx, shift_dy));
     __syncthreads();  // the image and the draws are rewritten for the next row
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    augment_in_place_kernel(T* __restrict__ images, int rows, AugmentRows a) {
+  extern __shared__ std::uint8_t image[];  // the row's pixels, as copied
+  __shared__ augment_math::WarpMap map;
+  __shared__ int shift_dx, shift_dy;
+  const int pixels = a.image_rows * a.image_cols;
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* row = images + static_cast<std::size_t>(r) * pixels;
+    for (int p = threadIdx.x; p < pixels; p += blockDim.x) image[p] = pixel_of(row[p]);
+    if (threadIdx.x == 0) draw(a, a.first_row + r, map, shift_dx, shift_dy);
+    __syncthreads();  // every pixel staged before any is overwritten
+    for (int p = threadIdx.x; p < pixels; p += blockDim.x)
+      store(row, p, pixel_out(image, a, p, map, shift_dx, shift_dy));
+    __syncthreads();
   }
 }
 
@@ -108,6 +145,25 @@ void gather_augment(const GatherSource& src, const std::int32_t* index, int rows
     launch<std::uint8_t>(src, index, rows, a, dst_images, dst_labels, stream);
   else
     launch<float>(src, index, rows, a, dst_images, dst_labels, stream);
+}
+
+void augment_in_place(void* images, int rows, const AugmentRows& a, cudaStream_t stream) {
+  if (rows < 0) throw std::invalid_argument("augment_in_place: negative row count");
+  if (rows == 0 || a.augment == Augment::None) return;
+  if (images == nullptr) throw std::invalid_argument("augment_in_place: a null batch");
+  if (a.image_rows <= 0 || a.image_cols <= 0)
+    throw std::invalid_argument("augment_in_place: an empty image shape");
+  const std::size_t pixels = static_cast<std::size_t>(a.image_rows) * a.image_cols;
+  if (pixels > 48 * 1024)
+    throw std::invalid_argument("augment_in_place: images of more than 48 KiB are not supported");
+  const int blocks = std::min(kMaxBlocks, rows);
+  if (a.transfer == Transfer::U8)
+    augment_in_place_kernel<std::uint8_t><<<blocks, kThreads, pixels, stream>>>(
+        static_cast<std::uint8_t*>(images), rows, a);
+  else
+    augment_in_place_kernel<float><<<blocks, kThreads, pixels, stream>>>(
+        static_cast<float*>(images), rows, a);
+  CUDA_CHECK_LAST();
 }
 
 }  // namespace memstrat

@@ -4,6 +4,8 @@
 // epoch)) and writes the batch in the transfer format (uint8, or float normalised as
 // kernels::normalize_pixel does), with its labels. Same bytes as the host path, by construction
 // (one source of arithmetic: augment_math.h) and by test (tests/gpu/test_augment_gpu.cu).
+// augment_in_place is its form for a batch a copy brought to device memory raw: the copying
+// strategies' GPU augmentation (augment_after_copy.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,5 +45,13 @@ struct AugmentRows {
 void gather_augment(const GatherSource& src, const std::int32_t* index, int rows,
                     const AugmentRows& a, void* dst_images, std::int32_t* dst_labels,
                     cudaStream_t stream);
+
+/// Enqueues on `stream`: the `rows` images at `images` (device memory, a.transfer's format, row r
+/// the epoch's row a.first_row + r) replaced by augment_image(a.augment, that image, key (a.seed,
+/// a.epoch, a.first_row + r)): the bytes write_rows writes for those rows, where the copy brought
+/// them raw (augment_after_copy.h). An f32 row must hold normalize_pixel values (the host writes
+/// no other). Nothing to do for Augment::None. Throws std::invalid_argument for a null batch or an
+/// empty image shape.
+void augment_in_place(void* images, int rows, const AugmentRows& a, cudaStream_t stream);
 
 }  // namespace memstrat

@@ -106,7 +106,10 @@ void parallel_rows(std::int64_t n, std::int64_t grain, int features, Work work) 
 }  // namespace
 
 EpochRows EpochWriter::rows_of(int epoch, const std::vector<std::int32_t>& whole) const {
-  return EpochRows{data_,       whole.data(), refreshes() ? Augment::Light : Augment::None,
+  // Refresh shifts on the host unless the GPU does (--augment-device gpu: the copying strategies
+  // move the raw rows and augment them after the copy, augment_after_copy.h).
+  const bool host_shift = refreshes() && opt_.augment_device == AugmentDevice::Host;
+  return EpochRows{data_,       whole.data(), host_shift ? Augment::Light : Augment::None,
                    opt_.transfer, opt_.seed,  epoch,
                    opt_.shard,  opt_.shards, opt_.batch};
 }

@@ -69,7 +69,8 @@ class EpochWriter {
   std::size_t label_bytes() const { return sizeof(std::int32_t) * samples(); }
 
   /// Write epoch `epoch`'s images (transfer format) and labels into host-writable memory.
-  /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch. A
+  /// static: the same bytes for every epoch. refresh: a fresh shuffle + shift per epoch (the
+  /// shift left to the GPU with --augment-device gpu: augment_after_copy.h). A
   /// shard: its rows of the whole epoch's, the same bytes the whole epoch has there.
   /// Multi-threaded over samples; deterministic regardless of thread count.
   void write(int epoch, void* images, std::int32_t* labels) const;

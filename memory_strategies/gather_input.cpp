@@ -29,6 +29,13 @@ std::size_t GatherInput::set_image_bytes(const HostDataset& data, const Strategy
          static_cast<std::size_t>(data.n_train());
 }
 
+std::uint64_t GatherInput::set_bytes(const StrategyOptions& opt, const BatchGeometry& g) {
+  const std::size_t row = set_format(opt) == opt.transfer
+                              ? g.image_bytes_per_sample
+                              : g.image_bytes_per_sample / sizeof(float);  // f32 batches, u8 set
+  return static_cast<std::uint64_t>(g.samples) * (row + sizeof(std::int32_t));
+}
+
 std::uint64_t GatherInput::device_bytes(const BatchGeometry& g) {
   return static_cast<std::uint64_t>(g.samples) * sizeof(std::int32_t) + g.bytes(0);
 }

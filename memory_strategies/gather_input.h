@@ -52,6 +52,9 @@ class GatherInput {
   static Transfer set_format(const StrategyOptions& opt);
   /// Bytes of the set's images in that format.
   static std::size_t set_image_bytes(const HostDataset& data, const StrategyOptions& opt);
+  /// Bytes of the set, images in that format and labels, for data of geometry `g` (in the
+  /// transfer format opt.transfer): what a strategy stores it in (pure).
+  static std::uint64_t set_bytes(const StrategyOptions& opt, const BatchGeometry& g);
 
   /// Device memory attach() allocates for data of geometry `g`: the epoch's order and one
   /// batch buffer (pure).
@@ -68,7 +71,10 @@ class GatherInput {
   const std::int32_t* rows_of(int b) const { return order_->rows_from(geom_.first(b)); }
   /// Enqueues the gather of batch b on the compute stream; its view (the device batch).
   BatchView gather(int b);
+  /// The batches, in the transfer format.
   const BatchGeometry& geometry() const { return geom_; }
+  /// Bytes of one row of the set (its format: set_format).
+  std::size_t set_row_bytes() const { return src_.row_bytes; }
   /// The order's upload this epoch (h2d_bytes, copy_ms); the gathers are kernels, not copies.
   StrategyStats stats() const { return upload_.stats(); }
 

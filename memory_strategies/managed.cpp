@@ -26,9 +26,15 @@ std::uint64_t ManagedStrategy::device_footprint(const StrategyOptions& opt,
   if (opt.scenario == Scenario::Stream && !gathers_on_gpu(opt))
     return static_cast<std::uint64_t>(opt.prefetch) *
            stream_slot_bytes(opt.batch, g.image_bytes_per_sample);
-  const std::uint64_t set = static_cast<std::uint64_t>(g.samples) *
-                            (g.image_bytes_per_sample + sizeof(std::int32_t));
-  return set + (gathers_on_gpu(opt) ? GatherInput::device_bytes(g) : 0);
+  const std::uint64_t epoch =
+      static_cast<std::uint64_t>(g.samples) * (g.image_bytes_per_sample + sizeof(std::int32_t));
+  // Refresh on the GPU: the uint8 set and the epoch the kernel writes (both managed), and the
+  // order. Stream, the GPU gathers: the set in its format (uint8 where the GPU augments), the
+  // order and one batch.
+  if (writes_epoch_on_gpu(opt))
+    return GpuEpochWriter::set_bytes(g, opt.transfer) + epoch + GpuEpochWriter::order_bytes(g);
+  if (gathers_on_gpu(opt)) return GatherInput::set_bytes(opt, g) + GatherInput::device_bytes(g);
+  return epoch;
 }
 
 void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
@@ -39,20 +45,38 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   source_.configure(data, opt, compute);
   const BatchGeometry& g = source_.geometry();
   const bool stream = opt.scenario == Scenario::Stream;
-  static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt);
+  const bool gpu_epoch = writes_epoch_on_gpu(opt);
+  // The data the CPU writes once and never again: static data, the set the GPU gathers from, the
+  // set the GPU writes each epoch from (what the prefetches move).
+  static_data_ = opt.scenario == Scenario::Static || gathers_on_gpu(opt) || gpu_epoch;
   // The stream scenario's batches come from host workers into each rank's own managed slots
-  // (there is no set to share); several GPUs never gather on the GPU (data_parallel_request.h).
+  // (there is no set to share); several GPUs never gather on the GPU, nor augment on it
+  // (data_parallel_request.h).
   const bool shared = hints_.shared != SharedSet::Off && opt.group != nullptr && !stream;
-  if (shared && gathers_on_gpu(opt))
-    throw std::logic_error(name_ + ": several GPUs do not gather batches on the GPU");
+  if (shared && (gathers_on_gpu(opt) || gpu_epoch))
+    throw std::logic_error(name_ + ": several GPUs do not gather or augment batches on the GPU");
+  // The set in managed memory: the epoch the CPU writes, the set the GPU gathers from (in its
+  // format), or the uint8 set the GPU writes each epoch from (the epoch beside it).
+  const std::size_t set_row_bytes =
+      gpu_epoch ? static_cast<std::size_t>(data.features())
+      : gathers_on_gpu(opt)
+          ? transfer_bytes_per_sample(data.features(), GatherInput::set_format(opt))
+          : g.image_bytes_per_sample;
+  const BatchGeometry set_geom{g.samples, g.batch, set_row_bytes};
+  const std::size_t set_image_bytes = static_cast<std::size_t>(g.samples) * set_row_bytes;
   if (stream && !gathers_on_gpu(opt)) {
     slots_.attach(data, opt, SlotKind::Managed, name_.c_str());
   } else if (!shared) {
-    check_managed_fits(source_.image_bytes() + source_.label_bytes(), name_.c_str());
-    images_ = ManagedBuffer<std::uint8_t>(source_.image_bytes());
+    const std::size_t epoch_bytes = gpu_epoch ? source_.image_bytes() + source_.label_bytes() : 0;
+    check_managed_fits(set_image_bytes + source_.label_bytes() + epoch_bytes, name_.c_str());
+    images_ = ManagedBuffer<std::uint8_t>(set_image_bytes);
     labels_ = ManagedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
     images_at_ = images_.data();
     labels_at_ = labels_.data();
+    if (gpu_epoch) {
+      epoch_images_ = ManagedBuffer<std::uint8_t>(source_.image_bytes());
+      epoch_labels_ = ManagedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()));
+    }
   }
   if (hints_.advise) {
     NvtxRange r(Phase::Advise, "advise");
@@ -61,12 +85,23 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
     } else if (!shared) {
       advise_range(images_.data(), images_.bytes(), opt.advise);
       advise_range(labels_.data(), labels_.bytes(), opt.advise);
+      if (gpu_epoch) {
+        // The GPU rewrites the epoch every epoch: ReadMostly (data written rarely, read copies
+        // kept) would make each rewrite collapse them. The placement hints only.
+        AdviseSet epoch_hints = opt.advise;
+        epoch_hints.read_mostly = false;
+        advise_range(epoch_images_.data(), epoch_images_.bytes(), epoch_hints);
+        advise_range(epoch_labels_.data(), epoch_labels_.bytes(), epoch_hints);
+      }
     }
   }
   if (hints_.prefetch) {
+    // What is prefetched: the epoch the CPU wrote, or the set the GPU reads (the GPU writes the
+    // epoch itself, where it is).
+    const BatchGeometry& pg = slots_.attached() ? g : set_geom;
     plan_ = hints_.chunked
-                ? ChunkPlan::split(g, static_cast<std::size_t>(opt.prefetch_chunk_mib) << 20)
-                : ChunkPlan::per_batch(g);
+                ? ChunkPlan::split(pg, static_cast<std::size_t>(opt.prefetch_chunk_mib) << 20)
+                : ChunkPlan::per_batch(pg);
     prefetch_stream_ = Stream::create();
     nvtx_name_stream(prefetch_stream_, "prefetch");
     // Per chunk; the stream scenario's host slots and per-batch gathers prefetch per batch.
@@ -85,8 +120,17 @@ void ManagedStrategy::attach(const HostDataset& data, const StrategyOptions& opt
   }
   if (gathers_on_gpu(opt)) {
     // Written once by the CPU, in data-set order; the GPU gathers batches from it.
-    GatherInput::write_set(data, opt.transfer, images_.data(), labels_.data());
+    GatherInput::write_set(data, GatherInput::set_format(opt), images_.data(), labels_.data());
     gather_.attach(data, opt, images_.data(), labels_.data(), compute);
+    return;
+  }
+  if (gpu_epoch) {
+    // The uint8 set written once by the CPU, in data-set order; the GPU writes each epoch from it
+    // into the managed epoch (first touch on the GPU: its pages never visit the host).
+    GatherInput::write_set(data, Transfer::U8, images_.data(), labels_.data());
+    const GatherSource set{images_.data(), labels_.data(), data.n_train(),
+                           static_cast<std::size_t>(data.features())};
+    gpu_writer_.attach_to(data, opt, set, epoch_images_.data(), epoch_labels_.data(), compute);
     return;
   }
   // The CPU writes the data (first touch on the host): the GPU has to fault or prefetch it in.
@@ -128,7 +172,10 @@ void ManagedStrategy::begin_epoch(int epoch) {
   // (or, with ReadMostly, invalidates) the pages the GPU held.
   if (slots_.attached()) slots_.begin_epoch(epoch);
   if (gather_.attached()) gather_.begin_epoch(epoch);
-  source_.begin_epoch(epoch);
+  if (gpu_writer_.attached())
+    gpu_writer_.begin_epoch(epoch);  // the order into staging; acquire(0) enqueues the rest
+  else
+    source_.begin_epoch(epoch);
   issued_ = 0;
   timeline_.begin_epoch();
   prefetching_ = hints_.prefetch && !(hints_.skip_resident && resident_);
@@ -170,14 +217,17 @@ void ManagedStrategy::prefetch_slot(int b, int slot) {
   compute_waits(b);
 }
 
+void ManagedStrategy::prefetch_set() {
+  while (issued_ < plan_->chunks()) prefetch_chunk(issued_++);
+  CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[plan_->chunks() - 1], 0));
+}
+
 void ManagedStrategy::prefetch_rows(int b) {
   const BatchGeometry& g = gather_.geometry();
   if (hints_.chunked) {
     // The whole set, chunk by chunk, before the first gather (any row may be in any batch);
     // end_epoch marks it resident, and later epochs prefetch nothing.
-    if (b != 0) return;
-    while (issued_ < plan_->chunks()) prefetch_chunk(issued_++);
-    CUDA_CHECK(cudaStreamWaitEvent(source_.compute(), ready_[plan_->chunks() - 1], 0));
+    if (b == 0) prefetch_set();
     return;
   }
   // One call per run of consecutive rows the batch gathers (the driver moves whole pages); the
@@ -186,10 +236,10 @@ void ManagedStrategy::prefetch_rows(int b) {
   timeline_.start(b, prefetch_stream_);
   const int n = row_runs(gather_.rows_of(b), g.rows(b), sorted_.data(), runs_.data());
   std::uint64_t bytes = 0;
+  const std::size_t row = gather_.set_row_bytes();  // uint8 where the GPU augments
   for (int i = 0; i < n; ++i) {
-    const std::size_t len = static_cast<std::size_t>(runs_[i].count) * g.image_bytes_per_sample;
-    prefetch_to_device(images_.data() + runs_[i].first * g.image_bytes_per_sample, len, device_,
-                       prefetch_stream_);
+    const std::size_t len = static_cast<std::size_t>(runs_[i].count) * row;
+    prefetch_to_device(images_.data() + runs_[i].first * row, len, device_, prefetch_stream_);
     bytes += len;
   }
   if (b == 0) {
@@ -209,6 +259,15 @@ BatchView ManagedStrategy::acquire(int b) {
   if (gather_.attached()) {
     if (prefetching_) prefetch_rows(b);
     return gather_.gather(b);
+  }
+  if (gpu_writer_.attached()) {
+    // Before the epoch's first batch: the set the kernel reads (all of it: any row may be in any
+    // batch) goes up on the side stream, then the order and the kernel that writes the epoch.
+    if (b == 0) {
+      if (prefetching_) prefetch_set();
+      gpu_writer_.write();
+    }
+    return source_.epoch_view(gpu_writer_.images(), gpu_writer_.labels(), b);
   }
   if (prefetching_) {
     // The chunk of batch b (at the first batch only) and the next one go up on the side stream
@@ -241,11 +300,13 @@ LaunchForms ManagedStrategy::launch_forms() const {
 StrategyStats ManagedStrategy::stats() const {
   StrategyStats s = timeline_.stats();
   if (slots_.attached()) s.producer = slots_.stats();
-  if (gather_.attached()) {  // plus the order's upload
-    const StrategyStats u = gather_.stats();
+  // Plus the order's upload, where the GPU gathers or writes the epoch.
+  const auto add = [&s](const StrategyStats& u) {
     s.h2d_bytes += u.h2d_bytes;
     if (u.copy_ms) s.copy_ms = s.copy_ms.value_or(0.0) + *u.copy_ms;
-  }
+  };
+  if (gather_.attached()) add(gather_.stats());
+  if (gpu_writer_.attached()) add(gpu_writer_.stats());
   return s;
 }
 

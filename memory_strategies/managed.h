@@ -31,11 +31,19 @@
 // prefetching forms first prefetch that slot to the GPU on the side stream (um-prefetch /
 // um-advise: images and labels, two calls; um-prefetch-coarse: the slot's block, one call), and
 // release(b) hands it back with release_after(slot, compute). Hints (--advise) go on the slots.
-// Stream scenario, --augment none: the training set is managed memory written once in data-set
-// order, and the GPU gathers each batch from it (gather_input.h): um faults in the pages its
+// Stream scenario, --augment none (or light/heavy with --augment-device gpu): the training set is
+// managed memory written once in data-set order (uint8 where the GPU augments), and the GPU
+// gathers (and augments) each batch from it (gather_input.h): um faults in the pages its
 // scattered rows live on; um-prefetch / um-advise prefetch each batch's rows (one call per run
 // of consecutive rows, row_runs.h) and all labels once per epoch; um-prefetch-coarse prefetches
 // the whole set in chunks before the first batch, and never again (it stays resident).
+// Refresh scenario, --augment-device gpu: the uint8 set is managed memory written once by the CPU
+// in data-set order, and before each epoch's first batch one kernel writes the epoch from it into
+// a second managed buffer (gpu_epoch_writer.h), which the steps read as the host-written epoch.
+// The CPU never writes either again: um faults the set in during epoch 1 (the epoch's pages are
+// first touched by the GPU and never leave it); um-prefetch / um-advise prefetch the whole set
+// (their plan's chunks: one batch of rows each) before every epoch's kernel; um-prefetch-coarse
+// prefetches it in chunks before epoch 1's kernel only. um-advise's hints go on both buffers.
 #pragma once
 
 #include <memory>
@@ -47,6 +55,7 @@
 #include "memory_strategies/chunk_plan.h"
 #include "memory_strategies/copy_timeline.h"
 #include "memory_strategies/gather_input.h"
+#include "memory_strategies/gpu_epoch_writer.h"
 #include "memory_strategies/host_epoch_source.h"
 #include "memory_strategies/managed_shared_set.h"
 #include "memory_strategies/row_runs.h"
@@ -86,13 +95,16 @@ class ManagedStrategy final : public MemoryStrategy {
   void end_epoch() override;
   /// Prefetched bytes are requested, not necessarily moved (pages already resident are skipped);
   /// CUPTI's unified-memory counters report what actually migrated. Without prefetch: none.
+  /// Where the GPU gathers or writes the epoch, plus the order's upload.
   StrategyStats stats() const override;
   /// Static and refresh (the data set in managed memory, a batch a fixed offset into it): every
   /// batch can be acquired before any step, the prefetching forms' acquires enqueue prefetches on
   /// the side stream that need no compute in between (the kernel forms; all of an epoch's
   /// prefetches then precede its one launch). Without hints (um) acquire enqueues nothing at all,
   /// so an epoch graph holds only the steps: pages fault in inside its kernels as in any launch,
-  /// and the refresh rewrite moves them back to the host in begin_epoch, outside the graph.
+  /// and the refresh rewrite moves them back to the host in begin_epoch, outside the graph. With
+  /// the epoch written on the GPU, acquire(0) also enqueues the order's upload and the kernel that
+  /// writes the epoch (after the prefetch of the set it reads), the same work every epoch.
   /// cudaMemPrefetchAsync has no graph node: the prefetching forms have no epoch graph. The
   /// stream scenario (slots handed over at run time, or one gathered batch buffer): per batch.
   LaunchForms launch_forms() const override;
@@ -101,6 +113,7 @@ class ManagedStrategy final : public MemoryStrategy {
   void prefetch_chunk(int c);
   void prefetch_slot(int b, int slot);  // stream, host workers
   void prefetch_rows(int b);            // stream, GPU gather
+  void prefetch_set();                  // every chunk of the plan, then compute waits for them
   void advise_range(const void* ptr, std::size_t bytes, const AdviseSet& a);
   /// Several GPUs, a shared form: this rank's region of the run's set (allocated by the first
   /// rank to ask), its images and labels pointers, written by the CPU, then placed.
@@ -125,7 +138,10 @@ class ManagedStrategy final : public MemoryStrategy {
   bool resident_ = false;     // skip_resident: static data already prefetched in full
   bool static_data_ = false;  // the CPU never writes the prefetched data again after attach
   StreamSlots slots_;         // stream scenario, host workers
-  GatherInput gather_;        // stream scenario, --augment none
+  GatherInput gather_;        // stream scenario, --augment none or --augment-device gpu
+  ManagedBuffer<std::uint8_t> epoch_images_;  // refresh, --augment-device gpu: the epoch the
+  ManagedBuffer<std::int32_t> epoch_labels_;  // GPU writes (images_, labels_: the uint8 set)
+  GpuEpochWriter gpu_writer_;                 // ... and what writes it
   std::vector<std::int32_t> sorted_;  // prefetch_rows: the batch's rows, sorted
   std::vector<RowRun> runs_;          // prefetch_rows: their runs
 };

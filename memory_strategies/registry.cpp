@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "memory_strategies/augment_after_copy.h"
 #include "memory_strategies/copy_on_compute.h"
 #include "memory_strategies/double_buffer.h"
 #include "memory_strategies/double_buffer_graph.h"
@@ -25,6 +26,11 @@ namespace {
 template <typename T>
 std::unique_ptr<MemoryStrategy> make() {
   return std::make_unique<T>();
+}
+/// A copying strategy, wrapped so that it takes --augment-device gpu (augment_after_copy.h).
+template <typename T>
+std::unique_ptr<MemoryStrategy> after_copy() {
+  return std::make_unique<AugmentAfterCopy>(std::make_unique<T>());
 }
 std::function<std::unique_ptr<MemoryStrategy>()> managed(std::string_view name,
                                                          ManagedStrategy::Hints hints) {
@@ -66,11 +72,13 @@ std::string static_only(const StrategyOptions& o, const DeviceCaps&) {
 }
 
 // ---- what the stream scenario needs (StrategyEntry::unsupported_with) ----
+// Host workers produce the stream's batches: it augments, on the host.
 bool host_produced(const StrategyOptions& o) {
-  return o.scenario == Scenario::Stream && o.augment != Augment::None;
+  return o.scenario == Scenario::Stream && o.augment != Augment::None &&
+         o.augment_device == AugmentDevice::Host;
 }
 std::string stream_needs_gather(const StrategyOptions& o, const DeviceCaps&) {
-  return host_produced(o) && o.augment_device == AugmentDevice::Host
+  return host_produced(o)
              ? "in the stream scenario resident runs --augment none, or light/heavy with "
                "--augment-device gpu (the GPU gathers, and augments, each batch from the "
                "resident set); host augmentation makes every batch cross the bus, which the "
@@ -142,19 +150,24 @@ constexpr std::string_view kOneChunkSlotNote =
 // The device memory each strategy's data path allocates (StrategyEntry::device_footprint),
 // declared by the strategy class beside its attach.
 using Footprint = std::uint64_t (*)(const StrategyOptions&, const BatchGeometry&);
+/// A copying strategy's footprint, plus what its AugmentAfterCopy wrapper allocates.
+template <Footprint F>
+std::uint64_t after_copy_footprint(const StrategyOptions& o, const BatchGeometry& g) {
+  return F(o, g) + AugmentAfterCopy::device_bytes(o);
+}
 const std::pair<std::string_view, Footprint> kFootprints[] = {
     {"resident", ResidentStrategy::device_footprint},
-    {"pageable", CopyOnComputeStream::device_footprint},
-    {"pinned", CopyOnComputeStream::device_footprint},
-    {"double-buffer", DoubleBufferStrategy::device_footprint},
+    {"pageable", after_copy_footprint<CopyOnComputeStream::device_footprint>},
+    {"pinned", after_copy_footprint<CopyOnComputeStream::device_footprint>},
+    {"double-buffer", after_copy_footprint<DoubleBufferStrategy::device_footprint>},
     {"zero-copy", ZeroCopyStrategy::device_footprint},
     {"um", ManagedStrategy::device_footprint},
     {"um-prefetch", ManagedStrategy::device_footprint},
     {"um-advise", ManagedStrategy::device_footprint},
-    {"zero-copy-staged", ZeroCopyStagedStrategy::device_footprint},
+    {"zero-copy-staged", after_copy_footprint<ZeroCopyStagedStrategy::device_footprint>},
     {"um-prefetch-coarse", ManagedStrategy::device_footprint},
-    {"pinned-graph", PinnedGraphStrategy::device_footprint},
-    {"double-buffer-graph", DoubleBufferGraphStrategy::device_footprint},
+    {"pinned-graph", after_copy_footprint<PinnedGraphStrategy::device_footprint>},
+    {"double-buffer-graph", after_copy_footprint<DoubleBufferGraphStrategy::device_footprint>},
     {"peer-fanout", PeerFanoutStrategy::device_footprint},
     {"peer-fanout-ring", PeerFanoutRingStrategy::device_footprint},
     {"host-shared", CopyOnComputeStream::device_footprint},
@@ -206,24 +219,42 @@ std::vector<StrategyEntry> make_registry() {
       "free, so that staging and step run side by side",
       OptionKind::Integer, 1, 128, {}, "8",
       [](const StrategyOptions& o) { return std::to_string(o.stage_blocks); }};
+  // --augment-device gpu (StrategyEntry::gpu_augment): the strategies whose set the GPU reads
+  // where it lies. The CPU writes the uint8 set once, in data-set order, into the strategy's
+  // memory, and never again; per epoch only the order goes up explicitly (h2d_bytes: 4 bytes a
+  // sample, in refresh also the epoch number). Refresh: before the first batch one kernel writes
+  // the epoch (the light shift) from the set into the strategy's epoch storage
+  // (gpu_epoch_writer.h): resident's device memory; zero-copy's mapped memory (the kernel reads
+  // the set and writes the epoch over the bus and the steps read it there, none of it in
+  // h2d_bytes, as no read of mapped memory is); the um family's managed memory (the set migrates
+  // in epoch 1, or is prefetched: um-prefetch and um-advise before every epoch, the requested
+  // bytes in h2d_bytes; um-prefetch-coarse before epoch 1 only). Stream: the GPU gathers and
+  // augments each batch from the set into one device batch (gather_input.h). The copying
+  // strategies move the host's augmented bytes: that bus is what they measure.
+  const std::vector<Scenario> gpu_augment{Scenario::Refresh, Scenario::Stream};
+  // The copying strategies take it too (augment_after_copy.h): their bus carries the raw rows
+  // (refresh: the host reshuffles the epoch but does not shift it; stream: the host workers only
+  // gather), and the GPU augments each batch in device memory after its copy, before its step.
+  // Those that never run the stream scenario take it in refresh only.
+  const std::vector<Scenario> copied_refresh_gpu_augment{Scenario::Refresh};
   return {
-      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, every_form, "", {}, false, stream_needs_gather, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{Scenario::Refresh, Scenario::Stream}},
-      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, make<PageableStrategy>, per_batch_only, kPageableNote},
-      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, make<PinnedStrategy>, graph_too, kOneBatchBuffer},
-      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, make<DoubleBufferStrategy>, per_batch_only, kDoubleBufferNote},
-      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, every_form, "", /*improves=*/{}, /*batch_in_host_memory=*/true},
-      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), every_form, "", {}, false, stream_needs_concurrent_managed},
-      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false}), no_graph, kPrefetchNote},
-      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true}), no_graph, kPrefetchNote},
+      {"resident", "whole data set in device memory, uploaded once; batch = pointer offset (upper bound)", always, {}, make<ResidentStrategy>, every_form, "", {}, false, stream_needs_gather, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
+      {"pageable", "malloc'ed host memory; per batch a staged cudaMemcpy into one device buffer", always, {}, after_copy<PageableStrategy>, per_batch_only, kPageableNote, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
+      {"pinned", "cudaMallocHost memory; per batch cudaMemcpyAsync on the compute stream (no overlap)", always, {}, after_copy<PinnedStrategy>, graph_too, kOneBatchBuffer, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
+      {"double-buffer", "pinned memory; K device buffers filled by copy stream(s) while compute runs (--depth, --copy-streams)", always, {depth, copy_streams}, after_copy<DoubleBufferStrategy>, per_batch_only, kDoubleBufferNote, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
+      {"zero-copy", "mapped pinned memory read by the kernels over PCIe; nothing copied", needs_mapping, {}, make<ZeroCopyStrategy>, every_form, "", /*improves=*/{}, /*batch_in_host_memory=*/true, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
+      {"um", "cudaMallocManaged memory written by the CPU; no hints, pages fault in on first GPU touch", needs_managed, {}, managed("um", {/*prefetch=*/false, /*advise=*/false}), every_form, "", {}, false, stream_needs_concurrent_managed, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
+      {"um-prefetch", "managed memory; cudaMemPrefetchAsync of batch i+1 on a side stream while batch i computes", needs_concurrent_managed, {}, managed("um-prefetch", {/*prefetch=*/true, /*advise=*/false}), no_graph, kPrefetchNote, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
+      {"um-advise", "um-prefetch plus cudaMemAdvise ReadMostly / PreferredLocation / AccessedBy (--advise)", needs_concurrent_managed, {advise}, managed("um-advise", {/*prefetch=*/true, /*advise=*/true}), no_graph, kPrefetchNote, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
       {"peer-fanout", "several GPUs: data set resident once on rank 0's GPU; every other GPU's SMs read its batch from it over peer access (one copy kernel) into one local slot on its compute stream before the step; rank 0 and one GPU read in place (resident)", needs_first_gpu_access, {}, make<PeerFanoutStrategy>, static_every_form, kPeerNote, {}, false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
       {"host-shared", "several GPUs: the data set once in ONE page-locked host allocation (cudaHostAllocPortable), each GPU's shard a region of it, copied by that GPU's copy engine as pinned copies (cudaMemcpyAsync on its compute stream, no overlap), all GPUs at once; one GPU: pinned", always, {}, make<HostSharedStrategy>, graph_too, kOneBatchBuffer, {}, false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"pinned"},
       {"um-shared", "several GPUs: the data set once in ONE managed allocation (cudaMallocManaged), each GPU's shard a 2 MiB-aligned region of it written by the CPU, no hints: each GPU faults its region in on first touch; one GPU: um", needs_concurrent_managed, {}, managed("um-shared", {/*prefetch=*/false, /*advise=*/false, /*chunked=*/false, /*skip_resident=*/false, ManagedStrategy::SharedSet::NoHint}), every_form, "", {}, false, stream_needs_concurrent_managed, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"um"},
       {"um-shared-host", "several GPUs: um-shared, but the set kept in host memory (PreferredLocation = host) and mapped for every GPU of the run (AccessedBy): nothing migrates, each GPU's kernels read its batch over the bus; one GPU: um", needs_concurrent_managed, {}, managed("um-shared-host", {/*prefetch=*/false, /*advise=*/false, /*chunked=*/false, /*skip_resident=*/false, ManagedStrategy::SharedSet::HostAccessed}), every_form, "", {}, false, stream_needs_concurrent_managed, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"um"},
       // Best forms: each names the naive form it improves.
-      {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, make<ZeroCopyStagedStrategy>, chunks_not_in_stream, kChunkRingNote, "zero-copy", false, not_in_stream, staging_blocks},
-      {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), no_graph, kCoarseNote, "um-prefetch"},
-      {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, make<PinnedGraphStrategy>, chunks_not_in_stream, kOneChunkSlotNote, "pinned", false, not_in_stream},
-      {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, make<DoubleBufferGraphStrategy>, chunks_not_in_stream, kChunkRingNote, "double-buffer", false, not_in_stream},
+      {"zero-copy-staged", "zero-copy, but an SM kernel reads each chunk of whole packed batches (--copy-chunk MiB) from mapped memory once (16-byte coalesced loads) into K device chunk slots (--depth), in block slots the step leaves free (--stage-blocks), overlapped with the previous chunk's steps (one kernel launch per chunk)", needs_mapping, {depth, stage_blocks, copy_chunk}, after_copy<ZeroCopyStagedStrategy>, chunks_not_in_stream, kChunkRingNote, "zero-copy", false, not_in_stream, staging_blocks, /*gpu_augment=*/copied_refresh_gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
+      {"um-prefetch-coarse", "um-prefetch, but chunks of whole batches (--prefetch-chunk MiB) one chunk ahead, and no prefetch of data already resident (static: epochs after the first)", needs_concurrent_managed, {prefetch_chunk}, managed("um-prefetch-coarse", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true}), no_graph, kCoarseNote, "um-prefetch", false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/gpu_augment},
+      {"pinned-graph", "pinned, but one copy per chunk of whole packed batches (--copy-chunk MiB; images and labels in one block per batch) on the compute stream, and the whole epoch replayed as one CUDA graph", always, {copy_chunk}, after_copy<PinnedGraphStrategy>, chunks_not_in_stream, kOneChunkSlotNote, "pinned", false, not_in_stream, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/copied_refresh_gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
+      {"double-buffer-graph", "double-buffer, but one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), and each chunk's steps in one kernel launch (the whole epoch replayed as one CUDA graph with a step that cannot)", always, {depth, copy_streams, copy_chunk}, after_copy<DoubleBufferGraphStrategy>, chunks_not_in_stream, kChunkRingNote, "double-buffer", false, not_in_stream, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/copied_refresh_gpu_augment, /*device_footprint=*/nullptr, /*one_gpu_as=*/{}, /*gpu_augment_after_copy=*/true},
       {"peer-fanout-ring", "peer-fanout, but one peer copy per chunk of whole packed batches (--copy-chunk MiB) into K local chunk slots (--depth) on copy stream(s) (--copy-streams), overlapped with the previous chunk's steps", needs_first_gpu_access, {depth, copy_streams, copy_chunk}, make<PeerFanoutRingStrategy>, static_every_form, kPeerNote, "peer-fanout", false, static_only, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"resident"},
       {"host-shared-ring", "host-shared, but each GPU's region in the packed layout and moved as double-buffer-graph moves it: one copy per chunk of whole packed batches (--copy-chunk MiB) into K device chunk slots (--depth) on copy stream(s) (--copy-streams), overlapped with the previous chunk's steps; one GPU: double-buffer-graph", always, {depth, copy_streams, copy_chunk}, make<HostSharedRingStrategy>, chunks_not_in_stream, kChunkRingNote, "host-shared", false, not_in_stream, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"double-buffer-graph"},
       {"um-shared-prefetch", "um-shared, but GPU r's region advised PreferredLocation = GPU r and prefetched there as um-prefetch-coarse prefetches (chunks of --prefetch-chunk MiB one ahead, the first epoch only); one GPU: um-prefetch-coarse", needs_concurrent_managed, {prefetch_chunk}, managed("um-shared-prefetch", {/*prefetch=*/true, /*advise=*/false, /*chunked=*/true, /*skip_resident=*/true, ManagedStrategy::SharedSet::RankGpu}), no_graph, kCoarseNote, "um-shared", false, /*unsupported_with=*/nullptr, /*blocks_beside_step=*/nullptr, /*gpu_augment=*/{}, /*device_footprint=*/nullptr, /*one_gpu_as=*/"um-prefetch-coarse"},
@@ -283,13 +314,26 @@ std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt,
 
 std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions& opt) {
   if (opt.augment_device == AugmentDevice::Host) return "";
-  std::string takers;  // "resident (refresh, stream)"
+  // "resident, zero-copy (refresh, stream); x (stream)": consecutive takers of the same
+  // scenarios named together.
+  std::string takers, names, in;
+  const auto flush = [&] {
+    if (!names.empty()) takers += (takers.empty() ? "" : "; ") + names + " (" + in + ")";
+  };
+  const std::vector<Scenario>* last = nullptr;
   for (const StrategyEntry& t : strategy_registry()) {
     if (t.gpu_augment.empty()) continue;
-    std::string in;
-    for (const Scenario s : t.gpu_augment) in += (in.empty() ? "" : ", ") + std::string(to_string(s));
-    takers += (takers.empty() ? "" : "; ") + std::string(t.name) + " (" + in + ")";
+    if (last == nullptr || *last != t.gpu_augment) {
+      flush();
+      names.clear();
+      in.clear();
+      for (const Scenario s : t.gpu_augment)
+        in += (in.empty() ? "" : ", ") + std::string(to_string(s));
+    }
+    names += (names.empty() ? "" : ", ") + std::string(t.name);
+    last = &t.gpu_augment;
   }
+  flush();
   const std::string gpu = "--augment-device gpu (taken by: " + takers + ")";
   if (opt.scenario == Scenario::Static)
     return gpu + ": the static scenario augments nothing";

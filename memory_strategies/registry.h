@@ -68,7 +68,8 @@ struct StrategyEntry {
   std::string_view improves = {};
   /// True when the step reads the batch in place from host memory (mapped: zero-copy), so that
   /// every read the step makes of it crosses the bus. The step choice (mlp_config, choose_step)
-  /// then keeps --fused on from the single-launch step, which reads the batch several times.
+  /// then keeps --fused on from the single-launch step, which reads the batch several times;
+  /// not where the GPU gathers the batch into device memory (gathers_on_gpu, gather_input.h).
   bool batch_in_host_memory = false;
   /// What the run's options (its scenario, --augment) need beyond `unsupported`: empty when the
   /// strategy runs them on a device with `caps`, else why not. A reason that holds even on a
@@ -82,8 +83,9 @@ struct StrategyEntry {
   /// (MlpConfig::step_free_blocks): a full step grid leaves an SM no registers for another
   /// kernel, so the two would take turns. nullptr: none.
   int (*blocks_beside_step)(const StrategyOptions&) = nullptr;
-  /// The scenarios in which it takes --augment-device gpu: its data set lives where the GPU reads
-  /// it and the GPU augments each epoch from it (gather_augment). Empty: host augmentation only.
+  /// The scenarios in which it takes --augment-device gpu: the GPU augments each epoch, from the
+  /// set where it lies (gather_augment) or after the copy (gpu_augment_after_copy). Empty: host
+  /// augmentation only.
   std::vector<Scenario> gpu_augment = {};
   /// The device memory its data path allocates at attach for options `opt` and data of geometry
   /// `g` (the strategy class's device_footprint, next to its attach): what --device-budget
@@ -94,6 +96,10 @@ struct StrategyEntry {
   /// matrix runner's `strategy = "all"` leaves such a strategy out (on one GPU it would repeat
   /// that strategy's cells); a matrix names it to run it (`memstrat describe`: one_gpu_as).
   std::string_view one_gpu_as = {};
+  /// How it takes --augment-device gpu (gpu_augment): false, the GPU gathers and augments from
+  /// the uint8 set where it lies; true, a copying strategy whose copies carry the raw rows and
+  /// whose batches the GPU augments in device memory after the copy (augment_after_copy.h).
+  bool gpu_augment_after_copy = false;
 };
 
 const std::vector<StrategyEntry>& strategy_registry();

@@ -8,15 +8,17 @@ namespace memstrat {
 
 std::uint64_t ResidentStrategy::device_footprint(const StrategyOptions& opt,
                                                 const BatchGeometry& g) {
-  const std::uint64_t set = static_cast<std::uint64_t>(g.samples) *
-                            (g.image_bytes_per_sample + sizeof(std::int32_t));
-  return set + (gathers_on_gpu(opt) ? GatherInput::device_bytes(g) : 0);
+  // Refresh on the GPU: the uint8 set, the order and the epoch the kernel writes. Stream, the
+  // GPU gathers: the set in its format (uint8 where the GPU augments), the order and one batch.
+  if (writes_epoch_on_gpu(opt)) return GpuEpochWriter::device_bytes(g, opt.transfer);
+  if (gathers_on_gpu(opt)) return GatherInput::set_bytes(opt, g) + GatherInput::device_bytes(g);
+  return static_cast<std::uint64_t>(g.samples) * (g.image_bytes_per_sample + sizeof(std::int32_t));
 }
 
 void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& opt,
                               cudaStream_t compute) {
   source_.configure(data, opt, compute);
-  if (opt.scenario == Scenario::Refresh && opt.augment_device == AugmentDevice::Gpu) {
+  if (writes_epoch_on_gpu(opt)) {
     gpu_writer_.attach(data, opt, compute);  // no host copy: the GPU writes every epoch
     return;
   }

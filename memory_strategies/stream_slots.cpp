@@ -72,7 +72,9 @@ void StreamSlots::attach(const HostDataset& data, const StrategyOptions& opt, Sl
   ProducerConfig cfg;
   cfg.workers = opt.workers;
   cfg.batch = opt.batch;
-  cfg.augment = opt.augment;
+  // --augment-device gpu: the workers only gather; the GPU augments after the copy
+  // (augment_after_copy.h).
+  cfg.augment = opt.augment_device == AugmentDevice::Gpu ? Augment::None : opt.augment;
   cfg.transfer = opt.transfer;
   cfg.seed = opt.seed;
   cfg.shard = opt.shard;

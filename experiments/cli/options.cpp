@@ -325,17 +325,25 @@ std::string strategy_option_help(const StrategyOption& opt) {
   return strategies_reading(opt.name) + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
 }
 
-/// "resident in refresh and stream": who takes --augment-device gpu, from the registry.
+/// "resident, zero-copy in refresh and stream": who takes --augment-device gpu, from the
+/// registry, the strategies of the same scenarios named together.
 std::string augment_device_takers() {
-  std::string s;
+  std::vector<std::pair<std::string, std::string>> groups;  // scenarios -> strategies
   for (const StrategyEntry& e : strategy_registry()) {
     if (e.gpu_augment.empty()) continue;
     std::string in;
     for (std::size_t i = 0; i < e.gpu_augment.size(); ++i)
       in += (i == 0 ? "" : i + 1 == e.gpu_augment.size() ? " and " : ", ") +
             std::string(to_string(e.gpu_augment[i]));
-    s += (s.empty() ? "" : "; ") + std::string(e.name) + " in " + in;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == in; });
+    if (it == groups.end())
+      groups.emplace_back(in, std::string(e.name));
+    else
+      it->second += ", " + std::string(e.name);
   }
+  std::string s;
+  for (const auto& [in, names] : groups) s += (s.empty() ? "" : "; ") + names + " in " + in;
   return s;
 }
 
@@ -434,9 +442,13 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   o.choice("--augment-device", c.augment_device, named({AugmentDevice::Host, AugmentDevice::Gpu}),
            "augment_device",
            "Where refresh and stream augment (the same bytes either way). host: on the CPU, "
-           "and the augmented data crosses the bus; gpu: the data set is uploaded once and a "
-           "kernel gathers and augments each epoch's rows from it (refresh: the whole epoch "
-           "before its first batch; stream: each batch, --augment light or heavy). Taken by "
+           "and the augmented data crosses the bus; gpu: for resident, zero-copy and the um "
+           "strategies the raw set is placed once in the strategy's own memory (device, mapped "
+           "host, managed) and a kernel gathers and augments each epoch's rows from it "
+           "(refresh: the whole epoch before its first batch; stream: each batch, --augment "
+           "light or heavy); the copying strategies move the raw rows (the host reshuffles or "
+           "gathers them, nothing more) and a kernel augments each batch in device memory after "
+           "its copy. Taken by "
            + augment_device_takers() + "; `memstrat describe` lists them");
   o.choice("--consumer", c.consumer, named({Consumer::Train, Consumer::None}), "consumer",
            "stream: what takes each batch. train: the training step; none: a kernel that reads "

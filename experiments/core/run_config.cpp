@@ -1,5 +1,7 @@
 #include "experiments/core/run_config.h"
 
+#include "memory_strategies/gather_input.h"  // gathers_on_gpu
+
 namespace memstrat {
 
 namespace {
@@ -71,7 +73,10 @@ MlpConfig mlp_config(const RunConfig& c, int features, int classes) {
   m.seed = c.seed;
   m.step = step_kind(c.fused);
   // Where the strategy's batches are when the step reads them: the one place it reaches the Mlp.
-  m.batch_in_host_memory = c.strategy != nullptr && c.strategy->batch_in_host_memory;
+  // A strategy whose batches are in host memory (zero-copy) has them in device memory where the
+  // GPU gathers them (the stream scenario without host augmentation: gather_input.h).
+  m.batch_in_host_memory = c.strategy != nullptr && c.strategy->batch_in_host_memory &&
+                           !gathers_on_gpu(strategy_options(c));
   // Blocks the strategy runs beside the step: the step's grid leaves as many slots free.
   m.step_free_blocks = c.strategy != nullptr && c.strategy->blocks_beside_step != nullptr
                            ? c.strategy->blocks_beside_step(strategy_options(c))

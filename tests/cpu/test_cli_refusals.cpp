@@ -204,10 +204,10 @@ TEST(CliRefusals, LaunchFormsTheStrategyDoesNotRunInTheScenario) {
       }
 }
 
-
-// --augment-device gpu where the registry declares it (resident, refresh and stream with light
-// or heavy); everywhere else a one-line refusal and exit 2 before any device work, from the
-// binary as from the parser.
+// --augment-device gpu where the registry declares it (the strategies whose set the GPU reads
+// where it lies: resident, zero-copy and the um family, in refresh and in stream with light or
+// heavy); everywhere else a one-line refusal and exit 2 before any device work, from the binary
+// as from the parser.
 TEST(CliRefusals, AugmentDeviceGpuOnlyWhereTheRegistryTakesIt) {
   EXPECT_FALSE(parse({"train", "--augment-device", "gpu", "--scenario", "refresh"}).code);
   for (const char* a : {"light", "heavy"})
@@ -217,17 +217,63 @@ TEST(CliRefusals, AugmentDeviceGpuOnlyWhereTheRegistryTakesIt) {
   expect_refused({"train", "--augment-device", "gpu"}, "the static scenario augments nothing");
   expect_refused({"train", "--augment-device", "gpu", "--scenario", "stream", "--augment", "none"},
                  "--augment none augments nothing");
+  std::vector<std::string> takers;
   for (const StrategyEntry& e : strategy_registry()) {
-    if (!e.gpu_augment.empty()) continue;
     const std::string name(e.name);
-    for (const char* sc : {"refresh", "stream"})
-      expect_refused({"train", "--strategy", name.c_str(), "--scenario", sc, "--augment-device", "gpu"},
-                     "augments on the host in the " + std::string(sc) + " scenario");
+    for (const Scenario sc : {Scenario::Refresh, Scenario::Stream}) {
+      const std::string scenario(to_string(sc));
+      std::vector<const char*> args = {"train",      "--strategy",     name.c_str(),
+                                       "--scenario", scenario.c_str(), "--augment-device",
+                                       "gpu"};
+      if (sc == Scenario::Stream) {
+        args.push_back("--augment");
+        args.push_back("heavy");
+      }
+      const bool takes =
+          std::find(e.gpu_augment.begin(), e.gpu_augment.end(), sc) != e.gpu_augment.end();
+      if (takes) {
+        StrategyOptions o;
+        o.scenario = sc;
+        o.augment = Augment::Heavy;
+        o.augment_device = AugmentDevice::Gpu;
+        EXPECT_EQ(refusal_reason(e, o), "") << name << " " << scenario;
+        EXPECT_FALSE(parse(args).code) << name << " " << scenario << ": " << parse(args).err;
+      } else {
+        expect_refused(args, "augments on the host in the " + scenario + " scenario");
+      }
+    }
+    if (!e.gpu_augment.empty()) takers.push_back(name);
   }
+  // No host worker writes managed memory while kernels run: um takes the stream scenario on the
+  // GPU without concurrentManagedAccess, as with --augment none (and not with host workers).
+  DeviceCaps no_concurrent = DeviceCaps::every();
+  no_concurrent.concurrent_managed_access = false;
+  StrategyOptions stream;
+  stream.scenario = Scenario::Stream;
+  stream.augment = Augment::Light;
+  stream.augment_device = AugmentDevice::Gpu;
+  EXPECT_EQ(waiver_reason(*find_strategy("um"), stream, no_concurrent), "");
+  stream.augment_device = AugmentDevice::Host;
+  EXPECT_NE(waiver_reason(*find_strategy("um"), stream, no_concurrent), "");
+  // The single-GPU forms: those whose training set the GPU addresses where it lies, and the
+  // copying strategies, which augment after the copy.
+  EXPECT_EQ(takers, (std::vector<std::string>{"resident", "pageable", "pinned", "double-buffer",
+                                              "zero-copy", "um", "um-prefetch", "um-advise",
+                                              "zero-copy-staged", "um-prefetch-coarse",
+                                              "pinned-graph", "double-buffer-graph"}));
+  for (const std::string& name : takers)
+    EXPECT_EQ(find_strategy(name)->gpu_augment_after_copy,
+              name != "resident" && name != "zero-copy" && name.rfind("um", 0) != 0)
+        << name;
   expect_refused({"train", "--augment-device", "cpu"}, "--augment-device");
-  const Ran r = run_binary("train --strategy pinned --scenario refresh --augment-device gpu");
+  const Ran r = run_binary("train --strategy host-shared --scenario refresh --augment-device gpu");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("resident (refresh, stream)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("taken by: resident, pageable, pinned, double-buffer, zero-copy, um, "
+                          "um-prefetch, um-advise (refresh, stream); zero-copy-staged (refresh); "
+                          "um-prefetch-coarse (refresh, stream); pinned-graph, "
+                          "double-buffer-graph (refresh)"),
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line: " << r.output;
 }
 

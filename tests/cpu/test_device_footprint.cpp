@@ -118,6 +118,51 @@ TEST(DeviceFootprint, StreamScenario) {
   EXPECT_EQ(footprint("pinned", none), kBatchU8);
 }
 
+TEST(DeviceFootprint, AugmentationOnTheGpu) {
+  // Refresh: the GPU writes each epoch from the uint8 set; the order (and the epoch number) is
+  // its device copy. Stream: the GPU gathers and augments from the uint8 set into one batch.
+  constexpr std::uint64_t kOrder = (kN + 1) * 4;
+  for (const Transfer t : {Transfer::U8, Transfer::F32}) {
+    const std::uint64_t epoch = t == Transfer::U8 ? kSetU8 : kSetF32;
+    const std::uint64_t batch = t == Transfer::U8 ? kBatchU8 : kBatchF32;
+    StrategyOptions refresh = with(Scenario::Refresh);
+    refresh.augment_device = AugmentDevice::Gpu;
+    refresh.transfer = t;
+    // resident: the set, the order and the epoch, in device memory.
+    EXPECT_EQ(footprint("resident", refresh), kSetU8 + kOrder + epoch) << to_string(t);
+    // zero-copy: the set and the epoch stay in mapped host memory.
+    EXPECT_EQ(footprint("zero-copy", refresh), kOrder) << to_string(t);
+    // The um family: the managed set and epoch count in full.
+    for (const char* um : {"um", "um-prefetch", "um-advise", "um-prefetch-coarse"})
+      EXPECT_EQ(footprint(um, refresh), kSetU8 + epoch + kOrder) << um << " " << to_string(t);
+    // The copying strategies: their device batches, as with host augmentation, and the epoch
+    // number the GPU augments with (augment_after_copy.h).
+    StrategyOptions host_refresh = refresh;
+    host_refresh.augment_device = AugmentDevice::Host;
+    for (const char* c : {"pageable", "pinned", "double-buffer", "zero-copy-staged",
+                          "pinned-graph", "double-buffer-graph"})
+      EXPECT_EQ(footprint(c, refresh), footprint(c, host_refresh) + 4) << c << " " << to_string(t);
+    EXPECT_EQ(footprint("pinned", refresh), batch + 4) << to_string(t);
+    for (const Augment a : {Augment::Light, Augment::Heavy}) {
+      StrategyOptions stream = with(Scenario::Stream, a);
+      stream.augment_device = AugmentDevice::Gpu;
+      stream.transfer = t;
+      const std::uint64_t gather = kN * 4 + batch;  // the order, one batch in the transfer format
+      EXPECT_EQ(footprint("resident", stream), kSetU8 + gather) << to_string(t);
+      EXPECT_EQ(footprint("zero-copy", stream), gather) << to_string(t);
+      for (const char* um : {"um", "um-prefetch", "um-advise", "um-prefetch-coarse"})
+        EXPECT_EQ(footprint(um, stream), kSetU8 + gather) << um << " " << to_string(t);
+      // The copying strategies: their device batches and the epoch number.
+      EXPECT_EQ(footprint("pinned", stream), batch + 4) << to_string(t);
+      EXPECT_EQ(footprint("double-buffer", stream), 2 * batch + 4) << to_string(t);
+    }
+  }
+  // --augment none gathers the set in the transfer format.
+  StrategyOptions none = with(Scenario::Stream, Augment::None);
+  none.transfer = Transfer::F32;
+  EXPECT_EQ(footprint("resident", none), kSetF32 + kN * 4 + kBatchF32);
+}
+
 TEST(DeviceBudget, GiBAreBinary) {
   EXPECT_EQ(gib_bytes(1), 1ull << 30);
   EXPECT_EQ(gib_bytes(0.5), 1ull << 29);

@@ -176,6 +176,38 @@ TEST(StepChoice, MlpConfigCarriesWhereTheStrategysBatchesAre) {
   }
 }
 
+// Where zero-copy's batches are depends on who gathers them: in the stream scenario without host
+// augmentation the GPU gathers each batch into device memory (gather_input.h), and the step reads
+// it there; with host workers (mapped slots) and in refresh (the epoch in mapped memory, written
+// by the host or, with --augment-device gpu, by the GPU) the step reads host memory.
+TEST(StepChoice, ZeroCopysBatchesAreInDeviceMemoryWhereTheGpuGathersThem) {
+  using memstrat::Augment;
+  using memstrat::AugmentDevice;
+  using memstrat::Scenario;
+  struct Case {
+    Scenario scenario;
+    Augment augment;
+    AugmentDevice where;
+    bool in_host;
+  };
+  for (const Case k : {Case{Scenario::Stream, Augment::Light, AugmentDevice::Host, true},
+                       Case{Scenario::Stream, Augment::Heavy, AugmentDevice::Gpu, false},
+                       Case{Scenario::Stream, Augment::None, AugmentDevice::Host, false},
+                       Case{Scenario::Refresh, Augment::Light, AugmentDevice::Gpu, true},
+                       Case{Scenario::Refresh, Augment::Light, AugmentDevice::Host, true}}) {
+    memstrat::RunConfig rc;
+    rc.strategy = memstrat::find_strategy("zero-copy");
+    rc.scenario = k.scenario;
+    rc.augment = k.augment;
+    rc.augment_device = k.where;
+    const MlpConfig c = memstrat::mlp_config(rc, 784, 10);
+    EXPECT_EQ(c.batch_in_host_memory, k.in_host)
+        << to_string(k.scenario) << " " << to_string(k.augment) << " " << to_string(k.where);
+    EXPECT_EQ(choose_step(c, device_runs_it).kind,
+              k.in_host ? StepKind::Layerwise : StepKind::SingleLaunch);
+  }
+}
+
 // Data-parallel training's step: choose_step's choice where it computes gradients apart from its
 // update (single-launch, layer-by-layer), choose_step's reasons with it; where choose_step takes
 // the cuBLASLt step, the layer-by-layer step, whose fused_off_reason says why.

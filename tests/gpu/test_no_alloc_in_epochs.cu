@@ -2,6 +2,8 @@
 // during an epoch (graph capture in epoch 1 included: per-batch step graphs or the epoch graph),
 // counted by the built-in CUPTI profiler in the per-epoch windows of a run built exactly as
 // `memstrat train` builds it (Session).
+#include <iostream>
+
 #include "gpu_test_support.h"
 
 using namespace memstrat;
@@ -76,4 +78,47 @@ TEST(NoAllocation, NoAllocatorIsCalledInAnyStreamEpoch) {
       }
     }
   }
+}
+
+// --augment-device gpu: the uint8 set, the order (pinned staging and device), the epoch the GPU
+// writes (refresh) or the gathered batch (stream) are allocated in attach, so no epoch of any
+// strategy that takes it allocates, in each scenario it takes it in and each launch form it
+// declares there (graph capture in epoch 1 included).
+TEST(NoAllocation, NoAllocatorIsCalledInAnyEpochWithAugmentationOnTheGpu) {
+  MEMSTRAT_REQUIRE_GPU_AND_MNIST();
+  const DeviceCaps caps = DeviceCaps::query(0);
+  int runs = 0;
+  for (const auto& e : strategy_registry()) {
+    for (const Scenario sc : e.gpu_augment) {
+      for (const EpochForm f : e.launch_forms.in(sc).forms()) {
+        RunConfig c = short_run(e.name);
+        c.scenario = sc;
+        if (sc == Scenario::Stream) c.augment = Augment::Heavy;  // refresh: its light shift
+        c.augment_device = AugmentDevice::Gpu;
+        c.fused = FusedMode::Single;  // the step every form runs
+        c.profile = true;
+        for (const LaunchForm l : {LaunchForm::PerBatch, LaunchForm::Graph,
+                                   LaunchForm::ChunkKernels, LaunchForm::Kernel})
+          if (asked_form(l) == f) c.launch_form = l;
+        if (const std::string why = waiver_reason(e, strategy_options(c), caps); !why.empty()) {
+          std::cout << "[ WAIVED ] " << e.name << " " << to_string(sc) << ": " << why << "\n";
+          continue;
+        }
+        const RunRecord r = run_session(c);
+        ASSERT_TRUE(r.epoch_launch.has_value());
+        EXPECT_EQ(r.epoch_launch->form, f) << e.name << " " << to_string(sc);
+        ASSERT_EQ(r.epochs.size(), 2u);
+        for (const EpochRecord& ep : r.epochs) {
+          if (!ep.counters.api_available) GTEST_SKIP() << "CUPTI callbacks unavailable";
+          for (const char* fn : kAllocators)
+            EXPECT_EQ(ep.counters.api.count(fn), 0u)
+                << e.name << " " << to_string(sc) << " " << to_string(f) << " epoch "
+                << ep.train.epoch << ": " << fn;
+          EXPECT_EQ(ep.counters.api.count("cudaFree"), 0u) << e.name << " " << to_string(sc);
+        }
+        ++runs;
+      }
+    }
+  }
+  EXPECT_GE(runs, 5) << "resident's four refresh forms and its stream form at least";
 }

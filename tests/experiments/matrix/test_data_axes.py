@@ -81,12 +81,24 @@ gpus = [1, 2]
 """), describe)
     why = {c.key: w for c, w in m.not_runnable}
     run = {(c.strategy, c.scenario, c.augment_device, c.gpus) for c in m.cells}
-    # --augment-device gpu: resident in refresh (and stream) only, by describe
-    assert ("resident", "refresh", "gpu", None) in run
-    assert not any(a == "gpu" and (s, sc) != ("resident", "refresh") for s, sc, a, _ in run)
-    assert "pinned takes --augment-device gpu in no scenario, not in refresh" in why.values()
+    # --augment-device gpu: in refresh (and stream) only, by describe: resident from the set it
+    # keeps, the copying strategies after the copy
+    assert {(s, sc) for s, sc, a, g in run if a == "gpu"} == {
+        (s, "refresh") for s in ("resident", "pinned", "double-buffer")}
     assert any("resident takes --augment-device gpu in refresh, stream only, not in static"
                in w for w in why.values())
+    assert any("pinned takes --augment-device gpu in refresh, stream only, not in static"
+               in w for w in why.values())
+    # a strategy across several GPUs takes it in no scenario
+    other = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "host-shared"
+scenario = "refresh"
+augment_device = "gpu"
+"""), describe)
+    assert not other.cells
+    assert "host-shared takes --augment-device gpu in no scenario, not in refresh" in \
+        {w for _, w in other.not_runnable}
     # --gpus 2: every strategy in static and refresh, by describe, augmented on the host only
     assert {(s, sc, a) for s, sc, a, g in run if g == 2} == {
         (s, sc, None) for s in ("resident", "pinned", "double-buffer")
