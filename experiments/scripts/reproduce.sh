@@ -46,8 +46,9 @@
 #               spread docs/strategies.md explains, with the conditions that change it (and
 #               um-advise at each of its hints), 10 processes of 21 epochs per configuration:
 #               230 processes, about 6 minutes; spread/records/spread.jsonl
-#   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers),
-#               10 processes of 21 epochs per configuration: 500 processes, about 52 minutes
+#   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers,
+#               and the augmentation on the GPU), 10 processes of 21 epochs per configuration:
+#               680 processes, about 57 minutes
 #   timelines   one traced run per strategy family (batch 256, u8, static, 3 epochs, the launch
 #               form auto picks: resident, pinned-graph, double-buffer, double-buffer-graph,
 #               zero-copy-staged, um-prefetch-coarse): traces/<strategy>.json.gz and the

@@ -19,15 +19,22 @@ def write(tmp_path, text):
 
 def test_stream_matrix_expands_to_the_documented_sweep(run_matrix, describe):
     m = run_matrix.load_matrix(REPO / "experiments/matrix/matrices/stream.toml", describe)
-    strategies = {c.strategy for c in m.cells}
+    host = [c for c in m.cells if c.augment_device in (None, "host")]
+    gpu = [c for c in m.cells if c.augment_device == "gpu"]
     # one strategy per hand-off kind (docs/strategies.md): ordinary, pinned on the compute
     # stream, pinned on a copy stream, mapped in place, managed prefetched
-    assert strategies == {"pageable", "pinned", "double-buffer", "zero-copy", "um-prefetch"}
-    assert {c.workers for c in m.cells} == {1, 2, 4, 8, 16}
+    assert {c.strategy for c in host} == {"pageable", "pinned", "double-buffer", "zero-copy",
+                                          "um-prefetch"}
+    assert {c.workers for c in host} == {1, 2, 4, 8, 16}
+    # on the GPU: the copying strategies at 4 and 16 workers (they gather), and the strategies
+    # that gather on the GPU once each (no host worker), resident among them
+    assert {(c.strategy, c.workers) for c in gpu} == \
+        {(s, w) for s in ("pageable", "pinned", "double-buffer") for w in (4, 16)} | \
+        {(s, 4) for s in ("resident", "zero-copy", "um-prefetch")}
     assert {c.augment for c in m.cells} == {"light", "heavy"}
     assert {(c.scenario, c.prefetch, c.batch, c.transfer) for c in m.cells} == \
         {("stream", 32, 256, "u8")}
-    configs = 5 * 5 * 2
+    configs = 5 * 5 * 2 + (3 * 2 + 3) * 2
     # every configuration is published at batch 256: 10 processes each, 20 steady epochs
     assert len(m.cells) == 10 * configs                  # no profiler
     assert sum(c.augment == "light" for c in m.cells) == 10 * configs // 2
@@ -36,9 +43,11 @@ def test_stream_matrix_expands_to_the_documented_sweep(run_matrix, describe):
     keys = {c.key for c in m.cells}
     assert len(keys) == len(m.cells)
     assert "um-prefetch_stream_u8_b256_h256_e21_cublas_w16p32-heavy_noprofile_seed1_r9" in keys
+    assert all("aug-gpu" in c.key for c in gpu)
     # the count the file's comments state
     text = (REPO / "experiments/matrix/matrices/stream.toml").read_text()
     assert f"{len(m.cells)} processes" in text and f"({len(m.cells)} runs)" in text
+    assert f"{len(gpu)} GPU-augmented" in text
 
 
 def test_only_stream_cells_pass_the_pipeline_options(run_matrix, describe, tmp_path):
@@ -106,5 +115,5 @@ def test_stream_dry_run(tmp_path, fake_memstrat):
                           "--out", str(tmp_path / "out"), "--memstrat", str(fake_memstrat),
                           "--dry-run"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "500 cells" in res.stdout
+    assert "680 cells" in res.stdout
     assert "--workers 16 --prefetch 32 --augment heavy" in res.stdout
