@@ -28,16 +28,17 @@ std::optional<long> parse_long(const std::string& text) {
   return v;
 }
 
-/// The CPUs this process may run on, in increasing order; empty when the kernel will not say.
-/// The set grows until it holds every CPU the kernel knows (hosts beyond CPU_SETSIZE exist).
-std::vector<int> affinity_cpus() {
+}  // namespace
+
+// The set grows until it holds every CPU the kernel knows (hosts beyond CPU_SETSIZE exist).
+std::vector<int> affinity_cpus(pid_t tid) {
   long conf = sysconf(_SC_NPROCESSORS_CONF);
   for (int n = static_cast<int>(std::max<long>(conf, CPU_SETSIZE)); n <= (1 << 20); n *= 2) {
     const std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> set(CPU_ALLOC(n), [](cpu_set_t* s) { CPU_FREE(s); });
     if (!set) return {};
     const std::size_t size = CPU_ALLOC_SIZE(n);
     CPU_ZERO_S(size, set.get());
-    if (sched_getaffinity(0, size, set.get()) != 0) {
+    if (sched_getaffinity(tid, size, set.get()) != 0) {
       if (errno == EINVAL) continue;  // the kernel's mask is wider than this set
       return {};
     }
@@ -48,7 +49,6 @@ std::vector<int> affinity_cpus() {
   }
   return {};
 }
-}  // namespace
 
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);

@@ -5,6 +5,8 @@
 // platform does not tell is empty, never guessed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <istream>
 #include <optional>
@@ -38,6 +40,10 @@ HostHardware read_host_hardware();
 /// "Processor" or "cpu" line (some ARM and POWER kernels), else the first "CPU implementer" /
 /// "CPU part" pair as "implementer 0x41 part 0xd4f" (ARM); none when the text has none of these.
 std::optional<std::string> cpu_model_from_cpuinfo(std::istream& cpuinfo);
+
+/// The CPUs a thread may run on (sched_getaffinity; 0: the calling thread), in increasing
+/// order; empty when the kernel will not say.
+std::vector<int> affinity_cpus(pid_t tid = 0);
 
 /// {0,1,2,3,8,10,11} -> "0-3,8,10-11" (the kernel's cpulist form); the input in any order,
 /// duplicates allowed; "" for none.

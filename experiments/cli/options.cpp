@@ -269,6 +269,8 @@ void check_consistent(RunConfig& c, const CLI::App& train) {
   }
   if (const std::string why = data_parallel_refusal(c); !why.empty())
     throw std::invalid_argument(why);
+  if (const std::string why = thread_placement_refusal(c); !why.empty())
+    throw std::invalid_argument(why);
   if (!c.trace.empty() && !c.profile)
     throw std::invalid_argument("--trace needs the CUPTI profiler; drop --no-profile");
   check_strategy_options(c, train);
@@ -487,6 +489,14 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
   o.flag("--profile,!--no-profile", c.profile, "profile",
          "CUPTI API-call and unified-memory counters per epoch, and in data-parallel runs the "
          "gradients' reduction timed on its own (its events slow the step) (default on)");
+  o.choice("--thread-placement", c.thread_placement,
+           named({ThreadPlacement::Os, ThreadPlacement::Apart, ThreadPlacement::Shared}),
+           "thread_placement",
+           "static, one GPU: the CPUs of the training thread and of the CUDA driver's host "
+           "threads (its event handler carries out each cudaMemPrefetchAsync), set after "
+           "set-up. os: wherever the scheduler puts them; apart: the training thread on the CPU "
+           "it is on, the driver's threads on every other CPU the process may use; shared: all "
+           "of them on that one CPU");
   o.text("--trace", c.trace, "", "Write a Chrome trace-event JSON (Perfetto / chrome://tracing) to FILE");
   o.text("--loss-curve", c.loss_curve, "", "Write per-batch mean losses (CSV: epoch,batch,loss) to FILE");
   o.text("--export-init", c.export_init, "",

@@ -61,6 +61,7 @@ json config_json(const RunRecord& r) {
          {"replicate", c.replicate},
          {"device_budget_gib", c.device_budget_gib ? json(*c.device_budget_gib) : json(nullptr)},
          {"profile", c.profile},
+         {"thread_placement", to_string(c.thread_placement)},
          {"run_tag", c.run_tag.empty() ? json(nullptr) : json(c.run_tag)},
          {"device", c.device},
          {"gpus", c.gpus},

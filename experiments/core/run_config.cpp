@@ -34,6 +34,21 @@ std::optional<EpochForm> asked_form(LaunchForm f) {
   return std::nullopt;
 }
 
+std::string thread_placement_refusal(const RunConfig& c) {
+  if (c.thread_placement == ThreadPlacement::Os) return "";
+  const std::string opt = "--thread-placement " + std::string(to_string(c.thread_placement));
+  if (c.scenario != Scenario::Static)
+    return opt + " places the threads of the static scenario only: in " +
+           std::string(to_string(c.scenario)) + " the host's " +
+           (c.scenario == Scenario::Stream ? "workers run" : "rewrite runs") +
+           " on threads the training thread starts, which would inherit its one CPU; use "
+           "--thread-placement os or --scenario static";
+  if (c.gpus > 1)
+    return opt + " places one training thread, and --gpus " + std::to_string(c.gpus) +
+           " drives the GPUs from several; use --thread-placement os or one GPU";
+  return "";
+}
+
 bool reads_copy_chunk(const RunConfig& c) {
   if (c.launch_form == LaunchForm::ChunkKernels) return true;
   for (const StrategyOption& o : c.strategy->options)

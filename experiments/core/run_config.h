@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/host_dataset.h"
+#include "common/thread_placement.h"
 #include "experiments/core/mlp.h"
 #include "experiments/core/process_rank.h"
 #include "kernels/common/gemm.h"
@@ -116,6 +117,10 @@ struct RunConfig {
   /// (experiments/core/device_budget.h). None = no limit beyond the device's.
   std::optional<double> device_budget_gib;
   bool profile = true;   // CUPTI counters (--profile / --no-profile)
+  /// --thread-placement: where the training thread and the CUDA driver's threads run
+  /// (common/thread_placement.h); os = wherever the scheduler puts them. Static, one GPU only
+  /// (thread_placement_refusal).
+  ThreadPlacement thread_placement = ThreadPlacement::Os;
   int device = 0;
   // Data-parallel training (shard_plan.h): each global batch of N x batch rows cut into N shards.
   int gpus = 1;          // --gpus: GPUs --device .. --device + N - 1, one thread and NCCL rank each
@@ -149,6 +154,10 @@ struct RunConfig {
   std::vector<std::string> argv;  // the command line as typed (recorded as argv)
 };
 
+/// Why the run cannot take its --thread-placement; "" where it can. Only the static scenario on
+/// one GPU: refresh's rewrite and stream's workers run on threads the training thread starts,
+/// which would inherit its one CPU, and several GPUs are driven by several threads.
+std::string thread_placement_refusal(const RunConfig& c);
 /// The strategy's part of the run.
 StrategyOptions strategy_options(const RunConfig& c);
 /// True when the run reads --copy-chunk: its strategy declares it, or kernel-per-chunk is asked

@@ -72,6 +72,8 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     throw std::invalid_argument(why);
   if (const std::string why = data_parallel_refusal(cfg_); !why.empty())
     throw std::invalid_argument(why);
+  if (const std::string why = thread_placement_refusal(cfg_); !why.empty())
+    throw std::invalid_argument(why);
   require_device(cfg_.device, "`train` needs an NVIDIA GPU (`memstrat list` works without one).");
   // The GPU this process starts on: --device, or its local rank's under --processes per-gpu.
   const int device = DataParallelTrainer::local_device(cfg_);
@@ -115,6 +117,10 @@ RunRecord Session::run(std::ostream& out, std::ostream& err, const SampleLossSin
     NvtxRange range(Phase::Run, "memstrat " + name);
     Pipeline p = set_up(rec, prof);
     if (!cfg_.export_init.empty()) export_init(cfg_.export_init, *p.mlp, data_, cfg_);
+    // After set-up (its host threads keep every CPU), for the epochs; undone when they end.
+    const ThreadPlacementScope placed(cfg_.thread_placement);
+    if (!cfg_.quiet && !placed.description().empty())
+      out << "thread placement: " << placed.description() << "\n";
     run_epochs(p, rec, prof, out, err, sink);
     if (rec.device_budget) {  // what the margin beside the budget left unused
       std::size_t free = 0, total = 0;
