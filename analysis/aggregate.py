@@ -61,6 +61,9 @@ _OTHER_CONFIG = ("lr", "momentum", "tf32", "graphs", "advise", "prefetch_chunk_m
 # What a record written before a key existed ran: one copy of the training set (--replicate 1),
 # no device budget (null). Such a record and a newer one with the default are one experiment.
 _CONFIG_BEFORE_KEY: dict[str, Any] = {"replicate": 1}
+# config.thread_placement -> the label's words (os, the scheduler's, has none)
+THREAD_PLACEMENT_LABELS = {"apart": "driver threads on other cores",
+                           "shared": "driver threads on the training thread's core"}
 # Among them, the strategies' own options, with their defaults (memory_strategies/registry.cpp;
 # a record has null where its strategy does not read one). They tell variants of one strategy
 # apart, never what a figure compares: a slice, and so a compute-only reference, ignores them,
@@ -135,6 +138,9 @@ class GroupKey:
             label += f" ({self.option('gpus')} GPUs{per}, {self.option('reduce')} reduction)"
         elif self.option("emulate_gpus", 1) > 1:
             label += f" ({self.option('emulate_gpus')} shards emulated on one GPU)"
+        placement = self.option("thread_placement")
+        if placement is not None:
+            label += f" ({THREAD_PLACEMENT_LABELS[placement]})"
         step = self.step
         if step is not None and step != DEFAULT_STEP:
             label += f" ({step} step)"
@@ -262,6 +268,10 @@ def group_key(record: dict[str, Any]) -> GroupKey:
     # before the key existed, keeps the groups of older records.
     if cfg.get("processes") == "per-gpu":
         other += (("processes", "per-gpu"),)
+    # Threads placed by --thread-placement are their own configuration; os (the scheduler's), the
+    # only kind before the key existed, keeps the groups of older records.
+    if cfg.get("thread_placement") not in (None, "os"):
+        other += (("thread_placement", cfg["thread_placement"]),)
     epoch_launch = bool(cfg.get("epoch_launch") or False)
     return GroupKey(
         gpu=str(env.get("gpu_name") or "unknown GPU"),

@@ -41,7 +41,7 @@ STREAM_AXES = ("workers", "prefetch", "augment")
 # gradients are combined, or the shards emulated on one GPU); and um-advise's hints (--advise:
 # a comma-separated subset of its hints, or none).
 DATA_AXES = ("augment_device", "replicate", "device_budget", "gpus", "reduce", "emulate_gpus",
-             "processes", "advise")
+             "processes", "advise", "thread_placement")
 AXES = ("strategy", "scenario", "transfer", "batch", "hidden", "epochs", "gemm",
         "depth", "copy_streams", "epoch_launch", "launch_form", "profile", "fused") \
     + STREAM_AXES + ("cpus",) + DATA_AXES
@@ -65,7 +65,8 @@ EPOCH_LAUNCH_FORMS = {"on": None, "off": "per-batch"}  # --epoch-launch X = --la
 # DATA_AXES -> the cell key's part where the axis is not memstrat's default
 DATA_KEY_PARTS = {"augment_device": "aug-{}", "replicate": "rep{}", "device_budget": "budget{:g}g",
                   "gpus": "gpus{}", "reduce": "reduce-{}", "emulate_gpus": "emu{}",
-                  "processes": "procs-{}", "advise": "advise-{}"}
+                  "processes": "procs-{}", "advise": "advise-{}",
+                  "thread_placement": "threads-{}"}
 # DATA_AXES -> the record's config key (config_stub of a cell that wrote no record): the axis's
 # own name but for the budget
 DATA_RECORD_KEYS = {**{a: a for a in DATA_AXES}, "device_budget": "device_budget_gib"}
@@ -133,6 +134,7 @@ class Cell:
     emulate_gpus: int | None = None      # --emulate-gpus N
     processes: str | None = None         # --processes (per-gpu: memstrat starts one per GPU)
     advise: str | None = None            # --advise HINTS (um-advise's own option)
+    thread_placement: str | None = None  # --thread-placement (static, one GPU)
 
     @property
     def key(self) -> str:
@@ -344,6 +346,10 @@ class _Runnable:
             return (f"{cell.strategy} runs on several GPUs "
                     + (f"in {', '.join(several)} only" if several else "in no scenario yet")
                     + f", not in {cell.scenario} (--emulate-gpus runs every strategy on one GPU)")
+        if cell.thread_placement not in (None, "os") and \
+                (cell.scenario != "static" or cell.several_gpus):
+            return ("--thread-placement places the threads of the static scenario on one GPU "
+                    "only (memstrat refuses it elsewhere)")
         if cell.several_gpus and cell.augment_device == "gpu":
             return ("several GPUs augment on the host (--gpus N with --augment-device gpu is "
                     "refused; --emulate-gpus runs it on one GPU)")
@@ -654,7 +660,7 @@ def load_matrix(path: str | Path, description: dict[str, Any],
         for (strategy, scenario, transfer, batch, hidden, epochs, gemm, depth, streams,
              epoch_launch, launch_form, profile, fused, workers, prefetch, augment, cpus,
              augment_device, replicate, device_budget, gpus, reduce, emulate_gpus,
-             processes, advise) in \
+             processes, advise, thread_placement) in \
                 itertools.product(*(axes[a] for a in AXES)):
             reads = strategy_options[strategy]
             stream = scenario == STREAM_SCENARIO
@@ -674,7 +680,8 @@ def load_matrix(path: str | Path, description: dict[str, Any],
                         reduce=reduce if gpus is not None else None,
                         emulate_gpus=emulate_gpus,
                         processes=processes if gpus is not None else None,
-                        advise=advise if OWN_AXES["advise"] in reads else None)
+                        advise=advise if OWN_AXES["advise"] in reads else None,
+                        thread_placement=thread_placement)
             if cell in seen:
                 collapsed += 1
                 continue

@@ -289,6 +289,30 @@ def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):
     assert piped.key.variant_label.endswith("(no consumer: the pipeline alone)")
 
 
+def test_placed_threads_are_other_experiments(fixtures_dir):
+    """--thread-placement apart and shared make other experiments, said in their label; a record
+    from before config.thread_placement existed, and one with os, is the scheduler's run."""
+    import copy
+    base = load_records(fixtures_dir / "repeats.jsonl")
+    assert all("thread_placement" not in r["config"] for r in base)
+
+    def placed(placement: str) -> list[dict]:
+        out = copy.deepcopy(base)
+        for r in out:
+            r["config"]["thread_placement"] = placement
+        return out
+
+    groups = aggregate(base + placed("os") + placed("apart") + placed("shared"))
+    assert len(groups) == 3
+    scheduler = next(g for g in groups if g.key.option("thread_placement") is None)
+    assert scheduler.runs == 2 * len(base) and "driver" not in scheduler.key.variant_label
+    apart = next(g for g in groups if g.key.option("thread_placement") == "apart")
+    assert apart.key.variant_label.endswith("(driver threads on other cores)")
+    shared = next(g for g in groups if g.key.option("thread_placement") == "shared")
+    assert shared.key.variant_label.endswith("(driver threads on the training thread's core)")
+    assert len(slices(groups)) == 3
+
+
 def test_the_strategys_own_launch_form_stands_for_it(fixtures_dir):
     """A strategy run at its own launch form (config.launch_form auto) and, as variants, at forms
     named by --launch-form: the figures and tables show the own form, even where a named form

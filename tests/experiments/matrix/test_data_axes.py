@@ -217,3 +217,28 @@ def test_an_advise_value_memstrat_would_refuse_is_refused_with_the_axis(run_matr
 strategy = "um-advise"
 advise = [{json.dumps(value)}]
 """), describe)
+
+
+def test_the_thread_placement_axis_runs_static_on_one_gpu_only(run_matrix, describe, tmp_path):
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "um-prefetch"
+scenario = ["static", "refresh"]
+thread_placement = ["os", "apart", "shared"]
+gpus = [1, 2]
+"""), describe)
+    keys = {c.key: c for c in m.cells}
+    apart = keys["um-prefetch_static_u8_b256_h256_e10_cublas_threads-apart_seed1_r0"]
+    assert apart.train_args()[-2:] == ["--thread-placement", "apart"]
+    assert apart.config_stub()["thread_placement"] == "apart"
+    # os is memstrat's default: neither passed nor in the key
+    plain = keys["um-prefetch_static_u8_b256_h256_e10_cublas_seed1_r0"]
+    assert plain.thread_placement is None and "--thread-placement" not in plain.train_args()
+    placed = {(c.scenario, c.gpus, c.thread_placement) for c in m.cells if c.thread_placement}
+    assert placed == {("static", None, "apart"), ("static", None, "shared")}
+    # refresh and several GPUs with placed threads: listed apart, with memstrat's reason
+    assert len(m.not_runnable) == 6
+    assert all("static scenario on one GPU only" in w for _, w in m.not_runnable)
+    with pytest.raises(run_matrix.MatrixError, match="'near' is not one of os, apart, shared"):
+        run_matrix.load_matrix(write(tmp_path, "[axes]\nstrategy = 'um'\nthread_placement = "
+                                     "'near'\n", "bad"), describe)
