@@ -45,7 +45,7 @@
 #   spread      experiments/matrix/matrices/spread.toml: the configurations whose run-to-run
 #               spread docs/strategies.md explains, with the conditions that change it (and
 #               um-advise at each of its hints), 10 processes of 21 epochs per configuration:
-#               230 processes, about 6 minutes; spread/records/spread.jsonl
+#               310 processes, about 8 minutes; spread/records/spread.jsonl
 #   stream      experiments/matrix/matrices/stream.toml: the stream scenario (host workers,
 #               and the augmentation on the GPU), 10 processes of 21 epochs per configuration:
 #               680 processes, about 57 minutes
