@@ -268,20 +268,22 @@ def test_data_parallel_runs_are_other_experiments(fixtures_dir):
     assert per.key.variant_label.endswith("(2 GPUs, a process each, exact reduction)")
 
 
+def with_config(records: list[dict], **config) -> list[dict]:
+    """Copies of `records` whose config has the given keys set."""
+    import copy
+    out = copy.deepcopy(records)
+    for r in out:
+        r["config"].update(config)
+    return out
+
+
 def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):
     """--consumer none (the input pipeline alone) makes another experiment, said in its label;
     a record from before config.consumer existed, and one with train, is the training run."""
-    import copy
     base = load_records(fixtures_dir / "repeats.jsonl")
     assert all("consumer" not in r["config"] for r in base)
-
-    def consumed_by(consumer: str) -> list[dict]:
-        out = copy.deepcopy(base)
-        for r in out:
-            r["config"]["consumer"] = consumer
-        return out
-
-    groups = aggregate(base + consumed_by("train") + consumed_by("none"))
+    groups = aggregate(base + with_config(base, consumer="train")
+                       + with_config(base, consumer="none"))
     assert len(groups) == 2
     trained = next(g for g in groups if g.key.option("consumer") is None)
     assert trained.runs == 2 * len(base) and "consumer" not in trained.key.variant_label
@@ -292,17 +294,10 @@ def test_runs_without_a_consumer_are_other_experiments(fixtures_dir):
 def test_placed_threads_are_other_experiments(fixtures_dir):
     """--thread-placement apart and shared make other experiments, said in their label; a record
     from before config.thread_placement existed, and one with os, is the scheduler's run."""
-    import copy
     base = load_records(fixtures_dir / "repeats.jsonl")
     assert all("thread_placement" not in r["config"] for r in base)
-
-    def placed(placement: str) -> list[dict]:
-        out = copy.deepcopy(base)
-        for r in out:
-            r["config"]["thread_placement"] = placement
-        return out
-
-    groups = aggregate(base + placed("os") + placed("apart") + placed("shared"))
+    groups = aggregate(base + [r for p in ("os", "apart", "shared")
+                               for r in with_config(base, thread_placement=p)])
     assert len(groups) == 3
     scheduler = next(g for g in groups if g.key.option("thread_placement") is None)
     assert scheduler.runs == 2 * len(base) and "driver" not in scheduler.key.variant_label
