@@ -177,7 +177,7 @@ def run_spec(runner: pr.Runner, a: argparse.Namespace, s: pr.RunSpec) -> pr.RunR
     v, aug, m = s.config
     if v == MEMSTRAT:
         return runner.memstrat(s.tag, s.label, memstrat_args(a, aug, m))
-    script, fixed, _ = VARIANTS[v]
+    script = VARIANTS[v][0]
     return runner.script(HERE / script, s.tag, s.label, script_args(a, v, aug, m))
 
 
