@@ -1,5 +1,6 @@
 #include "memory_strategies/registry.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -312,29 +313,29 @@ std::string waiver_reason(const StrategyEntry& e, const StrategyOptions& opt,
   return e.unsupported_with ? e.unsupported_with(opt, caps) : "";
 }
 
+std::string gpu_augment_takers() {
+  std::vector<std::pair<std::string, std::string>> groups;  // scenarios -> strategies
+  for (const StrategyEntry& e : strategy_registry()) {
+    if (e.gpu_augment.empty()) continue;
+    std::string in;
+    for (std::size_t i = 0; i < e.gpu_augment.size(); ++i)
+      in += (i == 0 ? "" : i + 1 == e.gpu_augment.size() ? " and " : ", ") +
+            std::string(to_string(e.gpu_augment[i]));
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == in; });
+    if (it == groups.end())
+      groups.emplace_back(in, std::string(e.name));
+    else
+      it->second += ", " + std::string(e.name);
+  }
+  std::string s;
+  for (const auto& [in, names] : groups) s += (s.empty() ? "" : "; ") + names + " in " + in;
+  return s;
+}
+
 std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions& opt) {
   if (opt.augment_device == AugmentDevice::Host) return "";
-  // "resident, zero-copy (refresh, stream); x (stream)": consecutive takers of the same
-  // scenarios named together.
-  std::string takers, names, in;
-  const auto flush = [&] {
-    if (!names.empty()) takers += (takers.empty() ? "" : "; ") + names + " (" + in + ")";
-  };
-  const std::vector<Scenario>* last = nullptr;
-  for (const StrategyEntry& t : strategy_registry()) {
-    if (t.gpu_augment.empty()) continue;
-    if (last == nullptr || *last != t.gpu_augment) {
-      flush();
-      names.clear();
-      in.clear();
-      for (const Scenario s : t.gpu_augment)
-        in += (in.empty() ? "" : ", ") + std::string(to_string(s));
-    }
-    names += (names.empty() ? "" : ", ") + std::string(t.name);
-    last = &t.gpu_augment;
-  }
-  flush();
-  const std::string gpu = "--augment-device gpu (taken by: " + takers + ")";
+  const std::string gpu = "--augment-device gpu (taken by: " + gpu_augment_takers() + ")";
   if (opt.scenario == Scenario::Static)
     return gpu + ": the static scenario augments nothing";
   if (opt.scenario == Scenario::Stream && opt.augment == Augment::None)

@@ -120,6 +120,10 @@ std::string refusal_reason(const StrategyEntry& e, const StrategyOptions& opt);
 /// static scenario augments nothing, nor does the stream scenario's --augment none); empty when
 /// it can, or when opt asks for host augmentation. Needs no GPU; part of refusal_reason.
 std::string augment_device_refusal(const StrategyEntry& e, const StrategyOptions& opt);
+/// "resident, zero-copy in refresh and stream; pinned-graph in refresh": who takes
+/// --augment-device gpu, from gpu_augment, the strategies of the same scenarios named together
+/// in registry order (for --help and augment_device_refusal's messages).
+std::string gpu_augment_takers();
 /// Why `e` does not run launch form `f` in `opt`'s scenario (its declaration, launch_forms);
 /// empty when it does. Needs no GPU. The step a kernel form needs is checked apart
 /// (launch_request.h).

@@ -327,28 +327,6 @@ std::string strategy_option_help(const StrategyOption& opt) {
   return strategies_reading(opt.name) + ": " + std::string(opt.meaning) + " (" + opt.allowed() + ")";
 }
 
-/// "resident, zero-copy in refresh and stream": who takes --augment-device gpu, from the
-/// registry, the strategies of the same scenarios named together.
-std::string augment_device_takers() {
-  std::vector<std::pair<std::string, std::string>> groups;  // scenarios -> strategies
-  for (const StrategyEntry& e : strategy_registry()) {
-    if (e.gpu_augment.empty()) continue;
-    std::string in;
-    for (std::size_t i = 0; i < e.gpu_augment.size(); ++i)
-      in += (i == 0 ? "" : i + 1 == e.gpu_augment.size() ? " and " : ", ") +
-            std::string(to_string(e.gpu_augment[i]));
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return g.first == in; });
-    if (it == groups.end())
-      groups.emplace_back(in, std::string(e.name));
-    else
-      it->second += ", " + std::string(e.name);
-  }
-  std::string s;
-  for (const auto& [in, names] : groups) s += (s.empty() ? "" : "; ") + names + " in " + in;
-  return s;
-}
-
 std::vector<std::pair<std::string, const StrategyEntry*>> strategies() {
   std::vector<std::pair<std::string, const StrategyEntry*>> v;
   for (const StrategyEntry& e : strategy_registry()) v.emplace_back(std::string(e.name), &e);
@@ -451,7 +429,7 @@ void declare_train_options(CLI::App& t, RunConfig& c, std::vector<OptionInfo>& t
            "light or heavy); the copying strategies move the raw rows (the host reshuffles or "
            "gathers them, nothing more) and a kernel augments each batch in device memory after "
            "its copy. Taken by "
-           + augment_device_takers() + "; `memstrat describe` lists them");
+           + gpu_augment_takers() + "; `memstrat describe` lists them");
   o.choice("--consumer", c.consumer, named({Consumer::Train, Consumer::None}), "consumer",
            "stream: what takes each batch. train: the training step; none: a kernel that reads "
            "one element of it and nothing else, so an epoch times the input pipeline alone "
