@@ -33,6 +33,12 @@ struct BatchGeometry {
   std::size_t label_bytes(int b) const { return rows(b) * sizeof(std::int32_t); }
   /// What one explicit copy of batch b moves: its images plus its labels.
   std::uint64_t bytes(int b) const { return image_bytes(b) + label_bytes(b); }
+  /// Every sample's image, of `row_bytes` bytes, and label: a whole set or epoch in one format.
+  std::uint64_t labelled_bytes(std::size_t row_bytes) const {
+    return static_cast<std::uint64_t>(samples) * (row_bytes + sizeof(std::int32_t));
+  }
+  /// The whole epoch as the batches hold it: every image in this geometry's format, every label.
+  std::uint64_t epoch_bytes() const { return labelled_bytes(image_bytes_per_sample); }
 };
 
 /// The packed layout: block b = [images of batch b][gap to kAlign][labels of batch b]. Every

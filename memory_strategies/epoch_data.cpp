@@ -17,8 +17,7 @@ std::vector<std::int32_t> shuffled_order(std::int64_t n, std::uint64_t seed) {
 }
 
 std::size_t transfer_bytes_per_sample(int features, Transfer t) {
-  return static_cast<std::size_t>(features) *
-         (t == Transfer::U8 ? sizeof(std::uint8_t) : sizeof(float));
+  return static_cast<std::size_t>(features) * pixel_bytes(t);
 }
 
 void write_rows(const EpochRows& e, std::int64_t first, std::int64_t count, void* images,

@@ -30,10 +30,9 @@ std::size_t GatherInput::set_image_bytes(const HostDataset& data, const Strategy
 }
 
 std::uint64_t GatherInput::set_bytes(const StrategyOptions& opt, const BatchGeometry& g) {
-  const std::size_t row = set_format(opt) == opt.transfer
-                              ? g.image_bytes_per_sample
-                              : g.image_bytes_per_sample / sizeof(float);  // f32 batches, u8 set
-  return static_cast<std::uint64_t>(g.samples) * (row + sizeof(std::int32_t));
+  // g is in the transfer format; the set in set_format's.
+  return g.labelled_bytes(g.image_bytes_per_sample / pixel_bytes(opt.transfer) *
+                          pixel_bytes(set_format(opt)));
 }
 
 std::uint64_t GatherInput::device_bytes(const BatchGeometry& g) {

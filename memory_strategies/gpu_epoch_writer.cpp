@@ -15,15 +15,11 @@ std::uint64_t GpuEpochWriter::order_bytes(const BatchGeometry& g) {
 
 std::uint64_t GpuEpochWriter::set_bytes(const BatchGeometry& g, Transfer t) {
   // g is in the transfer format; the set holds one byte a pixel.
-  const std::size_t pixels =
-      t == Transfer::F32 ? g.image_bytes_per_sample / sizeof(float) : g.image_bytes_per_sample;
-  return static_cast<std::uint64_t>(g.samples) * (pixels + sizeof(std::int32_t));
+  return g.labelled_bytes(g.image_bytes_per_sample / pixel_bytes(t));
 }
 
 std::uint64_t GpuEpochWriter::device_bytes(const BatchGeometry& g, Transfer t) {
-  const std::uint64_t epoch =
-      static_cast<std::uint64_t>(g.samples) * (g.image_bytes_per_sample + sizeof(std::int32_t));
-  return set_bytes(g, t) + order_bytes(g) + epoch;
+  return set_bytes(g, t) + order_bytes(g) + g.epoch_bytes();
 }
 
 void GpuEpochWriter::attach_order(const HostDataset& data, const StrategyOptions& opt,

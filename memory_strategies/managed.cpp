@@ -26,8 +26,7 @@ std::uint64_t ManagedStrategy::device_footprint(const StrategyOptions& opt,
   if (opt.scenario == Scenario::Stream && !gathers_on_gpu(opt))
     return static_cast<std::uint64_t>(opt.prefetch) *
            stream_slot_bytes(opt.batch, g.image_bytes_per_sample);
-  const std::uint64_t epoch =
-      static_cast<std::uint64_t>(g.samples) * (g.image_bytes_per_sample + sizeof(std::int32_t));
+  const std::uint64_t epoch = g.epoch_bytes();
   // Refresh on the GPU: the uint8 set and the epoch the kernel writes (both managed), and the
   // order. Stream, the GPU gathers: the set in its format (uint8 where the GPU augments), the
   // order and one batch.

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@ class ReplicaGroup;  // replica_group.h
 
 /// What crosses the bus: raw pixels (normalised on the GPU) or pre-normalised floats (4x bytes).
 enum class Transfer { U8, F32 };
+/// Bytes of one pixel in format t.
+inline std::size_t pixel_bytes(Transfer t) { return t == Transfer::U8 ? 1 : sizeof(float); }
 /// static: the training data never changes. refresh: the host rewrites it every epoch
 /// (seeded ±2 px shift augmentation + reshuffle), so every byte must move every epoch.
 /// stream: host worker threads produce each batch just in time (a gather of the epoch's fresh

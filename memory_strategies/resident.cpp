@@ -12,7 +12,7 @@ std::uint64_t ResidentStrategy::device_footprint(const StrategyOptions& opt,
   // GPU gathers: the set in its format (uint8 where the GPU augments), the order and one batch.
   if (writes_epoch_on_gpu(opt)) return GpuEpochWriter::device_bytes(g, opt.transfer);
   if (gathers_on_gpu(opt)) return GatherInput::set_bytes(opt, g) + GatherInput::device_bytes(g);
-  return static_cast<std::uint64_t>(g.samples) * (g.image_bytes_per_sample + sizeof(std::int32_t));
+  return g.epoch_bytes();
 }
 
 void ResidentStrategy::attach(const HostDataset& data, const StrategyOptions& opt,

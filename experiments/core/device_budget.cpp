@@ -36,8 +36,8 @@ std::string budget_refusal(const RunConfig& c, std::int64_t samples, int feature
   const std::uint64_t need = device_footprint(*c.strategy, opt, samples, features);
   if (need <= budget) return "";
   const std::string name(c.strategy->name);
-  const std::uint64_t set = static_cast<std::uint64_t>(samples) *
-                            (transfer_bytes_per_sample(features, c.transfer) + sizeof(std::int32_t));
+  const std::uint64_t set =
+      BatchGeometry{samples, 0, transfer_bytes_per_sample(features, c.transfer)}.epoch_bytes();
   // The strategies that keep this run's data within the budget (those that run its scenario).
   std::string fit;
   for (const StrategyEntry& e : strategy_registry())

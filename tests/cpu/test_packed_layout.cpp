@@ -98,6 +98,8 @@ TEST(PackedLayout, MnistNumbers) {
   EXPECT_EQ(L.block_bytes(234), 96u * 788);
   EXPECT_EQ(L.total_bytes(), 234u * 256 * 788 + 96 * 788);
   EXPECT_EQ(L.epoch_bytes(), 60000u * 788);
+  EXPECT_EQ(L.geom.epoch_bytes(), L.epoch_bytes()) << "no gaps for MNIST: the split layout's bytes";
+  EXPECT_EQ(L.geom.labelled_bytes(196), 60000u * 200);  // 784 float32 bytes a row, as uint8
   const PackedLayout empty{BatchGeometry{0, 256, 784}};
   EXPECT_EQ(empty.total_bytes(), 0u);
   EXPECT_EQ(empty.epoch_bytes(), 0u);
