@@ -152,6 +152,15 @@ class CublasHandle {
   cublasHandle_t h_ = nullptr;
 };
 
+/// The device's address of host memory `p` allocated with cudaHostAllocMapped (a PinnedBuffer
+/// with that flag): what a kernel reads it through, zero-copy.
+template <typename T>
+T* mapped_device_pointer(T* p) {
+  void* d = nullptr;
+  CUDA_CHECK(cudaHostGetDevicePointer(&d, const_cast<void*>(static_cast<const void*>(p)), 0));
+  return static_cast<T*>(d);
+}
+
 /// True when at least one CUDA device is usable. Never throws.
 bool cuda_device_available(std::string* reason = nullptr);
 

@@ -10,11 +10,7 @@ void PackedHostBlocks::attach(HostEpochSource& source, unsigned flags) {
   mapped_ = nullptr;
   own_ = PinnedBuffer<std::uint8_t>(layout_.total_bytes(), flags);
   host_ = own_.data();
-  if (flags & cudaHostAllocMapped) {
-    void* p = nullptr;
-    CUDA_CHECK(cudaHostGetDevicePointer(&p, host_, 0));
-    mapped_ = static_cast<const std::uint8_t*>(p);
-  }
+  if (flags & cudaHostAllocMapped) mapped_ = mapped_device_pointer(host_);
   source.bind_packed(host_);
 }
 

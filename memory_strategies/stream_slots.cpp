@@ -50,11 +50,7 @@ void StreamSlots::attach(const HostDataset& data, const StrategyOptions& opt, Sl
     case SlotKind::Mapped: {
       pinned_ = PinnedBuffer<std::uint8_t>(bytes, kind == SlotKind::Mapped ? cudaHostAllocMapped : 0);
       base_ = pinned_.data();
-      if (kind == SlotKind::Mapped) {
-        void* p = nullptr;
-        CUDA_CHECK(cudaHostGetDevicePointer(&p, base_, 0));
-        device_ = static_cast<const std::uint8_t*>(p);
-      }
+      if (kind == SlotKind::Mapped) device_ = mapped_device_pointer(pinned_.data());
       break;
     }
     case SlotKind::Managed:

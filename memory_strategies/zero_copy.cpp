@@ -2,16 +2,6 @@
 
 namespace memstrat {
 
-namespace {
-/// The device alias of mapped host memory `p`.
-template <typename T>
-T* device_alias(T* p) {
-  void* d = nullptr;
-  CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
-  return static_cast<T*>(d);
-}
-}  // namespace
-
 std::uint64_t ZeroCopyStrategy::device_footprint(const StrategyOptions& opt,
                                                 const BatchGeometry& g) {
   // The data stays in mapped host memory; only the GPU's gather (stream) and the GPU's epoch
@@ -33,8 +23,8 @@ void ZeroCopyStrategy::attach(const HostDataset& data, const StrategyOptions& op
   host_images_ = PinnedBuffer<std::uint8_t>(image_bytes, cudaHostAllocMapped);
   host_labels_ =
       PinnedBuffer<std::int32_t>(static_cast<std::size_t>(source_.samples()), cudaHostAllocMapped);
-  dev_images_ = device_alias(host_images_.data());
-  dev_labels_ = device_alias(host_labels_.data());
+  dev_images_ = mapped_device_pointer(host_images_.data());
+  dev_labels_ = mapped_device_pointer(host_labels_.data());
   if (gathers_on_gpu(opt)) {
     GatherInput::write_set(data, GatherInput::set_format(opt), host_images_.data(),
                            host_labels_.data());
@@ -48,10 +38,10 @@ void ZeroCopyStrategy::attach(const HostDataset& data, const StrategyOptions& op
     set_labels_ =
         PinnedBuffer<std::int32_t>(static_cast<std::size_t>(data.n_train()), cudaHostAllocMapped);
     GatherInput::write_set(data, Transfer::U8, set_images_.data(), set_labels_.data());
-    const GatherSource set{device_alias(set_images_.data()), device_alias(set_labels_.data()),
+    const GatherSource set{mapped_device_pointer(set_images_.data()), mapped_device_pointer(set_labels_.data()),
                            data.n_train(), static_cast<std::size_t>(data.features())};
-    gpu_writer_.attach_to(data, opt, set, device_alias(host_images_.data()),
-                          device_alias(host_labels_.data()), compute);
+    gpu_writer_.attach_to(data, opt, set, mapped_device_pointer(host_images_.data()),
+                          mapped_device_pointer(host_labels_.data()), compute);
     return;
   }
   source_.bind(host_images_.data(), host_labels_.data());

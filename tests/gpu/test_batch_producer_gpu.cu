@@ -102,12 +102,8 @@ TEST_P(ProducerGpu, TheGpuReadsEveryBatchIntactUnderReleaseAfter) {
       spin_kernel<<<1, 1, 0, stream_>>>(spin_ns);  // the GPU is late to read the slot
       CUDA_CHECK_LAST();
       if (GetParam() == SlotKind::Mapped) {
-        void* px = nullptr;
-        void* py = nullptr;
-        CUDA_CHECK(cudaHostGetDevicePointer(&px, images[s].data(), 0));
-        CUDA_CHECK(cudaHostGetDevicePointer(&py, labels[s].data(), 0));
-        x = static_cast<const std::uint8_t*>(px);
-        y = static_cast<const std::int32_t*>(py);
+        x = mapped_device_pointer(images[s].data());
+        y = mapped_device_pointer(labels[s].data());
       } else {
         CUDA_CHECK(cudaMemcpyAsync(dev_images.data(), images[s].data(), p.rows(b) * 784,
                                    cudaMemcpyHostToDevice, stream_));
