@@ -88,6 +88,19 @@ json describe_json() {
          {"needs_step", is_kernel_form(f) ? json("single-launch") : json(nullptr)}});
   d["train_options"] = json::array();
   for (const OptionInfo& o : train_option_table()) d["train_options"].push_back(o.to_json());
+  // Where --thread-placement apart or shared runs (thread_placement_refusal): its scenarios, and
+  // whether with --gpus N > 1; os runs everywhere.
+  RunConfig placed;
+  placed.thread_placement = ThreadPlacement::Apart;
+  json scenarios = json::array();
+  for (const Scenario sc : {Scenario::Static, Scenario::Refresh, Scenario::Stream}) {
+    placed.scenario = sc;
+    if (thread_placement_refusal(placed).empty()) scenarios.push_back(to_string(sc));
+  }
+  placed.scenario = Scenario::Static;
+  placed.gpus = 2;
+  d["thread_placement_runs"] = {{"scenarios", scenarios},
+                                {"several_gpus", thread_placement_refusal(placed).empty()}};
   return d;
 }
 

@@ -313,13 +313,15 @@ def _step_refusal(cell: Cell, fused: Any, tf32: bool, in_host_memory: bool) -> s
 class _Runnable:
     """What `memstrat describe` declares a strategy runs, asked cell by cell: `refusal(cell)` is
     why memstrat cannot run the cell, or None. Declared per strategy and scenario: the launch
-    forms, --augment-device gpu and --gpus N > 1; a description without one of these (an older
-    memstrat) refuses nothing by it. Auto is refused only where the strategy runs no form at
-    all in the scenario; elsewhere memstrat falls back to a form the strategy and the step
-    allow. Other combinations memstrat refuses when the cell runs (exit 2: "rejected")."""
+    forms, --augment-device gpu and --gpus N > 1, and where --thread-placement runs; a
+    description without one of these (an older memstrat) refuses nothing by it. Auto is refused
+    only where the strategy runs no form at all in the scenario; elsewhere memstrat falls back
+    to a form the strategy and the step allow. Other combinations memstrat refuses when the cell runs (exit 2: "rejected")."""
 
     def __init__(self, description: dict[str, Any], extra: dict[str, Any]):
         self.strategies = {s["name"]: s for s in description["strategies"]}
+        # Where --thread-placement other than os runs: {"scenarios": [...], "several_gpus": bool}.
+        self.thread_placement = description.get("thread_placement_runs")
         self.needs = {f["name"]: f.get("needs_step")
                       for f in description.get("launch_forms", ())}
         fused_default = next((o["default"] for o in description["train_options"]
@@ -346,10 +348,15 @@ class _Runnable:
             return (f"{cell.strategy} runs on several GPUs "
                     + (f"in {', '.join(several)} only" if several else "in no scenario yet")
                     + f", not in {cell.scenario} (--emulate-gpus runs every strategy on one GPU)")
-        if cell.thread_placement not in (None, "os") and \
-                (cell.scenario != "static" or cell.several_gpus):
-            return ("--thread-placement places the threads of the static scenario on one GPU "
-                    "only (memstrat refuses it elsewhere)")
+        placed = self.thread_placement
+        if cell.thread_placement not in (None, "os") and placed is not None and \
+                (cell.scenario not in placed["scenarios"] or
+                 (cell.several_gpus and not placed["several_gpus"])):
+            return (f"--thread-placement {cell.thread_placement} runs in "
+                    + (", ".join(placed["scenarios"]) or "no scenario")
+                    + ("" if placed["several_gpus"] else " on one GPU")
+                    + f", not in {cell.scenario}"
+                    + (" on several GPUs" if cell.several_gpus else ""))
         if cell.several_gpus and cell.augment_device == "gpu":
             return ("several GPUs augment on the host (--gpus N with --augment-device gpu is "
                     "refused; --emulate-gpus runs it on one GPU)")

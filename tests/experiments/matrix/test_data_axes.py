@@ -4,6 +4,7 @@ describe`, passed only where they differ from memstrat's default (keys of other 
 unchanged), reduce and processes only on several GPUs, advise only for the strategy that reads
 it, cells memstrat declares it cannot run listed apart, and several-GPU cells refused where they
 cannot run (a worker per GPU, a Slurm task per GPU, NVLink multicast not off)."""
+import copy
 import json
 import os
 import subprocess
@@ -238,7 +239,22 @@ gpus = [1, 2]
     assert placed == {("static", None, "apart"), ("static", None, "shared")}
     # refresh and several GPUs with placed threads: listed apart, with memstrat's reason
     assert len(m.not_runnable) == 6
-    assert all("static scenario on one GPU only" in w for _, w in m.not_runnable)
+    assert all("runs in static on one GPU, not in" in w for _, w in m.not_runnable)
+    # The rule is describe's (thread_placement_runs), not the runner's: a memstrat that placed
+    # the refresh scenario's threads too would be asked to run those cells.
+    wider = copy.deepcopy(describe)
+    wider["thread_placement_runs"]["scenarios"] = ["static", "refresh"]
+    m = run_matrix.load_matrix(write(tmp_path, """
+[axes]
+strategy = "um-prefetch"
+scenario = ["static", "refresh"]
+thread_placement = ["apart"]
+gpus = [1, 2]
+""", "wider"), wider)
+    assert {(c.scenario, c.gpus) for c in m.cells} == {("static", None), ("refresh", None)}
+    assert [w for _, w in m.not_runnable] == [
+        "--thread-placement apart runs in static, refresh on one GPU, not in static on several GPUs",
+        "--thread-placement apart runs in static, refresh on one GPU, not in refresh on several GPUs"]
     with pytest.raises(run_matrix.MatrixError, match="'near' is not one of os, apart, shared"):
         run_matrix.load_matrix(write(tmp_path, "[axes]\nstrategy = 'um'\nthread_placement = "
                                      "'near'\n", "bad"), describe)
