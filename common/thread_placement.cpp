@@ -88,9 +88,11 @@ ThreadPlacementScope::ThreadPlacementScope(ThreadPlacement p) {
     throw std::runtime_error("--thread-placement " + std::string(to_string(p)) +
                              ": this process has no CUDA driver thread (none named cuda* in "
                              "/proc/self/task) to place; it needs a CUDA context first");
-  const PlacementPlan plan = placement_plan(p, affinity_cpus(0), sched_getcpu());
+  // The calling thread's CPUs: those the process may use, and the ones it gets back at the end.
+  std::vector<int> own = affinity_cpus(self);
+  const PlacementPlan plan = placement_plan(p, own, sched_getcpu());
   try {
-    saved_.emplace_back(self, affinity_cpus(self));
+    saved_.emplace_back(self, std::move(own));
     set_cpus(self, plan.training, "the training thread");
     std::string names;
     for (const TaskThread& t : driver) {
