@@ -316,7 +316,8 @@ class _Runnable:
     forms, --augment-device gpu and --gpus N > 1, and where --thread-placement runs; a
     description without one of these (an older memstrat) refuses nothing by it. Auto is refused
     only where the strategy runs no form at all in the scenario; elsewhere memstrat falls back
-    to a form the strategy and the step allow. Other combinations memstrat refuses when the cell runs (exit 2: "rejected")."""
+    to a form the strategy and the step allow. Other combinations memstrat refuses when the
+    cell runs (exit 2: "rejected")."""
 
     def __init__(self, description: dict[str, Any], extra: dict[str, Any]):
         self.strategies = {s["name"]: s for s in description["strategies"]}
