@@ -72,6 +72,8 @@ THREAD_PLACEMENT_LABELS = {"apart": "driver threads on other cores",
 # key, not of a slice; the step --fused on takes where nothing says otherwise.
 RUN_DECISIONS = ("step", "fused")
 DEFAULT_STEP = "single-launch"
+# config.fused_off_reason of a run whose configuration turned the fused step off (--fused off)
+FUSED_OFF_BY_REQUEST = "off in the configuration"
 STRATEGY_OPTION_DEFAULTS: dict[str, Any] = {
     "advise": "read-mostly,preferred-device,accessed-by", "prefetch_chunk_mib": 8,
     "copy_chunk_mib": 8, "stage_blocks": 8}
@@ -103,6 +105,12 @@ class GroupKey:
     # configuration's identity: a form run both ways is one configuration (the matrices never
     # run it twice); it decides which form stands for the strategy (variant_rank).
     own_form: bool = dataclasses.field(default=True, compare=False)
+    # Whether the run took the step `--fused on` picks for its strategy (no --fused on its command
+    # line, or `--fused on`) rather than one the user forced (`--fused single|lt|off`). Not part
+    # of the identity either (config.step and config.fused are): zero-copy's own step is the
+    # layer-by-layer one (config.fused false, with the reason), and a run forcing the
+    # single-launch step is its variant (variant_rank).
+    own_step: bool = dataclasses.field(default=True, compare=False)
 
     @property
     def hidden_label(self) -> str:
@@ -282,8 +290,26 @@ def group_key(record: dict[str, Any]) -> GroupKey:
         epochs=int(cfg["epochs"]), other=other,
         epoch_launch=epoch_launch, epoch_form=epoch_form_of(cfg),
         own_form=cfg.get("launch_form") in (None, "auto"),
+        own_step=fused_request(record) in (None, "on"),
         **({"workers": cfg.get("workers"), "prefetch": cfg.get("prefetch"),
             "augment": cfg.get("augment")} if cfg["scenario"] == "stream" else {}))
+
+
+def fused_request(record: dict[str, Any]) -> str | None:
+    """What the run's command line asked of --fused (`--fused X` or `--fused=X`), None where it
+    asked nothing; a record without its argv: "off" where config.fused_off_reason says the
+    configuration turned it off, else None."""
+    argv = record.get("argv")
+    if not isinstance(argv, list):
+        cfg = record.get("config") or {}
+        return "off" if cfg.get("fused_off_reason") == FUSED_OFF_BY_REQUEST else None
+    asked = None
+    for i, word in enumerate(argv):
+        if word == "--fused" and i + 1 < len(argv):
+            asked = str(argv[i + 1])
+        elif isinstance(word, str) and word.startswith("--fused="):
+            asked = word.partition("=")[2]
+    return asked
 
 
 def epoch_form_of(cfg: dict[str, Any]) -> str:
@@ -446,13 +472,13 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 
 def variant_rank(key: GroupKey) -> tuple:
     """Lower first: the variants a figure shows first. The strategy's own options at their
-    defaults and the step --fused on took; the default pipeline depth; the strategy's own launch
+    defaults and the step --fused on took (whatever it took: own_step); the default pipeline depth; the strategy's own launch
     form (a form named by --launch-form is a variant of it); then the smaller depth/streams and
     one launch per epoch. The first two entries are (0, 0) for a strategy at its defaults,
     whatever its launch form."""
     launch = 0 if key.epoch_launch else 1
     own = 0 if key.own_form else 1
-    custom = len(key.custom_strategy_options()) + (0 if key.option("fused", True) else 1)
+    custom = len(key.custom_strategy_options()) + (0 if key.own_step else 1)
     if key.depth is None:
         return (custom, 0, own, 0, 0, launch)
     is_default = key.depth == DEFAULT_DEPTH and key.streams == DEFAULT_STREAMS

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from analysis.aggregate import (REFERENCE_MISSING, aggregate, overlap_efficiency,
-                                reference_batch, representative, slices)
+                                reference_batch, representative, slices, variant_rank)
 from analysis.summary_csv import CSV_COLUMNS, write_csv
 from analysis.records import load_records
 
@@ -306,6 +306,49 @@ def test_placed_threads_are_other_experiments(fixtures_dir):
     shared = next(g for g in groups if g.key.option("thread_placement") == "shared")
     assert shared.key.variant_label.endswith("(driver threads on the training thread's core)")
     assert len(slices(groups)) == 3
+
+
+def test_the_step_fused_on_took_stands_for_the_strategy(fixtures_dir):
+    """zero-copy's own step is the layer-by-layer one (--fused on declines the fused step:
+    config.fused false, with the reason): it stands for the strategy beside runs that force the
+    single-launch step (`--fused single`, the step every one-launch form needs), even where those
+    launch the epoch once; a run the user turned off (`--fused off`) is a variant too."""
+    import copy
+    base = load_records(fixtures_dir / "repeats.jsonl")
+    own = copy.deepcopy(base)
+    for r in own:
+        r["config"].update(strategy="zero-copy", launch_form="auto", epoch_form="per-batch",
+                           epoch_launch=False, step="layer-by-layer", fused=False,
+                           fused_off_reason="the batch is read in place from mapped host memory")
+    forced = copy.deepcopy(base)
+    for r in forced:
+        r["config"].update(strategy="zero-copy", launch_form="kernel", epoch_form="kernel",
+                           epoch_launch=True, step="single-launch", fused=True,
+                           fused_off_reason=None)
+        r["argv"] = ["memstrat", "train", "--strategy", "zero-copy", "--fused", "single"]
+    off = copy.deepcopy(own)
+    for r in off:
+        r["config"]["fused_off_reason"] = "off in the configuration"
+        r["argv"] = ["memstrat", "train", "--strategy", "zero-copy", "--fused=off"]
+    groups = aggregate(own + forced)
+    assert len(groups) == 2
+    (rep,) = representative(groups)
+    assert rep.key.step == "layer-by-layer" and rep.key.own_step and rep.key.own_form
+    assert variant_rank(rep.key)[:2] == (0, 0)
+    assert not next(g for g in groups if g is not rep).key.own_step
+    # asked for by name, the step --fused on takes is still the strategy's own
+    for r in own:
+        r["argv"] = ["memstrat", "train", "--fused", "on"]
+    (rep,) = representative(aggregate(own + forced))
+    assert rep.key.step == "layer-by-layer"
+    # --fused off: the same step and key as --fused on's refusal, but a variant
+    (g_off,) = aggregate(off)
+    assert not g_off.key.own_step and variant_rank(g_off.key)[:2] != (0, 0)
+    # a record without its argv: the reason the configuration gives says it was turned off
+    for r in off:
+        del r["argv"]
+    (g_off,) = aggregate(off)
+    assert not g_off.key.own_step
 
 
 def test_the_strategys_own_launch_form_stands_for_it(fixtures_dir):
