@@ -203,6 +203,43 @@ def test_strategy_table_floors_and_best_forms(root):
     assert "| no floor: pinned bandwidth not measured | n/a |" in row(table, "pinned")
 
 
+def test_a_pair_of_different_steps_says_the_step_is_in_the_launch_forms_gain(root):
+    """zero-copy takes the layer-by-layer step and its best form the single-launch one: what the
+    launch form saves is then resident at one step minus resident at the other (each the
+    reference of its strategy), the step's difference included, and the cell says so."""
+    import copy
+    runs = root / SET / "records" / "runs.jsonl"
+    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    extra = []
+    for r in recs:
+        cfg = r.get("config") or {}
+        if cfg.get("strategy") in ("resident", "zero-copy-staged"):
+            cfg["step"] = "single-launch"
+        if cfg.get("strategy") == "zero-copy":
+            cfg.update(step="layer-by-layer", fused=False,
+                       fused_off_reason="the batch is read in place from mapped host memory")
+        if cfg.get("strategy") == "resident" and cfg.get("batch") == 256 \
+                and not cfg.get("epoch_launch"):
+            slow = copy.deepcopy(r)
+            slow["config"].update(step="layer-by-layer", fused=False,
+                                  fused_off_reason="off in the configuration")
+            slow["config"]["run_tag"] += "_fused-off"
+            slow["run_id"] += "-fused-off"
+            slow["argv"] = ["memstrat", "train", "--fused", "off"]
+            for e in slow["epochs"]:
+                e["wall_ms"] *= 1.5
+            extra.append(slow)
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs + extra))
+    md = write(root, block("naive-vs-best b256 u8 static"))
+    assert run(root) == 0
+    cell = row(body(md.read_text(), "naive-vs-best"), "zero-copy").split(" | ")[6]
+    assert re.fullmatch(r"[\d.]+ ms \[[\d.]+, [\d.]+\] \(and the step: layer-by-layer → "
+                        r"single-launch\)", cell), cell
+    # the same step on both sides: no launch-form part where the forms agree
+    assert "| none (both one launch per batch) | " in row(body(md.read_text(), "naive-vs-best"),
+                                                          "um-prefetch")
+
+
 def test_best_form_relation_is_read_from_the_records_when_they_carry_it(root):
     runs = root / SET / "records" / "runs.jsonl"
     recs = [json.loads(line) for line in runs.read_text().splitlines()]
