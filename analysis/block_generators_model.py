@@ -7,14 +7,17 @@ one, and a value the set does not hold reads NOT_MEASURED.
 
     <!-- generated:primitives from docs/results/nvidia-h200 -->
     <!-- generated:cost-model b256 u8 static from docs/results/nvidia-h200 -->
+    <!-- generated:primitive-facts b256 hidden=256 from docs/results/nvidia-h200 -->
 """
 from __future__ import annotations
 
 from analysis import cost_model
-from analysis.block_generators import (NOT_MEASURED, BlockArgs, generator, select,
+from analysis.aggregate import compute_reference
+from analysis.block_generators import (NOT_MEASURED, BlockArgs, generator, pick, select,
                                        value)
 from analysis.document import fmt_num
-from analysis.primitives import PrimitiveTable, latest_curves, size_text, summary_row
+from analysis.primitives import (PrimitiveTable, bandwidth_at, latest_curves, size_text,
+                                 summary_row)
 from analysis.results_set import ResultsSet
 
 UNEXPLAINED = cost_model.UNEXPLAINED
@@ -73,3 +76,67 @@ def cost_model_block(rs: ResultsSet, a: BlockArgs) -> str:
               f"±{UNEXPLAINED:.0%} a configuration is flagged unexplained. The model and its "
               "assumptions: docs/methodology.md, Cost model."]
     return "\n".join(lines)
+
+
+@generator("primitive-facts", required=("batch",))
+def primitive_facts(rs: ResultsSet, a: BlockArgs) -> str:
+    """What the primitives table says about one batch size, in words: where a batch's image copy
+    lies on `pinned-h2d`'s curve (u8 and f32) and the share of the peak it runs at; what a
+    prefetch call costs when nothing moves against the step it hides behind (resident's GPU time
+    per batch at um-prefetch's launch form and step); and fault-driven migration's peak against
+    the copy engine's."""
+    curves = {name: c for (_, name), c in sorted(latest_curves(rs.primitives).items())}
+    ok = {name: summary_row(c) for name, c in curves.items()
+          if summary_row(c)["status"] == "ok"}
+    out = []
+    pinned = ok.get("pinned-h2d")
+    if pinned is None:
+        out.append(f"Where a batch's copy lies on the pinned copy's curve: {NOT_MEASURED}.")
+    else:
+        k50, k90, peak = pinned["knee50_bytes"], pinned["knee90_bytes"], pinned["peak_gbps"]
+        parts = []
+        for t in ("u8", "f32"):
+            nbytes = a.batch * cost_model.IMAGE_PIXELS * cost_model.PIXEL_BYTES[t]
+            whose = "the pinned copy's" if not parts else "its"
+            where = (f"below {whose} 50% knee ({size_text(k50)})" if nbytes < k50 else
+                     f"between {whose} 50% and 90% knees ({size_text(k50)}, "
+                     f"{size_text(k90)})" if nbytes < k90 else
+                     f"past {whose} 90% knee ({size_text(k90)})")
+            share = bandwidth_at(curves["pinned-h2d"], nbytes) / peak
+            parts.append(f"{'a' if t == 'u8' else 'an'} {t} batch's images "
+                         f"({size_text(nbytes)}) lie {where} and copy at {share:.0%} of its "
+                         "peak")
+        out.append(f"At batch {a.batch}, {parts[0]}; {parts[1]} (`pinned-h2d`: "
+                   f"{peak:.1f} GB/s at {size_text(pinned['peak_bytes'])}, a fixed cost of "
+                   f"{fmt_num(pinned['fixed_cost_us'])} µs per call). A copy per batch pays that "
+                   "fixed cost every time and runs the bus below its peak.")
+    out.append(_prefetch_fact(rs, a, ok.get("um-prefetch-resident")))
+    fault = ok.get("um-fault-h2d")
+    if fault is None or pinned is None:
+        out.append(f"Fault-driven migration against the copy engine: {NOT_MEASURED}.")
+    else:
+        out.append(f"Fault-driven migration (`um-fault-h2d`) peaks at {fault['peak_gbps']:.1f} "
+                   f"GB/s, {fault['peak_gbps'] / pinned['peak_gbps']:.0%} of the copy "
+                   "engine's.")
+    return "\n\n".join(out)
+
+
+def _prefetch_fact(rs: ResultsSet, a: BlockArgs, prefetch: dict | None) -> str:
+    """A prefetch call on resident pages against the step it hides behind (um-prefetch's compute
+    reference: resident at its launch form and step, GPU time per batch)."""
+    if prefetch is None:
+        return f"What a prefetch call costs when nothing moves: {NOT_MEASURED}."
+    cost = prefetch["fixed_cost_us"]
+    head = (f"A prefetch call costs {fmt_num(cost)} µs even when nothing moves "
+            "(`um-prefetch-resident`'s fixed cost), and um-prefetch makes two per batch")
+    groups = select(rs, BlockArgs(a.batch, "u8", "static", options=a.options))
+    g = pick(groups, "um-prefetch")
+    ref = compute_reference(rs.groups, g) if g is not None else None
+    gpu = ref.median("gpu_ms") if ref is not None else None
+    if gpu is None:
+        return f"{head}; the step they hide behind at batch {a.batch}: {NOT_MEASURED}."
+    step_us = 1000.0 * gpu / cost_model.shape_of(ref).batches
+    than = "longer than" if cost > step_us else "shorter than"
+    return (f"{head}: each is {than} the MLP step it is meant to hide behind ("
+            f"{fmt_num(step_us)} µs at batch {a.batch}, u8: resident's GPU time per batch at "
+            f"um-prefetch's launch form).")

@@ -240,6 +240,50 @@ def test_a_pair_of_different_steps_says_the_step_is_in_the_launch_forms_gain(roo
                                                           "um-prefetch")
 
 
+def test_primitive_facts_place_a_batch_on_the_copy_curve_and_say_what_is_missing(root):
+    """The fixture's pinned-h2d runs at 2% of its peak at 4 KiB, 80% at 1 MiB, 100% at 256 MiB:
+    its knees interpolate in log size to about 124 KiB (50%) and 16 MiB (90%). A batch's images
+    are placed against them; the prefetch and fault facts need primitives the set lacks."""
+    md = write(root, block("primitive-facts b64") + block("primitive-facts b256", "primitive-facts")
+               .replace("b256 from", "b32768 from"))
+    assert run(root) == 0
+    text = md.read_text()
+    small = body(text, "primitive-facts b64")
+    assert re.search(r"a u8 batch's images \(49 KiB\) lie below the pinned copy's 50% knee "
+                     r"\(12\d KiB\) and copy at \d+% of its peak", small), small
+    assert re.search(r"an f32 batch's images \(196 KiB\) lie between its 50% and 90% knees "
+                     r"\(12\d KiB, 1\d\.?\d* MiB\)", small), small
+    large = body(text, "primitive-facts b32768")
+    assert re.search(r"a u8 batch's images \(24\.5 MiB\) lie past the pinned copy's 90% knee "
+                     r"\(16 MiB\) and copy at 9\d% of its peak", large), large
+    assert f"What a prefetch call costs when nothing moves: {NOT_MEASURED}." in small
+    assert f"Fault-driven migration against the copy engine: {NOT_MEASURED}." in small
+    # with the two primitives: a prefetch call against resident's step, faults against copies
+    prims = root / SET / "records" / "primitives.jsonl"
+    extra = [MAKE.peak_primitive_record("um-prefetch-resident", 30.0, 7),
+             MAKE.peak_primitive_record("um-fault-h2d", 5.4, 8)]
+    prims.write_text(prims.read_text() + "".join(json.dumps(r) + "\n" for r in extra))
+    md = write(root, block("primitive-facts b256"))
+    assert run(root) == 0
+    facts = body(md.read_text(), "primitive-facts b256")
+    m = re.search(r"A prefetch call costs ([\d.]+) µs even when nothing moves .*: each is "
+                  r"(longer|shorter) than the MLP step it is meant to hide behind \(([\d.]+) µs "
+                  r"at batch 256, u8", facts)
+    assert m, facts
+    cost, step = float(m.group(1)), float(m.group(3))
+    assert (m.group(2) == "longer") == (cost > step)
+    # resident's GPU time per batch: the median over its per-batch processes / 235 batches
+    per_process = []
+    for line in (root / SET / "records" / "runs.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        cfg = r.get("config") or {}
+        if cfg.get("strategy") == "resident" and cfg.get("batch") == 256 \
+                and not cfg.get("epoch_launch") and not cfg.get("profile"):
+            per_process.append(statistics.median(e["gpu_ms"] for e in r["epochs"][1:]))
+    assert step == pytest.approx(1000 * statistics.median(per_process) / 235, rel=0.01)
+    assert re.search(r"peaks at 5\.4 GB/s, 10% of the copy engine's", facts), facts
+
+
 def test_best_form_relation_is_read_from_the_records_when_they_carry_it(root):
     runs = root / SET / "records" / "runs.jsonl"
     recs = [json.loads(line) for line in runs.read_text().splitlines()]
