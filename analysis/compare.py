@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Guard against timing regressions: compare two sets of memstrat run records.
 
-    analysis/compare.py BASE NEW [--threshold 0.10] [--metric wall_ms] [--json FILE]
+    analysis/compare.py BASE NEW [--threshold 0.10] [--metric wall_ms] [--any-epochs] [--json FILE]
 
 BASE and NEW are records files, results folders (their records.jsonl) or results sets (the
 run records under records/; transfer-primitive records are not compared). Records are
@@ -27,6 +27,10 @@ GPUs, configurations are matched on the same GPU only; when each ran on one GPU 
 a note says so. Any other mix (e.g. BASE on one GPU, NEW on that GPU and another) is refused
 with exit 2, since some of NEW's runs would be matched against another GPU's or not compared
 at all: split the records by GPU first.
+
+Epochs: configurations of different epoch counts are different experiments unless --any-epochs
+pairs them (a new results set against an older one run for fewer epochs a process): a process's
+value is the median of its steady epochs 2..N either way, and the output names the counts.
 
 Records read twice (the same run_id) count once; a torn last line of a records file is skipped
 with a warning (analysis/records.py).
@@ -109,7 +113,7 @@ def _gpu_list(names: set[str]) -> str:
 def label(key: GroupKey, varying: Sequence[str]) -> str:
     text = (f"{key.gpu + ': ' if key.gpu else ''}{key.variant_label} "
             f"{key.scenario}/{key.transfer}/b{key.batch}"
-            f"/h{key.hidden_label}/{key.gemm}/e{key.epochs}")
+            f"/h{key.hidden_label}/{key.gemm}" + (f"/e{key.epochs}" if key.epochs else ""))
     other = dict(key.other)
     extra = [f"{k}={other.get(k)}" for k in varying]
     return text + (f" [{', '.join(extra)}]" if extra else "")
@@ -213,11 +217,21 @@ def disjoint_fields(base: Sequence[GroupKey], new: Sequence[GroupKey]) -> list[s
             for name in names if not vb[name] & vn[name]]
 
 
+def any_epochs(key_of: Callable[[GroupKey], GroupKey]) -> Callable[[GroupKey], GroupKey]:
+    """`key_of` that also pairs configurations run for different epoch counts (--any-epochs):
+    a process's value is the median of its steady epochs (2..N) whatever N is."""
+    return lambda key: dataclasses.replace(key_of(key), epochs=0)
+
+
 def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: str,
-            threshold: float) -> tuple[list[Comparison], list[str], list[str]]:
+            threshold: float, epochs_apart: bool = False
+            ) -> tuple[list[Comparison], list[str], list[str]]:
     """(comparisons of the common configurations, labels only in BASE, only in NEW);
-    UsageError when the sets mix GPUs in a way that cannot be paired (see matcher)."""
+    UsageError when the sets mix GPUs in a way that cannot be paired (see matcher).
+    epochs_apart: pair configurations whatever their epoch counts (any_epochs)."""
     key_of = matcher(base_groups, new_groups)
+    if epochs_apart:
+        key_of = any_epochs(key_of)
     base = {key_of(g.key): g for g in base_groups}
     new = {key_of(g.key): g for g in new_groups}
     keys = set(base) | set(new)
@@ -235,6 +249,10 @@ def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: s
     only_base = [label(k, varying) for k in sorted(set(base) - set(new), key=sort_key)]
     only_new = [label(k, varying) for k in sorted(set(new) - set(base), key=sort_key)]
     return rows, only_base, only_new
+
+
+def _epochs(counts: set[int]) -> str:
+    return "/".join(str(c) for c in sorted(counts))
 
 
 def _fmt(s: Summary) -> str:
@@ -307,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "%(default)s = 10%%)")
     ap.add_argument("--metric", default="wall_ms", choices=METRICS,
                     help="per-epoch timing to compare (default: %(default)s)")
+    ap.add_argument("--any-epochs", action="store_true",
+                    help="pair configurations whatever their epoch counts (e.g. a new results "
+                         "set of 21 epochs a process against an older one of 4): a process's "
+                         "value is the median of its steady epochs either way; the output "
+                         "names the counts")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the comparison as JSON to FILE ('-': stdout, instead "
                          "of the table)")
@@ -318,9 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_output_file(args.json)
         base_groups, new_groups = _load(args.base), _load(args.new)
         rows, only_base, only_new = compare(base_groups, new_groups, args.metric,
-                                            args.threshold)
+                                            args.threshold, args.any_epochs)
         if not rows:
             key_of = matcher(base_groups, new_groups)
+            if args.any_epochs:
+                key_of = any_epochs(key_of)
             apart = disjoint_fields([key_of(g.key) for g in base_groups],
                                     [key_of(g.key) for g in new_groups])
             raise UsageError(
@@ -349,6 +374,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if on[0] != on[1]:
             print(f"note: BASE ran on {', '.join(sorted(on[0]))}, NEW on "
                   f"{', '.join(sorted(on[1]))}")
+        counts = ({g.key.epochs for g in base_groups}, {g.key.epochs for g in new_groups})
+        if args.any_epochs and counts[0] != counts[1]:
+            print(f"note: paired whatever the epoch count (BASE {_epochs(counts[0])}, NEW "
+                  f"{_epochs(counts[1])} epochs a process): each process's value is the median "
+                  "of its steady epochs 2..N")
         print(table(rows, args.metric))
         for name, only in (("BASE", only_base), ("NEW", only_new)):
             if only:

@@ -111,6 +111,29 @@ def test_no_common_configuration_exits_2(fixtures_dir, tmp_path, capsys):
     assert err.rstrip().endswith("they share no value of hidden: BASE (256,); NEW (512,)"), err
 
 
+def test_any_epochs_pairs_sets_run_for_different_epoch_counts(fixtures_dir, tmp_path, capsys):
+    """A set of 21 epochs a process against one of fewer: different experiments unless
+    --any-epochs pairs them; the planted slowdown is then found, and the output says how the
+    configurations were paired."""
+    longer = []
+    for line in (fixtures_dir / "compare_slow.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec["config"]["epochs"] += 17
+        rec["epochs"] += [dict(rec["epochs"][-1], epoch=rec["epochs"][-1]["epoch"] + 1 + i)
+                          for i in range(17)]
+        longer.append(json.dumps(rec))
+    (tmp_path / "longer.jsonl").write_text("\n".join(longer) + "\n")
+    base = str(fixtures_dir / "compare_base.jsonl")
+    assert compare.main([base, str(tmp_path / "longer.jsonl")]) == 2
+    assert "they share no value of epochs" in capsys.readouterr().err
+    assert compare.main([base, str(tmp_path / "longer.jsonl"), "--any-epochs"]) == 1
+    out = capsys.readouterr().out
+    assert "note: paired whatever the epoch count (BASE 3, NEW 20 epochs a process)" in out, out
+    pinned = next(l for l in out.splitlines() if l.startswith("pinned "))
+    assert "REGRESSION" in pinned and "/e4" not in pinned and "/e21" not in pinned
+    assert sum("REGRESSION" in l for l in out.splitlines()) == 1
+
+
 def test_disjoint_fields_names_every_field_without_a_common_value():
     base = [compare.GroupKey("G", "pinned", "static", "u8", 256, (256,), "cublas", None, None, 4,
                              (("fused", True),)),
