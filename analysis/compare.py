@@ -115,7 +115,9 @@ def label(key: GroupKey, varying: Sequence[str]) -> str:
             f"{key.scenario}/{key.transfer}/b{key.batch}"
             f"/h{key.hidden_label}/{key.gemm}" + (f"/e{key.epochs}" if key.epochs else ""))
     other = dict(key.other)
-    extra = [f"{k}={other.get(k)}" for k in varying]
+    # an option the configuration does not set (None) is left out: a label still differs from
+    # every other, which sets it
+    extra = [f"{k}={other.get(k)}" for k in varying if other.get(k) is not None]
     return text + (f" [{', '.join(extra)}]" if extra else "")
 
 

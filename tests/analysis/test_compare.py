@@ -262,3 +262,20 @@ def test_seven_processes_a_side_can_flag_one_of_34_configurations(fixtures_dir, 
     (tmp_path / "b.jsonl").write_text("\n".join(base) + "\n")
     (tmp_path / "n.jsonl").write_text("\n".join(new) + "\n")
     assert compare.main([str(tmp_path / "b.jsonl"), str(tmp_path / "n.jsonl")]) == 1
+
+
+def test_labels_name_the_varying_options_a_configuration_sets():
+    """An option that varies across the compared configurations is named where a configuration
+    sets it and left out where it does not (None), so labels stay apart and readable."""
+    from analysis.aggregate import GroupKey
+    common = dict(gpu="", scenario="static", transfer="u8", batch=256, hidden=(256,),
+                  gemm="cublas", depth=None, streams=None, epochs=21)
+    plain = GroupKey(strategy="pinned", other=(("advise", None), ("step", "single-launch")),
+                     **common)
+    hinted = GroupKey(strategy="um-advise", other=(("advise", "read-mostly"),
+                                                   ("step", "single-launch")), **common)
+    assert compare.label(plain, ["advise", "step"]) == \
+        "pinned static/u8/b256/h256/cublas/e21 [step=single-launch]"
+    assert compare.label(hinted, ["advise", "step"]).endswith(
+        "[advise=read-mostly, step=single-launch]")
+    assert compare.label(plain, ["advise"]) == "pinned static/u8/b256/h256/cublas/e21"
