@@ -376,7 +376,10 @@ def spread(rs: ResultsSet, a: BlockArgs) -> str:
     if by_part not in ("on", "off"):
         raise BlockError(f"parts is on or off, not {by_part!r}")
     by_part = by_part == "on"
-    groups = select(rs, a)
+    # the spread set runs some configurations with the driver's threads placed
+    # (--thread-placement): other experiments, shown as rows of their own beside the
+    # scheduler's, not another slice
+    groups = select(rs, a, ignoring=("thread_placement",))
     rows, parts = [], []
     for name in a.names:
         mine = [g for g in groups if g.key.strategy == name]

@@ -299,6 +299,39 @@ def test_best_form_relation_is_read_from_the_records_when_they_carry_it(root):
                                                            "pageable")
 
 
+def test_spread_shows_placed_threads_as_rows_of_their_own(root):
+    """The spread set runs um-prefetch with the driver's threads placed (--thread-placement
+    apart / shared) beside the scheduler's: one block shows every placement as its own row (and
+    with variant=run_tag each run tag), not an error about configurations of several slices."""
+    import copy
+    runs = root / SET / "records" / "runs.jsonl"
+    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    placed = []
+    for r in recs:
+        cfg = r.get("config") or {}
+        if cfg.get("strategy") == "um-prefetch" and cfg.get("batch") == 1024 \
+                and cfg.get("cpus") == 16:
+            for where in ("apart", "shared"):
+                p = copy.deepcopy(r)
+                p["config"].update(thread_placement=where)
+                p["config"]["run_tag"] += f"_threads-{where}"
+                p["run_id"] += f"-{where}"
+                placed.append(p)
+    assert placed
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs + placed))
+    md = write(root, block("spread um-prefetch b1024", "spread")
+               + block("spread um-prefetch b1024 variant=run_tag", "spread"))
+    assert run(root) == 0
+    text = md.read_text()
+    plain = body(text, "spread um-prefetch b1024 from")
+    assert row(plain, "um-prefetch (driver threads on other cores) (static, u8, b1024)")
+    assert row(plain, "um-prefetch (driver threads on the training thread's core) "
+                      "(static, u8, b1024)")
+    assert row(plain, "um-prefetch (static, u8, b1024)")
+    tagged = body(text, "spread um-prefetch b1024 variant=run_tag")
+    assert "_threads-apart |" in tagged and "_threads-shared |" in tagged
+
+
 def test_spread_splits_by_a_variant_key_and_warns_when_values_are_pooled(root):
     md = write(root, block("spread um-prefetch b1024 variant=cpus", "spread")
                + block("spread um-prefetch b1024 variant=run_tag", "spread")
