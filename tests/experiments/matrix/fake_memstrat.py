@@ -153,12 +153,21 @@ def record(a, argv, failed):
     rec["run_id"] = f"fake-{os.getpid()}-{time.time_ns()}"
     rec["argv"] = ["memstrat", *argv]
     hidden = a.hidden
+    # a strategy's own options as the record writes them: null where the strategy does not
+    # read the option (describe.json's strategies[].options)
+    reads = set(STRATEGIES[a.strategy]["options"])
+    own = {key: (value if option in reads else None) for option, key, value in (
+        ("--depth", "depth", a.depth), ("--copy-streams", "streams", a.copy_streams),
+        ("--prefetch-chunk", "prefetch_chunk_mib", a.prefetch_chunk),
+        ("--copy-chunk", "copy_chunk_mib", a.copy_chunk),
+        ("--stage-blocks", "stage_blocks", a.stage_blocks), ("--advise", "advise", a.advise))}
+    stream = a.scenario == "stream"
     rec["config"].update({
         "strategy": a.strategy, "scenario": a.scenario, "transfer": a.transfer,
         "batch": a.batch, "hidden": hidden, "epochs": a.epochs, "seed": a.seed,
-        "gemm": a.gemm, "depth": a.depth, "streams": a.copy_streams,
-        "prefetch_chunk_mib": a.prefetch_chunk, "copy_chunk_mib": a.copy_chunk,
-        "stage_blocks": a.stage_blocks,
+        "gemm": a.gemm, **own, "thread_placement": a.thread_placement,
+        "workers": a.workers if stream else None, "prefetch": a.prefetch if stream else None,
+        "augment": a.augment if stream else None,
         "profile": a.profile, "run_tag": a.run_tag})
     # the data-path and scale options, as experiments/core/record.cpp writes them
     augments = a.scenario == "refresh" or (a.scenario == "stream" and a.augment != "none")
