@@ -472,9 +472,9 @@ def representative(groups: Sequence[Group]) -> list[Group]:
 
 def variant_rank(key: GroupKey) -> tuple:
     """Lower first: the variants a figure shows first. The strategy's own options at their
-    defaults and the step --fused on took (whatever it took: own_step); the default pipeline depth; the strategy's own launch
-    form (a form named by --launch-form is a variant of it); then the smaller depth/streams and
-    one launch per epoch. The first two entries are (0, 0) for a strategy at its defaults,
+    defaults and the step --fused on took (whatever it took: own_step); the default pipeline
+    depth; the strategy's own launch form (a form named by --launch-form is a variant of it);
+    then the smaller depth/streams and one launch per epoch. The first two entries are (0, 0) for a strategy at its defaults,
     whatever its launch form."""
     launch = 0 if key.epoch_launch else 1
     own = 0 if key.own_form else 1

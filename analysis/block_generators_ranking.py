@@ -218,8 +218,9 @@ def naive_vs_best(rs: ResultsSet, a: BlockArgs) -> str:
           "gain in two parts: what its launch form saves (resident at the naive form's launch "
           "form minus resident at the best form's, a Hodges-Lehmann shift with its interval; "
           "where the two take different MLP steps, each resident takes its form's step, so "
-          "the step's difference is in it too, and the cell names both steps) and what its data path saves (the data-movement cost, epoch minus resident at the "
-          "same form, of the naive form, then of the best form).")
+          "the step's difference is in it too, and the cell names both steps) and what its "
+          "data path saves (the data-movement cost, epoch minus resident at the same form, of "
+          "the naive form, then of the best form).")
     doc.ul(pooling_notes(shown))
     return doc.markdown()
 
@@ -242,7 +243,8 @@ def _two_gains(groups: Sequence[Group], naive: Group | None, best: Group | None
         saved = shift(ref_best.process_values("wall_ms"), ref_naive.process_values("wall_ms"))
         launch = effect_text(saved, " ms") if saved else NOT_MEASURED
         if saved and steps[0] != steps[1]:
-            launch += f" (and the step: {steps[0] or 'not recorded'} → {steps[1] or 'not recorded'})"
+            launch += (f" (and the step: {steps[0] or 'not recorded'} → "
+                       f"{steps[1] or 'not recorded'})")
     dm_n, dm_b = data_movement(groups, naive), data_movement(groups, best)
     movement = (f"{effect_text(dm_n, ' ms') if dm_n else 'n/a'} → "
                 f"{effect_text(dm_b, ' ms') if dm_b else 'n/a'}")
