@@ -86,8 +86,8 @@ def primitive_facts(rs: ResultsSet, a: BlockArgs) -> str:
     per batch at um-prefetch's launch form and step); and fault-driven migration's peak against
     the copy engine's."""
     curves = {name: c for (_, name), c in sorted(latest_curves(rs.primitives).items())}
-    ok = {name: summary_row(c) for name, c in curves.items()
-          if summary_row(c)["status"] == "ok"}
+    rows = {name: summary_row(c) for name, c in curves.items()}
+    ok = {name: r for name, r in rows.items() if r["status"] == "ok"}
     out = []
     pinned = ok.get("pinned-h2d")
     if pinned is None:

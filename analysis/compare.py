@@ -219,9 +219,14 @@ def disjoint_fields(base: Sequence[GroupKey], new: Sequence[GroupKey]) -> list[s
             for name in names if not vb[name] & vn[name]]
 
 
-def any_epochs(key_of: Callable[[GroupKey], GroupKey]) -> Callable[[GroupKey], GroupKey]:
-    """`key_of` that also pairs configurations run for different epoch counts (--any-epochs):
-    a process's value is the median of its steady epochs (2..N) whatever N is."""
+def pairing(base_groups: Sequence[Group], new_groups: Sequence[Group], epochs_apart: bool
+            ) -> Callable[[GroupKey], GroupKey]:
+    """The key BASE's and NEW's configurations are paired on (matcher); with `epochs_apart`
+    (--any-epochs) whatever their epoch counts: a process's value is the median of its steady
+    epochs (2..N) whatever N is."""
+    key_of = matcher(base_groups, new_groups)
+    if not epochs_apart:
+        return key_of
     return lambda key: dataclasses.replace(key_of(key), epochs=0)
 
 
@@ -230,10 +235,8 @@ def compare(base_groups: Sequence[Group], new_groups: Sequence[Group], metric: s
             ) -> tuple[list[Comparison], list[str], list[str]]:
     """(comparisons of the common configurations, labels only in BASE, only in NEW);
     UsageError when the sets mix GPUs in a way that cannot be paired (see matcher).
-    epochs_apart: pair configurations whatever their epoch counts (any_epochs)."""
-    key_of = matcher(base_groups, new_groups)
-    if epochs_apart:
-        key_of = any_epochs(key_of)
+    epochs_apart: pair configurations whatever their epoch counts (pairing)."""
+    key_of = pairing(base_groups, new_groups, epochs_apart)
     base = {key_of(g.key): g for g in base_groups}
     new = {key_of(g.key): g for g in new_groups}
     keys = set(base) | set(new)
@@ -345,9 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, only_base, only_new = compare(base_groups, new_groups, args.metric,
                                             args.threshold, args.any_epochs)
         if not rows:
-            key_of = matcher(base_groups, new_groups)
-            if args.any_epochs:
-                key_of = any_epochs(key_of)
+            key_of = pairing(base_groups, new_groups, args.any_epochs)
             apart = disjoint_fields([key_of(g.key) for g in base_groups],
                                     [key_of(g.key) for g in new_groups])
             raise UsageError(
